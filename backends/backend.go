@@ -1,0 +1,201 @@
+// Package backends holds the lock implementations under test, one file
+// each, registered by name. A backend starts the servers it needs through
+// the run's cluster and hands each simulated client process a Client of its
+// own (its own connections), as separate machines would have.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// Sentinel errors of this package. ErrBusy and ErrNotHeld are certain
+// failures (recorded as fail); any error not marked certain is recorded as
+// info, because the operation may have happened.
+var (
+	// ErrUnknown is returned for a backend name that is not registered.
+	ErrUnknown = errors.New("unknown backend")
+	// ErrBusy means the lock is held by someone else: the acquire did not happen.
+	ErrBusy = errors.New("lock is busy")
+	// ErrNotHeld means a release or extend found the lock no longer ours.
+	ErrNotHeld = errors.New("lock is not held by this client")
+	// ErrLost is given to a client whose lease watchdog failed: it must
+	// end its critical section.
+	ErrLost = errors.New("lock lost")
+	// errCertain marks an error as a certain failure (see Certain).
+	errCertain = errors.New("certain failure")
+)
+
+// Certain marks err as a failure that certainly did not take effect (the
+// request never left, or the server refused it), so it is recorded as fail.
+func Certain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%w)", err, errCertain)
+}
+
+// Outcome maps an operation's error to its history type: nil is ok; a
+// certain failure is fail; anything else (timeouts, lost connections) is
+// info, because nobody knows whether it happened.
+func Outcome(err error) history.Type {
+	switch {
+	case err == nil:
+		return history.OK
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrNotHeld), errors.Is(err, errCertain):
+		return history.Fail
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && !op.Timeout() {
+		// The connection was refused: the request was never sent.
+		return history.Fail
+	}
+	return history.Info
+}
+
+// Grant is what a successful acquire gives the client.
+type Grant struct {
+	// Fence is the fencing token, nil when the backend issues none.
+	Fence *int64
+	// Lease is how long the client may assume it holds the lock, counted
+	// from the moment Acquire returned (the TTL less the time the acquire
+	// took); zero with HasLease false for locks without a lease.
+	Lease    time.Duration
+	HasLease bool
+	// Token is the backend's own proof of ownership (a random value).
+	Token string
+	// Lost, when not nil, is closed when a watchdog finds the lock lost.
+	Lost <-chan struct{}
+}
+
+// Client is one simulated process's view of the lock service.
+type Client interface {
+	// Acquire tries once to take the lock on key; ErrBusy when held.
+	Acquire(ctx context.Context, key string) (Grant, error)
+	// Release gives the lock back; ErrNotHeld when it was no longer ours.
+	Release(ctx context.Context, key string, g Grant) error
+	// Close drops the client's connections.
+	Close() error
+}
+
+// Backend is one lock implementation set up for a run.
+type Backend interface {
+	// Client returns the lock client of process p. gate is p's pause gate:
+	// any goroutine the client runs on its own (a lease watchdog) must
+	// wait on it before each step.
+	Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error)
+	// Close releases what the backend holds (not the servers: the cluster
+	// owns those).
+	Close() error
+}
+
+// Env is what a backend gets to build itself.
+type Env struct {
+	// Cluster starts the servers the backend needs.
+	Cluster *cluster.Cluster
+	// TTL is the lock lease.
+	TTL time.Duration
+	// OpTimeout bounds each request a client makes.
+	OpTimeout time.Duration
+	// Clients is the number of client processes; Keys the lock keys.
+	Clients int
+	Keys    []string
+	// Seed seeds any randomness the backend uses.
+	Seed int64
+}
+
+// Info describes a backend for `locktorture list backends`.
+type Info struct {
+	// Name is what users type.
+	Name string
+	// Description is one line.
+	Description string
+	// Servers names the servers the backend needs ("1 redis-server").
+	Servers string
+	// Fencing is set when grants carry fencing tokens.
+	Fencing bool
+	// Lease is set when grants carry a lease.
+	Lease bool
+}
+
+// Factory builds a backend for a run.
+type Factory func(ctx context.Context, env Env) (Backend, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]entry{}
+)
+
+type entry struct {
+	info Info
+	new  Factory
+}
+
+// Register adds a backend; it panics on a duplicate name (a programming error).
+func Register(info Info, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[info.Name]; dup {
+		panic("backends: duplicate backend " + info.Name)
+	}
+	registry[info.Name] = entry{info, f}
+}
+
+// Lookup returns a backend's description and factory, or an error wrapping
+// ErrUnknown that lists the known names.
+func Lookup(name string) (Info, Factory, error) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	e, ok := registry[name]
+	if !ok {
+		return Info{}, nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(namesLocked(), ", "))
+	}
+	return e.info, e.new, nil
+}
+
+// List returns every registered backend, sorted by name.
+func List() []Info {
+	regMu.Lock()
+	defer regMu.Unlock()
+	out := make([]Info, 0, len(registry))
+	for _, n := range namesLocked() {
+		out = append(out, registry[n].info)
+	}
+	return out
+}
+
+// Names returns every registered backend name, sorted.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	ns := make([]string, 0, len(registry))
+	for n := range registry {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// leaseLeft is the lease a client may count on after an acquire that
+// started at start: the TTL less the time the acquire took, never negative.
+func leaseLeft(ttl time.Duration, start time.Time) time.Duration {
+	left := ttl - time.Since(start)
+	if left < 0 {
+		return 0
+	}
+	return left
+}
+

@@ -1,0 +1,79 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// redis-fenced is redis-token plus a fencing token: one script takes the
+// lock with SET NX PX and, only when it got it, INCRs a per-key counter, so
+// every grant carries a number larger than every earlier grant's. The lock
+// itself is no safer (a paused holder still outlives its lease), but a
+// resource that checks the fence can reject the stale holder's writes. The
+// fence is the counter value; it lives on the same single server, so it is
+// only as durable as that server.
+func init() {
+	Register(Info{
+		Name:        "redis-fenced",
+		Description: "one script does SET NX PX and INCR of a per-key counter: every grant carries a fencing token",
+		Servers:     "1 redis-server",
+		Fencing:     true,
+		Lease:       true,
+	}, newRedisFenced)
+}
+
+// fencedAcquireScript returns the new fence, or 0 when the lock is busy.
+var fencedAcquireScript = redis.NewScript(`
+if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  return redis.call("incr", KEYS[2])
+end
+return 0`)
+
+type redisFenced struct {
+	addr string
+	env  Env
+}
+
+func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
+	r, err := startOneRedis(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return &redisFenced{addr: r.Addr(), env: env}, nil
+}
+
+func (b *redisFenced) Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error) {
+	return &redisFencedClient{rc: newRedisClient(b.addr, b.env.OpTimeout), ttl: b.env.TTL}, nil
+}
+
+func (b *redisFenced) Close() error { return nil }
+
+type redisFencedClient struct {
+	rc  *redis.Client
+	ttl time.Duration
+}
+
+func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, error) {
+	start := time.Now()
+	token := randomToken()
+	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
+	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return Grant{}, fmt.Errorf("acquire %s: %w", key, err)
+	}
+	if fence == 0 {
+		return Grant{}, ErrBusy
+	}
+	return Grant{Fence: &fence, Lease: leaseLeft(c.ttl, start), HasLease: true, Token: token}, nil
+}
+
+func (c *redisFencedClient) Release(ctx context.Context, key string, g Grant) error {
+	return redisTokenRelease(ctx, c.rc, key, g.Token)
+}
+
+func (c *redisFencedClient) Close() error { return c.rc.Close() }

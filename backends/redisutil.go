@@ -1,0 +1,79 @@
+package backends
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// redisKeyPrefix namespaces the harness's keys in Redis.
+const redisKeyPrefix = "locktorture:lock:"
+
+// newRedisClient returns a go-redis client for a lock client: no retries (a
+// retried SET can run twice) and context deadlines honoured for socket I/O.
+func newRedisClient(addr string, timeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           timeout,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		PoolSize:              2,
+		DisableIdentity:       true,
+		Protocol:              2,
+	})
+}
+
+// startOneRedis starts the single redis-server of a single-Redis backend.
+func startOneRedis(ctx context.Context, env Env) (*cluster.Redis, error) {
+	r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	return r, nil
+}
+
+// randomToken returns 16 random bytes in hex, unique to one grant.
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// releaseScript deletes the lock only when it still holds our token.
+var releaseScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("del", KEYS[1])
+end
+return 0`)
+
+// redisTokenRelease runs the compare-and-delete script.
+func redisTokenRelease(ctx context.Context, rc *redis.Client, key, token string) error {
+	n, err := releaseScript.Run(ctx, rc, []string{redisKeyPrefix + key}, token).Int()
+	if err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// setNX runs SET key token NX PX ttl, returning ErrBusy when the key exists.
+func setNX(ctx context.Context, rc *redis.Client, key, token string, ttl time.Duration) error {
+	ok, err := rc.SetNX(ctx, redisKeyPrefix+key, token, ttl).Result()
+	if err != nil {
+		return fmt.Errorf("acquire %s: %w", key, err)
+	}
+	if !ok {
+		return ErrBusy
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+// Package checker judges a history. Every checker is a pure function of the
+// ops: no servers, no network, so a stored history can be re-checked anywhere.
+// It imports only package history.
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// Validity is a three-valued verdict: valid, invalid or unknown.
+type Validity int8
+
+// The three verdicts. Merging orders them invalid > unknown > valid.
+const (
+	Valid Validity = iota
+	Unknown
+	Invalid
+)
+
+// String returns "valid", "invalid" or "unknown".
+func (v Validity) String() string {
+	switch v {
+	case Valid:
+		return "valid"
+	case Invalid:
+		return "invalid"
+	default:
+		return "unknown"
+	}
+}
+
+// MarshalJSON encodes as in results.json: true, false or "unknown".
+func (v Validity) MarshalJSON() ([]byte, error) {
+	switch v {
+	case Valid:
+		return []byte("true"), nil
+	case Invalid:
+		return []byte("false"), nil
+	default:
+		return []byte(`"unknown"`), nil
+	}
+}
+
+// UnmarshalJSON accepts true, false, "unknown" (and "valid"/"invalid").
+func (v *Validity) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true", `"valid"`:
+		*v = Valid
+	case "false", `"invalid"`:
+		*v = Invalid
+	case `"unknown"`, "null":
+		*v = Unknown
+	default:
+		return fmt.Errorf("checker: bad validity %s", b)
+	}
+	return nil
+}
+
+// ParseValidity parses "valid", "invalid" or "unknown".
+func ParseValidity(s string) (Validity, error) {
+	switch s {
+	case "valid", "true":
+		return Valid, nil
+	case "invalid", "false":
+		return Invalid, nil
+	case "unknown":
+		return Unknown, nil
+	}
+	return Unknown, fmt.Errorf("bad verdict %q (want valid, invalid or unknown)", s)
+}
+
+// Merge combines verdicts: invalid if any is invalid, else unknown if any is
+// unknown, else valid.
+func Merge(vs ...Validity) Validity {
+	out := Valid
+	for _, v := range vs {
+		if v > out {
+			out = v
+		}
+	}
+	return out
+}
+
+// Names of the checkers, in the order they run and are reported.
+const (
+	NameMutex        = "mutex"
+	NameLinearizable = "linearizable"
+	NameFencing      = "fencing"
+	NameLostUpdate   = "lost-update"
+	NameStats        = "stats"
+)
+
+// All lists every checker name, in report order.
+var All = []string{NameMutex, NameLinearizable, NameFencing, NameLostUpdate, NameStats}
+
+// Options tune the checkers.
+type Options struct {
+	// LinearizableTimeout bounds porcupine; when it runs out the
+	// linearizable result is unknown. Zero means 30s.
+	LinearizableTimeout time.Duration
+}
+
+// Checkers holds one result per checker that ran; a nil field did not run.
+// It is the "checkers" object of results.json.
+type Checkers struct {
+	Mutex        *MutexResult        `json:"mutex,omitempty"`
+	Linearizable *LinearizableResult `json:"linearizable,omitempty"`
+	Fencing      *FencingResult      `json:"fencing,omitempty"`
+	LostUpdate   *LostUpdateResult   `json:"lost-update,omitempty"`
+	Stats        *StatsResult        `json:"stats,omitempty"`
+}
+
+// Verdicts returns each checker's verdict by name, for those that ran.
+func (c *Checkers) Verdicts() map[string]Validity {
+	m := map[string]Validity{}
+	if c.Mutex != nil {
+		m[NameMutex] = c.Mutex.Valid
+	}
+	if c.Linearizable != nil {
+		m[NameLinearizable] = c.Linearizable.Valid
+	}
+	if c.Fencing != nil {
+		m[NameFencing] = c.Fencing.Valid
+	}
+	if c.LostUpdate != nil {
+		m[NameLostUpdate] = c.LostUpdate.Valid
+	}
+	if c.Stats != nil {
+		m[NameStats] = c.Stats.Valid
+	}
+	return m
+}
+
+// Verdict merges the verdicts of every checker that ran. With no checker
+// at all, it is unknown: a run that checked nothing is never valid.
+func (c *Checkers) Verdict() Validity {
+	vs := c.Verdicts()
+	if len(vs) == 0 {
+		return Unknown
+	}
+	out := Valid
+	for _, v := range vs {
+		out = Merge(out, v)
+	}
+	return out
+}
+
+// Results is results.json.
+type Results struct {
+	Valid    Validity `json:"valid"`
+	Checkers Checkers `json:"checkers"`
+	Scenario string   `json:"scenario"`
+	Backend  string   `json:"backend"`
+	Resource string   `json:"resource"`
+	Seed     int64    `json:"seed"`
+	Ops      int      `json:"ops"`
+	// Truncated is set when the history's last line was cut off and dropped.
+	Truncated bool `json:"truncated,omitempty"`
+	// Note explains an unknown or surprising verdict (for example, nothing was checked).
+	Note string `json:"note,omitempty"`
+}
+
+// Check runs the named checkers (every one when names is empty) over ops and
+// merges their verdicts. A checker that panics yields unknown, as Jepsen's
+// check-safe does. An unknown name is an error.
+func Check(ctx context.Context, ops []history.Op, names []string, opt Options) (Checkers, error) {
+	if len(names) == 0 {
+		names = All
+	}
+	var c Checkers
+	for _, n := range names {
+		switch n {
+		case NameMutex:
+			r := safe(func() *MutexResult { return runMutex(ops) }, func(e string) *MutexResult { return &MutexResult{Valid: Unknown, Error: e} })
+			c.Mutex = r
+		case NameLinearizable:
+			r := safe(func() *LinearizableResult { return runLinearizable(ctx, ops, opt.LinearizableTimeout) }, func(e string) *LinearizableResult { return &LinearizableResult{Valid: Unknown, Error: e} })
+			c.Linearizable = r
+		case NameFencing:
+			c.Fencing = safe(func() *FencingResult { return runFencing(ops) }, func(e string) *FencingResult { return &FencingResult{Valid: Unknown, Error: e} })
+		case NameLostUpdate:
+			c.LostUpdate = safe(func() *LostUpdateResult { return runLostUpdate(ops) }, func(e string) *LostUpdateResult { return &LostUpdateResult{Valid: Unknown, Error: e} })
+		case NameStats:
+			c.Stats = safe(func() *StatsResult { return runStats(ops) }, func(e string) *StatsResult { return &StatsResult{Valid: Unknown, Error: e} })
+		default:
+			return c, fmt.Errorf("unknown checker %q (known: %v)", n, All)
+		}
+	}
+	return c, nil
+}
+
+// IsKnown reports whether name is a checker.
+func IsKnown(name string) bool {
+	for _, n := range All {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// The checkers Check runs; variables so that a test can make one crash.
+var (
+	runMutex        = Mutex
+	runLinearizable = Linearizable
+	runFencing      = Fencing
+	runLostUpdate   = LostUpdate
+	runStats        = Stats
+)
+
+func safe[T any](f func() T, onPanic func(string) T) (out T) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = onPanic(fmt.Sprintf("checker crashed: %v", r))
+		}
+	}()
+	return f()
+}
+
+// sortedKeys returns a map's keys in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+var _ = json.Marshal

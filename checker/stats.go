@@ -1,0 +1,124 @@
+package checker
+
+import (
+	"math"
+	"slices"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// Stats summarises a history: op counts, clients, span, holds and
+// throughput, acquire latency percentiles, and for each key how long nobody
+// held it. It decides nothing: the result is always valid.
+func Stats(ops []history.Op) *StatsResult {
+	res := &StatsResult{Valid: Valid, Ops: map[string]map[string]int{}, Availability: []KeyAvailability{}}
+	if len(ops) == 0 {
+		return res
+	}
+	first, last := ops[0].Time, ops[0].Time
+	clients := map[int]bool{}
+	keys := map[string]bool{}
+	pending := map[int]*history.Op{}
+	var okLat, allLat []int64
+	completions := 0
+	for i := range ops {
+		op := &ops[i]
+		first, last = min(first, op.Time), max(last, op.Time)
+		byType := res.Ops[op.F]
+		if byType == nil {
+			byType = map[string]int{}
+			res.Ops[op.F] = byType
+		}
+		byType[string(op.Type)]++
+		if op.IsNemesis() {
+			res.NemesisOps++
+			continue
+		}
+		if op.Process >= 0 {
+			clients[op.Process] = true
+		}
+		if op.Key != "" {
+			keys[op.Key] = true
+		}
+		if op.Type == history.Invoke {
+			pending[op.Process] = op
+			continue
+		}
+		completions++
+		inv, ok := pending[op.Process]
+		if !ok || inv.F != op.F {
+			continue
+		}
+		delete(pending, op.Process)
+		if op.F == history.Acquire {
+			d := op.Time - inv.Time
+			allLat = append(allLat, d)
+			if op.Type == history.OK {
+				okLat = append(okLat, d)
+			}
+		}
+	}
+	res.Clients = len(clients)
+	res.Span = last - first
+	holds := Holds(ops)
+	res.Holds = len(holds)
+	if res.Span > 0 {
+		s := float64(res.Span) / 1e9
+		res.HoldsPerSecond = float64(res.Holds) / s
+		res.OpsPerSecond = float64(completions) / s
+	}
+	res.AcquireLatency = latency(okLat)
+	res.AcquireAll = latency(allLat)
+
+	// Availability: the part of [first, last] no hold of the key covers.
+	// Holds come sorted by key, then start.
+	covered := map[string]int64{}
+	count := map[string]int{}
+	var key string
+	var curStart, curEnd int64
+	flush := func() { covered[key] += curEnd - curStart }
+	for i, h := range holds {
+		count[h.Key]++
+		s, e := max(h.Start, first), min(h.End, last)
+		if e < s {
+			e = s
+		}
+		if i == 0 || h.Key != key {
+			if i > 0 {
+				flush()
+			}
+			key, curStart, curEnd = h.Key, s, e
+			continue
+		}
+		if s > curEnd {
+			flush()
+			curStart, curEnd = s, e
+		} else {
+			curEnd = max(curEnd, e)
+		}
+	}
+	if len(holds) > 0 {
+		flush()
+	}
+	for _, k := range sortedKeys(keys) {
+		a := KeyAvailability{Key: k, Holds: count[k], Unheld: res.Span - covered[k]}
+		if res.Span > 0 {
+			a.Fraction = float64(a.Unheld) / float64(res.Span)
+		}
+		res.Availability = append(res.Availability, a)
+	}
+	return res
+}
+
+// latency computes nearest-rank percentiles of ds (which it sorts).
+func latency(ds []int64) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	at := func(p float64) int64 {
+		i := int(math.Ceil(p*float64(len(ds)))) - 1
+		return ds[min(max(i, 0), len(ds)-1)]
+	}
+	return Latency{Count: len(ds), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ds[len(ds)-1]}
+}

@@ -1,0 +1,156 @@
+// Package cluster starts and controls the real servers a run needs (Redis
+// for now; Sentinel, PostgreSQL and etcd later) as local processes on
+// 127.0.0.1 with free ports, and the simulated client processes whose
+// execution a nemesis can freeze. Every server a Cluster starts is stopped by
+// Close, which callers defer; a process-death signal stops the servers even
+// when the harness itself is killed.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+// Sentinel errors of this package.
+var (
+	// ErrMissingBinary is wrapped when a server's program is not on PATH.
+	ErrMissingBinary = errors.New("server program not found")
+	// ErrStart is wrapped when a server does not come up.
+	ErrStart = errors.New("server did not start")
+	// ErrClosed is returned when starting a server on a closed cluster.
+	ErrClosed = errors.New("cluster is closed")
+)
+
+// Options configure a Cluster.
+type Options struct {
+	// LogDir receives each server's log file (the run's store directory).
+	// Empty means the cluster's temporary directory.
+	LogDir string
+	// TempDir is where data directories go; empty means os.TempDir().
+	TempDir string
+}
+
+// Server is what every server the cluster runs can do.
+type Server interface {
+	// Name is the server's name in logs and nemesis targets ("redis-0").
+	Name() string
+	// Addr is host:port.
+	Addr() string
+	// Stop ends the server for good.
+	Stop(ctx context.Context) error
+	// LogPath is the server's log file.
+	LogPath() string
+}
+
+// Cluster owns the servers and simulated client processes of one run.
+type Cluster struct {
+	opt    Options
+	tmp    string
+	mu     sync.Mutex
+	procs  []*proc
+	redis  []*Redis
+	closed bool
+}
+
+// New makes a cluster with its own temporary directory.
+func New(opt Options) (*Cluster, error) {
+	tmp, err := os.MkdirTemp(opt.TempDir, "locktorture-")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: temp dir: %w", err)
+	}
+	if opt.LogDir == "" {
+		opt.LogDir = tmp
+	}
+	return &Cluster{opt: opt, tmp: tmp}, nil
+}
+
+// TempDir is the cluster's private temporary directory, removed by Close.
+func (c *Cluster) TempDir() string { return c.tmp }
+
+// Redis returns the Redis servers started so far, in start order.
+func (c *Cluster) Redis() []*Redis {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Redis(nil), c.redis...)
+}
+
+// Logs returns the paths of every server log.
+func (c *Cluster) Logs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, p := range c.procs {
+		out = append(out, p.logPath)
+	}
+	return out
+}
+
+func (c *Cluster) track(p *proc) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// Close stops every server (resuming paused ones first) and removes the
+// temporary directory. It is safe to call more than once.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	procs := c.procs
+	c.procs = nil
+	c.mu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.stop(); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := os.RemoveAll(c.tmp); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: remove %s: %w", c.tmp, err))
+	}
+	return errors.Join(errs...)
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("cluster: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lookBin finds a program on PATH (or in extra directories), naming the
+// Debian package that installs it when it is missing.
+func lookBin(name, pkg string, extra ...string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, d := range extra {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not on PATH; install the Debian package %s (make deps)", ErrMissingBinary, name, pkg)
+}

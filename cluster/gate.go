@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Gate freezes a simulated client process the way a stop-the-world GC pause
+// freezes a real one: every goroutine the client owns calls Wait before each
+// step, and while the gate is closed they all stop there, to resume together
+// when it opens. Bytes already on the wire still arrive; the client just
+// does not act on them until it wakes.
+type Gate struct {
+	mu     sync.Mutex
+	paused bool
+	open   chan struct{} // closed while not paused
+}
+
+// NewGate returns an open gate.
+func NewGate() *Gate {
+	ch := make(chan struct{})
+	close(ch)
+	return &Gate{open: ch}
+}
+
+// Pause closes the gate. It reports false if it was already closed.
+func (g *Gate) Pause() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused {
+		return false
+	}
+	g.paused = true
+	g.open = make(chan struct{})
+	return true
+}
+
+// Resume opens the gate, releasing every waiter at once. It reports false
+// if the gate was already open.
+func (g *Gate) Resume() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.paused {
+		return false
+	}
+	g.paused = false
+	close(g.open)
+	return true
+}
+
+// Paused reports whether the gate is closed.
+func (g *Gate) Paused() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paused
+}
+
+// Wait returns at once when the gate is open, or blocks until it opens or
+// ctx ends (returning ctx's error).
+func (g *Gate) Wait(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Sleep waits d (or until ctx ends), then waits for the gate: a client that
+// was paused mid-sleep wakes only when the pause is over.
+func (g *Gate) Sleep(ctx context.Context, d time.Duration) error {
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	return g.Wait(ctx)
+}

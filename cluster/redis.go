@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// RedisOptions configure one redis-server.
+type RedisOptions struct {
+	// Name is the server's name; empty means "redis-<n>".
+	Name string
+	// Persistence turns on the append-only file with appendfsync always, so
+	// a killed server comes back with its keys. Off by default.
+	Persistence bool
+	// Args are extra redis-server arguments ("--maxclients", "100").
+	Args []string
+}
+
+// Redis is one redis-server process on 127.0.0.1.
+type Redis struct {
+	p    *proc
+	port int
+	opt  RedisOptions
+}
+
+// StartRedis starts a redis-server on a free port and waits until it answers PING.
+func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	bin, err := lookBin("redis-server", "redis-server")
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	n := len(c.redis)
+	c.mu.Unlock()
+	if opt.Name == "" {
+		opt.Name = fmt.Sprintf("redis-%d", n)
+	}
+	dir := filepath.Join(c.tmp, opt.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", opt.Name, err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		r := &Redis{port: port, opt: opt}
+		r.p = &proc{
+			name:    opt.Name,
+			bin:     bin,
+			args:    redisArgs(port, dir, opt),
+			dir:     dir,
+			logPath: filepath.Join(c.opt.LogDir, opt.Name+".log"),
+		}
+		if err := c.track(r.p); err != nil {
+			return nil, err
+		}
+		if err := r.p.start(); err != nil {
+			return nil, err
+		}
+		if lastErr = r.p.waitReady(ctx, r.ping); lastErr == nil {
+			c.mu.Lock()
+			c.redis = append(c.redis, r)
+			c.mu.Unlock()
+			return r, nil
+		}
+		_ = r.p.kill()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: %w", lastErr)
+}
+
+func redisArgs(port int, dir string, opt RedisOptions) []string {
+	args := []string{
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--daemonize", "no",
+		"--save", "",
+		"--protected-mode", "no",
+		"--loglevel", "notice",
+	}
+	if opt.Persistence {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	return append(args, opt.Args...)
+}
+
+// Name is the server's name.
+func (r *Redis) Name() string { return r.opt.Name }
+
+// Addr is the server's host:port.
+func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
+
+// Port is the server's TCP port.
+func (r *Redis) Port() int { return r.port }
+
+// LogPath is the server's log file.
+func (r *Redis) LogPath() string { return r.p.logPath }
+
+// PID is the server's process id, or 0 when it is not running.
+func (r *Redis) PID() int {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	if r.p.cmd == nil || r.p.cmd.Process == nil {
+		return 0
+	}
+	return r.p.cmd.Process.Pid
+}
+
+// Running reports whether the server process is up.
+func (r *Redis) Running() bool { return r.p.running() }
+
+// Pause freezes the server with SIGSTOP.
+func (r *Redis) Pause(ctx context.Context) error { return r.p.signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused server with SIGCONT.
+func (r *Redis) Resume(ctx context.Context) error { return r.p.signal(syscall.SIGCONT) }
+
+// Kill ends the server with SIGKILL, as a crash would.
+func (r *Redis) Kill(ctx context.Context) error { return r.p.kill() }
+
+// Restart starts a killed or stopped server again on the same port and
+// waits until it answers. Without persistence it comes back empty.
+func (r *Redis) Restart(ctx context.Context) error {
+	if r.p.running() {
+		if err := r.p.kill(); err != nil {
+			return err
+		}
+	}
+	if err := r.p.start(); err != nil {
+		return err
+	}
+	if err := r.p.waitReady(ctx, r.ping); err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the server for good.
+func (r *Redis) Stop(ctx context.Context) error { return r.p.stop() }
+
+// ping sends PING over a fresh connection and expects +PONG.
+func (r *Redis) ping(ctx context.Context) error {
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	conn, err := d.DialContext(ctx, "tcp", r.Addr())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}

@@ -1,0 +1,355 @@
+// Command locktorture tortures distributed locks: it starts real lock
+// servers on loopback, drives concurrent clients through a lock while
+// nemeses inject faults, records the history, checks it, and stores a report.
+//
+// Exit codes (as Jepsen's): 0 valid, 1 invalid, 2 unknown, 254 bad arguments
+// or scenario file, 255 the harness itself failed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/runner"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// Exit codes.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUnknown = 2
+	exitBadArgs = 254
+	exitHarness = 255
+)
+
+const usage = `locktorture — a torture harness for distributed locks
+
+Usage:
+  locktorture run      --scenario NAME | --scenario-file PATH  [overrides]
+  locktorture analyze  PATH        re-check a stored run (no servers needed)
+  locktorture list     backends|scenarios|nemeses
+  locktorture COMMAND --help
+
+Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or scenario, 255 harness failure.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBadArgs
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "analyze":
+		return cmdAnalyze(args[1:], stdout, stderr)
+	case "list":
+		return cmdList(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitValid
+	}
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list)\n", args[0])
+	return exitBadArgs
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM; a second signal kills.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("scenario", "", "built-in scenario `NAME` (see: locktorture list scenarios)")
+	file := fs.String("scenario-file", "", "scenario file `PATH` (YAML)")
+	backend := fs.String("backend", "", "lock backend `NAME` (see: locktorture list backends)")
+	resource := fs.String("resource", "", "protected resource: memory")
+	fencing := fs.String("fencing", "", "resource fencing: none, writes or all")
+	clients := fs.Int("clients", 0, "number of client processes")
+	keys := fs.Int("keys", 0, "number of lock keys")
+	ttl := fs.Duration("ttl", 0, "lock lease (e.g. 1s)")
+	hold := fs.Duration("hold", 0, "work time inside the critical section")
+	duration := fs.Duration("duration", 0, "how long clients run")
+	timeout := fs.Duration("timeout", 0, "timeout of each lock request")
+	seed := fs.Int64("seed", 0, "random seed (repeat a run with the seed it printed)")
+	nem := fs.String("nemesis", "", "replace the scenario's faults: none, or a random mix such as pause")
+	nemInterval := fs.Duration("nemesis-interval", 0, "mean time between random faults")
+	store := fs.String("store", "store", "store `DIR` for runs")
+	quiet := fs.Bool("quiet", false, "print only the summary")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: locktorture run --scenario NAME | --scenario-file PATH [flags]\n\nRuns one scenario against real servers and checks the history.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "locktorture run: unexpected argument %q\n", fs.Arg(0))
+		return exitBadArgs
+	}
+	var sc *scenarios.Scenario
+	var err error
+	switch {
+	case *name != "" && *file != "":
+		fmt.Fprintln(stderr, "locktorture run: give --scenario or --scenario-file, not both")
+		return exitBadArgs
+	case *name != "":
+		sc, err = scenarios.Builtin(*name)
+	case *file != "":
+		sc, err = scenarios.LoadFile(*file)
+	default:
+		fmt.Fprintln(stderr, "locktorture run: --scenario NAME or --scenario-file PATH is required (see: locktorture list scenarios)")
+		return exitBadArgs
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
+		return exitBadArgs
+	}
+	var o scenarios.Overrides
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["backend"] {
+		o.Backend = backend
+	}
+	if set["resource"] {
+		o.Resource = resource
+	}
+	if set["fencing"] {
+		o.Fencing = fencing
+	}
+	if set["clients"] {
+		o.Clients = clients
+	}
+	if set["keys"] {
+		o.Keys = keys
+	}
+	if set["ttl"] {
+		o.TTL = ttl
+	}
+	if set["hold"] {
+		o.Hold = hold
+	}
+	if set["duration"] {
+		o.Duration = duration
+	}
+	if set["timeout"] {
+		o.Timout = timeout
+	}
+	if set["seed"] {
+		o.Seed = seed
+	}
+	if set["nemesis"] {
+		o.Nemesis = nem
+	}
+	if set["nemesis-interval"] {
+		o.NemesisInterval = nemInterval
+	}
+	if err := sc.Apply(o); err != nil {
+		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
+		return exitBadArgs
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	opt := runner.Options{Store: *store, Command: repeatCommand(sc, *name, *file, set, args)}
+	if !*quiet {
+		opt.Log = stderr
+	}
+	out, err := runner.Run(ctx, sc, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
+		if errors.Is(err, runner.ErrBadInput) {
+			return exitBadArgs
+		}
+		return exitHarness
+	}
+	printOutcome(stdout, out)
+	fmt.Fprintf(stdout, "repeat:   %s\n", opt.Command)
+	return exitCode(out.Results.Valid)
+}
+
+// repeatCommand is the command line that repeats this run, seed included.
+func repeatCommand(sc *scenarios.Scenario, name, file string, set map[string]bool, args []string) string {
+	parts := []string{"locktorture", "run"}
+	if name != "" {
+		parts = append(parts, "--scenario", name)
+	} else {
+		parts = append(parts, "--scenario-file", file)
+	}
+	// Keep the user's overrides as given, then pin the seed.
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		n := strings.TrimLeft(a, "-")
+		if k, _, ok := strings.Cut(n, "="); ok {
+			n = k
+		}
+		switch n {
+		case "scenario", "scenario-file", "seed", "quiet":
+			if !strings.Contains(a, "=") && n != "quiet" {
+				i++
+			}
+			continue
+		}
+		parts = append(parts, a)
+	}
+	parts = append(parts, "--seed", fmt.Sprint(sc.Seed))
+	for i, p := range parts {
+		if p == "" || strings.ContainsAny(p, " \t'\"") {
+			parts[i] = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func printOutcome(w io.Writer, out *runner.Outcome) {
+	fmt.Fprintln(w)
+	fmt.Fprint(w, out.Summary)
+	if !strings.HasSuffix(out.Summary, "\n") {
+		fmt.Fprintln(w)
+	}
+	if e := out.Expected.Valid; e != "" {
+		got := out.Results.Valid.String()
+		if got == e {
+			fmt.Fprintf(w, "expected: %s — as expected\n", e)
+		} else {
+			fmt.Fprintf(w, "expected: %s — NOT as expected (got %s)\n", e, got)
+		}
+	}
+	fmt.Fprintf(w, "store:    %s\n", out.Dir)
+	if _, err := os.Stat(filepath.Join(out.Dir, "index.html")); err == nil {
+		fmt.Fprintf(w, "report:   %s\n", filepath.Join(out.Dir, "index.html"))
+	}
+}
+
+func exitCode(v checker.Validity) int {
+	switch v {
+	case checker.Valid:
+		return exitValid
+	case checker.Invalid:
+		return exitInvalid
+	}
+	return exitUnknown
+}
+
+func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	linTimeout := fs.Duration("linearizable-timeout", 30*time.Second, "time limit for the linearizability checker")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it and exits\nwith the verdict's code.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitBadArgs
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	warn := func(s string) { fmt.Fprintf(stderr, "locktorture analyze: warning: %s\n", s) }
+	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout}, warn)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture analyze: %v\n", err)
+		if errors.Is(err, runner.ErrBadInput) {
+			return exitBadArgs
+		}
+		return exitHarness
+	}
+	printOutcome(stdout, out)
+	return exitCode(out.Results.Valid)
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, "Usage: locktorture list backends|scenarios|nemeses")
+		return exitValid
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "Usage: locktorture list backends|scenarios|nemeses")
+		return exitBadArgs
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	defer tw.Flush()
+	switch args[0] {
+	case "backends":
+		fmt.Fprintln(tw, "NAME\tFENCING\tSERVERS\tDESCRIPTION")
+		for _, b := range backends.List() {
+			fence := "no"
+			if b.Fencing {
+				fence = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, fence, b.Servers, b.Description)
+		}
+	case "scenarios":
+		fmt.Fprintln(tw, "NAME\tBACKEND\tEXPECTED\tDESCRIPTION")
+		names := scenarios.BuiltinNames()
+		sort.Strings(names)
+		for _, n := range names {
+			sc, err := scenarios.Builtin(n)
+			if err != nil {
+				fmt.Fprintf(stderr, "locktorture list: %v\n", err)
+				return exitHarness
+			}
+			desc := strings.Join(strings.Fields(sc.Description), " ")
+			if len(desc) > 90 {
+				desc = desc[:87] + "..."
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n, sc.Backend, expectedText(sc), desc)
+		}
+	case "nemeses":
+		fmt.Fprintln(tw, "NAME\tAPPLIES TO\tDESCRIPTION")
+		for _, n := range nemesis.List() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.AppliesTo, n.Description)
+		}
+	default:
+		fmt.Fprintf(stderr, "locktorture list: unknown list %q (backends, scenarios, nemeses)\n", args[0])
+		return exitBadArgs
+	}
+	return exitValid
+}
+
+// expectedText shows the default expectation and per-backend exceptions.
+func expectedText(sc *scenarios.Scenario) string {
+	s := sc.Expect.Valid
+	if s == "" {
+		s = "-"
+	}
+	var ex []string
+	for b, e := range sc.Expect.Backends {
+		if e.Valid != "" && e.Valid != sc.Expect.Valid {
+			ex = append(ex, b+": "+e.Valid)
+		}
+	}
+	sort.Strings(ex)
+	if len(ex) > 0 {
+		s += " (" + strings.Join(ex, ", ") + ")"
+	}
+	return s
+}

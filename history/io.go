@@ -1,0 +1,294 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Sentinel errors of this package.
+var (
+	// ErrTruncated is reported (wrapped) when the last line of a history is
+	// cut off, as when the harness was killed while writing it.
+	ErrTruncated = errors.New("history: last line is incomplete")
+	// ErrClosed is returned by a Recorder used after Close.
+	ErrClosed = errors.New("history: recorder is closed")
+)
+
+// Recorder stamps ops with the run's one monotonic clock and the next index,
+// and streams them to a writer. It is safe for concurrent use.
+type Recorder struct {
+	mu     sync.Mutex
+	start  time.Time
+	next   int64
+	w      *bufio.Writer
+	f      *os.File // nil when not writing to a file
+	ops    []Op     // kept in memory when keep is set
+	keep   bool
+	err    error
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// RecorderOptions configure a Recorder.
+type RecorderOptions struct {
+	// Keep holds every op in memory as well, for History().
+	Keep bool
+	// FlushEvery flushes the buffer to the file at this period (default 100ms),
+	// so a killed harness still leaves most of its history behind.
+	FlushEvery time.Duration
+}
+
+// NewRecorder returns a recorder writing JSONL to w (which may be nil to
+// record only in memory). If w is an *os.File, Close syncs it.
+func NewRecorder(w io.Writer, opt RecorderOptions) *Recorder {
+	r := &Recorder{start: time.Now(), keep: opt.Keep || w == nil}
+	if w != nil {
+		r.w = bufio.NewWriterSize(w, 64<<10)
+		if f, ok := w.(*os.File); ok {
+			r.f = f
+		}
+		every := opt.FlushEvery
+		if every <= 0 {
+			every = 100 * time.Millisecond
+		}
+		r.stop, r.done = make(chan struct{}), make(chan struct{})
+		go r.flusher(every)
+	}
+	return r
+}
+
+func (r *Recorder) flusher(every time.Duration) {
+	defer close(r.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			if r.err == nil && !r.closed {
+				r.err = r.w.Flush()
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// Now returns nanoseconds since the recorder started, on its monotonic clock.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Start returns the wall-clock instant the run's clock counts from.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Record stamps op with the next index and the current time and writes it.
+// It returns the stamped op.
+func (r *Recorder) Record(op Op) (Op, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return op, ErrClosed
+	}
+	op.Index = r.next
+	op.Time = r.Now()
+	r.next++
+	if r.keep {
+		r.ops = append(r.ops, op)
+	}
+	if r.w != nil && r.err == nil {
+		b, err := json.Marshal(&op)
+		if err != nil {
+			r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
+			return op, r.err
+		}
+		b = append(b, '\n')
+		if _, err := r.w.Write(b); err != nil {
+			r.err = fmt.Errorf("write op %d: %w", op.Index, err)
+		}
+	}
+	return op, r.err
+}
+
+// Len returns the number of ops recorded so far.
+func (r *Recorder) Len() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
+// History returns a copy of the ops recorded so far (only when kept in memory).
+func (r *Recorder) History() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Op, len(r.ops))
+	copy(out, r.ops)
+	return out
+}
+
+// Close flushes and syncs the history. The underlying file is not closed.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.err
+	}
+	r.closed = true
+	r.mu.Unlock()
+	if r.stop != nil {
+		close(r.stop)
+		<-r.done
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w != nil && r.err == nil {
+		r.err = r.w.Flush()
+		if r.err == nil && r.f != nil {
+			r.err = r.f.Sync()
+		}
+	}
+	return r.err
+}
+
+// WriteAll writes ops as JSONL to w, unchanged (indexes and times as given).
+func WriteAll(w io.Writer, ops []Op) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	for i := range ops {
+		if err := enc.Encode(&ops[i]); err != nil {
+			return fmt.Errorf("write op %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// Reader reads a JSONL history one op at a time.
+type Reader struct {
+	br   *bufio.Reader
+	line int
+}
+
+// NewReader returns a Reader over r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10)}
+}
+
+// Next returns the next op. At the end it returns io.EOF. If the last line
+// has no newline and does not parse (the writer was killed mid-line), it
+// returns an error wrapping ErrTruncated. Any other bad line is an error
+// naming its line number.
+func (r *Reader) Next() (Op, error) {
+	for {
+		b, err := r.br.ReadBytes('\n')
+		if len(b) == 0 && err != nil {
+			if err == io.EOF {
+				return Op{}, io.EOF
+			}
+			return Op{}, fmt.Errorf("history: read line %d: %w", r.line+1, err)
+		}
+		r.line++
+		complete := err == nil
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			if !complete {
+				return Op{}, io.EOF
+			}
+			continue
+		}
+		var op Op
+		if uerr := json.Unmarshal(b, &op); uerr != nil {
+			if !complete {
+				return Op{}, fmt.Errorf("line %d: %w", r.line, ErrTruncated)
+			}
+			return Op{}, fmt.Errorf("history: line %d: %w", r.line, uerr)
+		}
+		return op, nil
+	}
+}
+
+// Line returns the number of lines read so far.
+func (r *Reader) Line() int { return r.line }
+
+// ReadAll reads a whole history. When the last line is cut off, it returns
+// every complete op together with an error wrapping ErrTruncated; callers
+// that can check a partial history test for it with errors.Is.
+func ReadAll(r io.Reader) ([]Op, error) {
+	rd := NewReader(r)
+	var ops []Op
+	for {
+		op, err := rd.Next()
+		if err == io.EOF {
+			return ops, nil
+		}
+		if err != nil {
+			return ops, err
+		}
+		ops = append(ops, op)
+	}
+}
+
+// ReadFile reads the history in path; see ReadAll for truncated files.
+func ReadFile(path string) ([]Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	ops, err := ReadAll(f)
+	if err != nil {
+		return ops, fmt.Errorf("%s: %w", path, err)
+	}
+	return ops, nil
+}
+
+// Validate checks the structural rules of a history: indexes from 0 without
+// gaps, time never going backwards, at most one outstanding op per client
+// process, and every completion matching its process's open invocation.
+// ctx is checked periodically so huge histories can be abandoned.
+func Validate(ctx context.Context, ops []Op) error {
+	open := map[int]string{}
+	var lastT int64
+	for i := range ops {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		op := &ops[i]
+		if op.Index != int64(i) {
+			return fmt.Errorf("history: op %d has index %d", i, op.Index)
+		}
+		if op.Time < lastT {
+			return fmt.Errorf("history: op %d: time goes backwards (%d < %d)", i, op.Time, lastT)
+		}
+		lastT = op.Time
+		if op.IsNemesis() {
+			continue
+		}
+		switch op.Type {
+		case Invoke:
+			if f, ok := open[op.Process]; ok {
+				return fmt.Errorf("history: op %d: process %d invokes %s while %s is outstanding", i, op.Process, op.F, f)
+			}
+			open[op.Process] = op.F
+		case OK, Fail, Info:
+			f, ok := open[op.Process]
+			if !ok {
+				return fmt.Errorf("history: op %d: process %d completes %s with nothing outstanding", i, op.Process, op.F)
+			}
+			if f != op.F {
+				return fmt.Errorf("history: op %d: process %d completes %s but invoked %s", i, op.Process, op.F, f)
+			}
+			delete(open, op.Process)
+		default:
+			return fmt.Errorf("history: op %d: unknown type %q", i, op.Type)
+		}
+	}
+	return nil
+}

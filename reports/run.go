@@ -1,0 +1,122 @@
+// Package reports turns a run's history and checker results into what
+// people read: PNG plots (gonum/plot), a self-contained index.html, a JUnit
+// XML file for CI, porcupine's linearizability view, the one-screen text
+// summary the CLI prints, and results.json itself.
+//
+// It imports only history and checker of ours, so a stored run can be
+// re-reported anywhere.
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// Names of the files a run directory holds; WriteRun writes the report
+// files, the runner the others.
+const (
+	FileHistory         = "history.jsonl"
+	FileResults         = "results.json"
+	FileScenario        = "scenario.yaml"
+	FileRunLog          = "run.log"
+	FileIndex           = "index.html"
+	FileTimeline        = "timeline.png"
+	FileLatency         = "latency.png"
+	FileRate            = "rate.png"
+	FileLinearizability = "linearizability.html"
+	FileJUnit           = "junit.xml"
+)
+
+// RunInfo describes a run beyond what results.json holds: what the report
+// shows about the scenario, its settings and how to repeat it.
+type RunInfo struct {
+	// Scenario is the scenario's name; Description says what it does.
+	Scenario    string
+	Description string
+	// Backend, Resource and Fencing name the lock under test, the protected
+	// resource and the fencing mode (none, writes, all).
+	Backend  string
+	Resource string
+	Fencing  string
+	// Seed is the run's seed.
+	Seed int64
+	// Clients and Keys are the number of client processes and lock keys.
+	Clients int
+	Keys    int
+	// Command is the exact command line that repeats the run.
+	Command string
+	// Expected is the scenario's expected verdict (valid, invalid,
+	// unknown), or empty when it states none.
+	Expected string
+	// Summary is the plain-text summary the CLI printed (see Summary).
+	Summary string
+	// Settings are the run's effective settings, shown as a table.
+	Settings map[string]string
+	// Logs are the file names, relative to the run directory, of the
+	// servers' logs.
+	Logs []string
+}
+
+// heading names the run for titles: "scenario / backend — VERDICT".
+func heading(res *checker.Results, info RunInfo) string {
+	var parts []string
+	if s := first(info.Scenario, res.Scenario); s != "" {
+		parts = append(parts, s)
+	}
+	if b := first(info.Backend, res.Backend); b != "" {
+		parts = append(parts, b)
+	}
+	h := strings.Join(parts, " / ")
+	if h == "" {
+		h = "run"
+	}
+	return h + " — " + strings.ToUpper(res.Valid.String())
+}
+
+// WriteRun writes a run's report into dir (created if missing):
+// timeline.png, latency.png, rate.png, linearizability.html, junit.xml and
+// index.html. Each file is written atomically. A file that cannot be made
+// does not stop the others; the errors are joined, each naming its file.
+// history.jsonl, results.json, scenario.yaml and run.log are the caller's
+// to write; index.html links to them.
+func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Results, info RunInfo) error {
+	if res == nil {
+		return errors.New("reports: no results")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	head := heading(res, info)
+	var errs []error
+	step := func(name string, render func() ([]byte, error)) {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		b, err := render()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		if err := writeFileAtomic(filepath.Join(dir, name), b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	step(FileTimeline, func() ([]byte, error) { return timelinePNG(ops, res, head) })
+	step(FileLatency, func() ([]byte, error) { return latencyPNG(ops, head) })
+	step(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
+	step(FileLinearizability, func() ([]byte, error) { return linearizabilityHTML(ctx, ops, head), nil })
+	step(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
+	step(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })
+	if len(errs) > 0 {
+		return fmt.Errorf("reports: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"slices"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// Timeline geometry, in row units (one row per process, rows 1 apart).
+const (
+	barHalf     = 0.26 // half the height of a hold bar
+	overlapHalf = 0.34 // half the height of an overlap mark
+	labelHolds  = 60   // fence tokens are written on bars below this many holds
+)
+
+// bar is one drawn span of a row: a hold, or several tiny holds merged.
+type bar struct {
+	start, end int64
+	key        string
+	fence      *int64
+	leaseEnd   *int64
+	n          int
+}
+
+// marker is a symbol drawn at a point of a row: a rejected or an accepted
+// stale write.
+type marker int
+
+const (
+	markRejected marker = iota // the fence did its job: a dark green X
+	markStale                  // a stale write got through: a black triangle
+)
+
+func (m marker) draw(c *draw.Canvas, pt vg.Point) {
+	r := vg.Points(5)
+	halo := draw.LineStyle{Color: color.White, Width: vg.Points(5)}
+	switch m {
+	case markRejected:
+		ln := draw.LineStyle{Color: colRejected, Width: vg.Points(2.2)}
+		for _, s := range []draw.LineStyle{halo, ln} {
+			c.StrokeLine2(s, pt.X-r, pt.Y-r, pt.X+r, pt.Y+r)
+			c.StrokeLine2(s, pt.X-r, pt.Y+r, pt.X+r, pt.Y-r)
+		}
+	case markStale:
+		tri := func(r vg.Length) []vg.Point {
+			return []vg.Point{{X: pt.X - r, Y: pt.Y - r*0.8}, {X: pt.X + r, Y: pt.Y - r*0.8}, {X: pt.X, Y: pt.Y + r}}
+		}
+		c.FillPolygon(color.White, tri(r+vg.Points(2.5)))
+		c.FillPolygon(colStale, tri(r))
+	}
+}
+
+func (m marker) Thumbnail(c *draw.Canvas) { m.draw(c, c.Center()) }
+
+// timelineData is everything the timeline draws, computed from the history.
+type timelineData struct {
+	procs     []int       // client processes, top row first
+	row       map[int]int // process -> y value
+	span      int64       // last op time
+	bars      [][]bar     // per row index (same order as procs)
+	holds     int
+	nbars     int
+	merged    bool
+	keys      []string
+	pastLease bool
+	faults    []fault
+	overlaps  []checker.Overlap
+	rejected  []checker.Rejection
+	stale     []checker.StaleWrite
+}
+
+func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) *timelineData {
+	d := &timelineData{row: map[int]int{}}
+	seen := map[int]bool{}
+	for i := range ops {
+		op := &ops[i]
+		if op.Time > d.span {
+			d.span = op.Time
+		}
+		if !op.IsNemesis() && !seen[op.Process] {
+			seen[op.Process] = true
+			d.procs = append(d.procs, op.Process)
+		}
+	}
+	d.faults = faults(ops)
+	for _, f := range d.faults {
+		for _, p := range f.Processes {
+			if !seen[p] {
+				seen[p] = true
+				d.procs = append(d.procs, p)
+			}
+		}
+	}
+	if res != nil {
+		if m := res.Checkers.Mutex; m != nil {
+			d.overlaps = m.Violations
+		}
+		if f := res.Checkers.Fencing; f != nil {
+			d.rejected = f.Rejections
+			d.stale = f.Violations
+		}
+	}
+	for _, o := range d.overlaps {
+		for _, p := range []int{o.Earlier.Process, o.Later.Process} {
+			if !seen[p] {
+				seen[p] = true
+				d.procs = append(d.procs, p)
+			}
+		}
+	}
+	sort.Ints(d.procs)
+	n := len(d.procs)
+	for i, p := range d.procs {
+		d.row[p] = n - 1 - i // p0 on top
+	}
+	if d.span <= 0 {
+		d.span = 1e9
+	}
+
+	holds := checker.Holds(ops)
+	d.holds = len(holds)
+	keySet := map[string]bool{}
+	perRow := make([][]checker.Hold, n)
+	for _, h := range holds {
+		keySet[h.Key] = true
+		i := slices.Index(d.procs, h.Process)
+		if i < 0 {
+			continue
+		}
+		perRow[i] = append(perRow[i], h)
+		if h.LeaseEnd != nil && *h.LeaseEnd < h.End {
+			d.pastLease = true
+		}
+	}
+	for k := range keySet {
+		d.keys = append(d.keys, k)
+	}
+	sort.Strings(d.keys)
+	for i := range perRow {
+		slices.SortFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) })
+	}
+
+	// Merge holds closer than a pixel on the same row and key; widen the
+	// gap until the bar count is bounded.
+	if plotWidthPx < 100 {
+		plotWidthPx = 100
+	}
+	gap := int64(float64(d.span) / plotWidthPx)
+	if gap < 1 {
+		gap = 1
+	}
+	for range 20 {
+		d.bars = make([][]bar, n)
+		d.nbars = 0
+		for i, hs := range perRow {
+			var cur *bar
+			for _, h := range hs {
+				if cur != nil && h.Key == cur.key && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
+					cur.end = max(cur.end, h.End)
+					cur.n++
+					continue
+				}
+				d.bars[i] = append(d.bars[i], bar{start: h.Start, end: h.End, key: h.Key, fence: h.Fence, leaseEnd: h.LeaseEnd, n: 1})
+				cur = &d.bars[i][len(d.bars[i])-1]
+			}
+			d.nbars += len(d.bars[i])
+		}
+		if d.nbars <= maxPoints {
+			break
+		}
+		gap *= 2
+	}
+	d.merged = d.nbars < d.holds
+	return d
+}
+
+// timelinePNG draws holds per process over time, overlaps in red on both
+// rows involved, fault windows shaded, and fencing marks.
+func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte, error) {
+	const width = 10 * vg.Inch
+	d := buildTimeline(ops, res, 96*7.2)
+	n := len(d.procs)
+	height := vg.Inch*1.3 + vg.Inch*0.45*vg.Length(n)
+	height = min(max(height, 3*vg.Inch), 14*vg.Inch)
+
+	title := heading + " — holds per process"
+	if d.merged {
+		title += fmt.Sprintf(" (%s holds drawn as %s bars: holds under a pixel apart merged)", thousands(d.holds), thousands(d.nbars))
+	}
+	p := newPlot(title, "seconds since start", "")
+	p.X.Min, p.X.Max = 0, sec(d.span)
+	p.Y.Min, p.Y.Max = -0.5, float64(max(n, 1))-0.5
+	every := max(1, n/40)
+	var ticks []plot.Tick
+	for i, pr := range d.procs {
+		lbl := ""
+		if i%every == 0 {
+			lbl = procLabel(pr)
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(d.row[pr]), Label: lbl})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Label.Font.Size = 10
+
+	cols := faultColourMap(d.faults)
+	keyCol := func(k string) color.RGBA {
+		if len(d.keys) <= 1 {
+			return colHold
+		}
+		return keyColours[slices.Index(d.keys, k)%len(keyColours)]
+	}
+
+	// Row backgrounds and fault shading.
+	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+		trX, trY := pl.Transforms(&c)
+		for i := range d.procs {
+			if i%2 == 1 {
+				y := float64(n - 1 - i)
+				rect(&c, color.RGBA{R: 246, G: 246, B: 246, A: 255}, c.Min.X, trY(y-0.5), c.Max.X, trY(y+0.5))
+			}
+		}
+		for _, f := range d.faults {
+			col := cols[f.Kind]
+			spans := [][2]vg.Length{{c.Min.Y, c.Max.Y}}
+			if len(f.Processes) > 0 {
+				spans = spans[:0]
+				for _, pr := range f.Processes {
+					if r, ok := d.row[pr]; ok {
+						spans = append(spans, [2]vg.Length{trY(float64(r) - 0.5), trY(float64(r) + 0.5)})
+					}
+				}
+			}
+			for _, s := range spans {
+				if f.Instant {
+					x := trX(sec(f.Start))
+					c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}, x, s[0], x, s[1])
+					continue
+				}
+				x0, x1 := trX(sec(f.Start)), trX(sec(f.End))
+				if x1-x0 < vg.Points(1) {
+					x1 = x0 + vg.Points(1)
+				}
+				rect(&c, withAlpha(col, bandAlpha), x0, s[0], x1, s[1])
+			}
+		}
+	}))
+
+	// Hold bars.
+	labels := !d.merged && d.holds < labelHolds
+	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+		trX, trY := pl.Transforms(&c)
+		lsty := textStyle(8, color.Black)
+		lsty.YAlign = text.YBottom
+		for i, bs := range d.bars {
+			y := float64(n - 1 - i)
+			y0, y1 := trY(y-barHalf), trY(y+barHalf)
+			for _, b := range bs {
+				col := keyCol(b.key)
+				x0, x1 := trX(sec(b.start)), trX(sec(b.end))
+				if x1-x0 < vg.Points(0.8) {
+					x1 = x0 + vg.Points(0.8)
+				}
+				solidEnd := x1
+				if b.n == 1 && b.leaseEnd != nil && *b.leaseEnd < b.end {
+					solidEnd = max(x0, trX(sec(*b.leaseEnd)))
+					rect(&c, withAlpha(col, 80), solidEnd, y0, x1, y1)
+					if !d.merged && d.holds < 500 {
+						c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(1.2)}, solidEnd, y0, solidEnd, y1)
+						c.StrokeLine2(draw.LineStyle{Color: withAlpha(col, 160), Width: vg.Points(0.8)}, solidEnd, y0, x1, y0)
+						c.StrokeLine2(draw.LineStyle{Color: withAlpha(col, 160), Width: vg.Points(0.8)}, solidEnd, y1, x1, y1)
+					}
+				}
+				if solidEnd > x0 {
+					rect(&c, col, x0, y0, solidEnd, y1)
+				}
+				if labels && b.fence != nil {
+					c.FillText(lsty, vg.Point{X: x0 + vg.Points(1), Y: y1 + vg.Points(1)}, "fence "+strconv.FormatInt(*b.fence, 10))
+				}
+			}
+		}
+	}))
+
+	// Overlaps: red on both rows, joined by a dashed line.
+	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+		trX, trY := pl.Transforms(&c)
+		for _, o := range d.overlaps {
+			ra, oka := d.row[o.Earlier.Process]
+			rb, okb := d.row[o.Later.Process]
+			x0, x1 := trX(sec(o.Start)), trX(sec(o.Start+o.Length))
+			if x1-x0 < vg.Points(1.5) {
+				x1 = x0 + vg.Points(1.5)
+			}
+			for _, r := range []struct {
+				row int
+				ok  bool
+			}{{ra, oka}, {rb, okb}} {
+				if r.ok {
+					rect(&c, colOverlap, x0, trY(float64(r.row)-overlapHalf), x1, trY(float64(r.row)+overlapHalf))
+				}
+			}
+			if oka && okb && len(d.overlaps) <= 50 {
+				lo, hi := min(ra, rb), max(ra, rb)
+				dash := draw.LineStyle{Color: colOverlap, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+				for _, x := range []vg.Length{x0, x1} {
+					c.StrokeLine2(dash, x, trY(float64(lo)+overlapHalf), x, trY(float64(hi)-overlapHalf))
+				}
+			}
+		}
+	}))
+
+	// Fencing marks.
+	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+		trX, trY := pl.Transforms(&c)
+		for _, r := range d.rejected {
+			if y, ok := d.row[r.Process]; ok {
+				markRejected.draw(&c, vg.Point{X: trX(sec(r.Time)), Y: trY(float64(y))})
+			}
+		}
+		for _, s := range d.stale {
+			if y, ok := d.row[s.Process]; ok {
+				markStale.draw(&c, vg.Point{X: trX(sec(s.Time)), Y: trY(float64(y))})
+			}
+		}
+	}))
+
+	// Overlap captions, when there are few.
+	if len(d.overlaps) <= 8 {
+		p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+			trX, trY := pl.Transforms(&c)
+			sty := textStyle(9, colOverlap)
+			sty.Font.Weight = 700
+			sty.YAlign = text.YCenter
+			for _, o := range d.overlaps {
+				ra, oka := d.row[o.Earlier.Process]
+				rb, okb := d.row[o.Later.Process]
+				if !oka || !okb {
+					continue
+				}
+				txt := "overlap " + fmtDur(o.Length)
+				switch o.Kind {
+				case checker.StaleHolder:
+					txt += ": stale holder " + procLabel(o.Earlier.Process)
+				case checker.DoubleGrant:
+					txt += ": double grant"
+				}
+				y := trY((float64(ra) + float64(rb)) / 2)
+				if ra == rb {
+					y = trY(float64(ra) + overlapHalf + 0.08)
+				}
+				x := trX(sec(o.Start+o.Length)) + vg.Points(4)
+				w := sty.Width(txt)
+				if x+w > c.Max.X {
+					x = trX(sec(o.Start)) - vg.Points(4) - w
+				}
+				if x < c.Min.X {
+					x = c.Min.X + vg.Points(2)
+				}
+				h := sty.Height(txt)
+				rect(&c, color.NRGBA{R: 255, G: 255, B: 255, A: 220}, x-vg.Points(2), y-h/2-vg.Points(1), x+w+vg.Points(2), y+h/2+vg.Points(1))
+				c.FillText(sty, vg.Point{X: x, Y: y}, txt)
+			}
+		}))
+	}
+
+	// Legend.
+	var leg []legendEntry
+	if len(d.keys) <= 1 {
+		leg = append(leg, legendEntry{"hold", rectThumb{colHold}})
+	} else if len(d.keys) <= len(keyColours) {
+		for _, k := range d.keys {
+			leg = append(leg, legendEntry{"hold " + k, rectThumb{keyCol(k)}})
+		}
+	} else {
+		leg = append(leg, legendEntry{fmt.Sprintf("hold (%d keys)", len(d.keys)), rectThumb{colHold}})
+	}
+	if d.pastLease {
+		leg = append(leg, legendEntry{"held past lease", rectThumb{withAlpha(colHold, 80)}})
+	}
+	if len(d.overlaps) > 0 {
+		leg = append(leg, legendEntry{"overlap", rectThumb{colOverlap}})
+	}
+	if len(d.stale) > 0 {
+		leg = append(leg, legendEntry{"stale write accepted", markStale})
+	}
+	if len(d.rejected) > 0 {
+		leg = append(leg, legendEntry{"stale write rejected", markRejected})
+	}
+	leg = append(leg, faultLegend(d.faults, cols)...)
+	return renderPNG(p, leg, width, height)
+}

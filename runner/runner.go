@@ -1,0 +1,303 @@
+// Package runner wires one run together: scenario -> cluster -> backend and
+// workload -> client loops and nemesis -> history -> checkers -> results and
+// reports in the store. Analyze re-checks a stored history with no servers,
+// the way Jepsen separates running a test from analysing it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/scenarios"
+	"github.com/locktorture/locktorture/workload"
+)
+
+// Sentinel errors of this package.
+var (
+	// ErrBadInput is wrapped when the scenario or arguments are wrong (exit 254).
+	ErrBadInput = errors.New("bad input")
+	// ErrInterrupted is wrapped when the run was stopped by a signal.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// Options are the run's settings outside the scenario.
+type Options struct {
+	// Store is the store's root directory ("store").
+	Store string
+	// Command is the command line that repeats the run, for the report.
+	Command string
+	// Log receives progress lines (besides run.log); nil for none.
+	Log io.Writer
+	// LinearizableTimeout bounds porcupine (zero: 30s).
+	LinearizableTimeout time.Duration
+}
+
+// Outcome is what a run or an analysis produced.
+type Outcome struct {
+	// Results is results.json.
+	Results *checker.Results
+	// Dir is the run's store directory.
+	Dir string
+	// Expected is the scenario's expectation for this backend (may be empty).
+	Expected scenarios.Expectation
+	// Summary is the one-screen text for the terminal.
+	Summary string
+}
+
+// Run performs one run of sc and stores it. The returned error wraps
+// ErrBadInput for bad settings; any other error is a harness failure. A
+// run that completes returns its Outcome whatever the verdict.
+func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome, err error) {
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	_, factory, err := backends.Lookup(sc.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	if opt.Store == "" {
+		opt.Store = "store"
+	}
+	dir, err := newRunDir(opt.Store, sc.Name, sc.Backend)
+	if err != nil {
+		return nil, err
+	}
+	// Until clients have run, a failure leaves nothing half-written behind.
+	started := false
+	defer func() {
+		if err != nil && !started {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	eff, err := sc.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), eff, 0o644); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "run.log"))
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	defer logf.Close()
+	var lw io.Writer = logf
+	if opt.Log != nil {
+		lw = io.MultiWriter(logf, opt.Log)
+	}
+	lg := log.New(lw, "", log.Ltime|log.Lmicroseconds)
+	lg.Printf("run %s: scenario %s, backend %s, seed %d", dir, sc.Name, sc.Backend, sc.Seed)
+
+	cl, err := cluster.New(cluster.Options{LogDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := cl.Close(); cerr != nil {
+			lg.Printf("stopping servers: %v", cerr)
+		}
+		lg.Printf("servers stopped")
+	}()
+	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed}
+	backend, err := factory(ctx, env)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInterrupted, err)
+		}
+		return nil, fmt.Errorf("backend %s: %w", sc.Backend, err)
+	}
+	defer backend.Close()
+	for _, l := range cl.Logs() {
+		lg.Printf("server up, log %s", filepath.Base(l))
+	}
+	res, err := newResource(sc)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+
+	hf, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	defer hf.Close()
+	rec := history.NewRecorder(hf, history.RecorderOptions{Keep: true})
+	defer rec.Close()
+
+	gates := make([]*cluster.Gate, sc.Clients)
+	for i := range gates {
+		gates[i] = cluster.NewGate()
+	}
+	nenv := &nemesis.Env{Gates: gates, Cluster: cl}
+	sch := sc.NemesisSchedule()
+	steps := append([]nemesis.Step(nil), sch.Script...)
+	if sch.Random != nil {
+		planned, err := nemesis.Plan(*sch.Random, sc.Seed, sc.Duration.D(), nenv)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		steps = append(steps, planned...)
+	}
+	for _, s := range steps {
+		lg.Printf("nemesis plan: %s on process %d at %s on %q for %s", s.Fault, s.Target.Process, s.At, s.On, s.Duration)
+	}
+	engine := nemesis.NewEngine(ctx, nenv, rec, steps)
+
+	wcfg := workload.Config{
+		Clients: sc.Clients, Keys: sc.KeyNames(), Hold: sc.Hold.D(),
+		ThinkMin: sc.ThinkMin.D(), ThinkMax: sc.ThinkMax.D(), OpTimeout: sc.Timeout.D(), Seed: sc.Seed,
+	}
+	stop := make(chan struct{})
+	started = true
+	lg.Printf("clients start: %d clients on %d keys for %s", sc.Clients, sc.Keys, sc.Duration)
+	var wg sync.WaitGroup
+	var werr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		werr = workload.Run(ctx, stop, wcfg, backend, res, rec, gates, engine.Observe)
+	}()
+	go func() {
+		defer wg.Done()
+		engine.Run(ctx, stop)
+	}()
+	t := time.NewTimer(sc.Duration.D())
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	close(stop)
+	if herr := engine.Heal(context.WithoutCancel(ctx)); herr != nil {
+		lg.Printf("nemesis: %v", herr)
+	}
+	for _, g := range gates { // nothing stays frozen, whatever the nemesis did
+		g.Resume()
+	}
+	wg.Wait()
+	lg.Printf("clients stopped; faults healed")
+	if werr != nil {
+		return nil, fmt.Errorf("runner: %w", werr)
+	}
+	if ctx.Err() != nil {
+		_ = rec.Close()
+		return nil, fmt.Errorf("%w: the history so far is in %s (check it with: locktorture analyze %s)", ErrInterrupted, dir, dir)
+	}
+	if err := workload.FinalReads(ctx, sc.KeyNames(), res, rec); err != nil {
+		return nil, fmt.Errorf("runner: final reads: %w", err)
+	}
+	if err := rec.Close(); err != nil {
+		return nil, fmt.Errorf("runner: history: %w", err)
+	}
+	ops := rec.History()
+	lg.Printf("history: %d ops; checking", len(ops))
+	results, err := check(ctx, ops, sc.Checkers, opt)
+	if err != nil {
+		return nil, err
+	}
+	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+	out = &Outcome{Results: results, Dir: dir, Expected: sc.Expected(sc.Backend)}
+	out.Summary = reports.Summary(results, 3)
+	if err := reports.WriteResults(filepath.Join(dir, "results.json"), results); err != nil {
+		return nil, err
+	}
+	var logs []string
+	for _, l := range cl.Logs() {
+		logs = append(logs, filepath.Base(l))
+	}
+	info := reports.RunInfo{
+		Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
+		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: opt.Command,
+		Expected: out.Expected.Valid, Summary: out.Summary, Settings: settings(sc), Logs: logs,
+	}
+	if err := reports.WriteRun(ctx, dir, ops, results, info); err != nil {
+		lg.Printf("report: %v", err)
+	}
+	lg.Printf("verdict: %s", results.Valid)
+	if err := linkLatest(opt.Store, dir); err != nil {
+		lg.Printf("store/latest: %v", err)
+	}
+	return out, nil
+}
+
+func newResource(sc *scenarios.Scenario) (workload.Resource, error) {
+	switch sc.Resource {
+	case workload.ResourceMemory:
+		return workload.NewMemory(sc.Fencing)
+	}
+	return nil, fmt.Errorf("%w: unknown resource %q", ErrBadInput, sc.Resource)
+}
+
+func settings(sc *scenarios.Scenario) map[string]string {
+	return map[string]string{
+		"backend": sc.Backend, "resource": sc.Resource, "fencing": sc.Fencing,
+		"clients": fmt.Sprint(sc.Clients), "keys": fmt.Sprint(sc.Keys), "ttl": sc.TTL.String(),
+		"hold": sc.Hold.String(), "duration": sc.Duration.String(), "timeout": sc.Timeout.String(),
+		"think": sc.ThinkMin.String() + ".." + sc.ThinkMax.String(), "seed": fmt.Sprint(sc.Seed),
+		"checkers": strings.Join(sc.Checkers, ","),
+	}
+}
+
+// check runs the checkers and refuses to call a run valid when it checked
+// nothing: with no lock ever granted the verdict is unknown.
+func check(ctx context.Context, ops []history.Op, names []string, opt Options) (*checker.Results, error) {
+	cs, err := checker.Check(ctx, ops, names, checker.Options{LinearizableTimeout: opt.LinearizableTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	r := &checker.Results{Checkers: cs, Ops: len(ops), Valid: cs.Verdict()}
+	if len(checker.Holds(ops)) == 0 && r.Valid == checker.Valid {
+		r.Valid = checker.Unknown
+		r.Note = "no lock was ever granted: nothing was checked"
+	}
+	return r, nil
+}
+
+// newRunDir makes store/<scenario>/<backend>/<YYYYMMDDTHHMMSS>/, adding a
+// suffix when a run in the same second took the name.
+func newRunDir(store, scenario, backend string) (string, error) {
+	base := filepath.Join(store, scenario, backend, time.Now().Format("20060102T150405"))
+	dir := base
+	for i := 1; ; i++ {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return "", fmt.Errorf("runner: store: %w", err)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i > 1000 {
+			return "", fmt.Errorf("runner: store: %w", err)
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// linkLatest points store/latest at dir.
+func linkLatest(store, dir string) error {
+	rel, err := filepath.Rel(store, dir)
+	if err != nil {
+		return err
+	}
+	link := filepath.Join(store, "latest")
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
+}

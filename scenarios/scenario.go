@@ -1,0 +1,526 @@
+// Package scenarios defines the scenario file format (YAML), loads it
+// strictly — an unknown field or a bad value is one error naming the file,
+// the line and the problem — and embeds the built-in scenarios.
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/workload"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// Sentinel errors of this package.
+var (
+	// ErrInvalid is wrapped by every error about a scenario's content.
+	ErrInvalid = errors.New("invalid scenario")
+	// ErrNotFound is wrapped when no built-in scenario has the name.
+	ErrNotFound = errors.New("unknown scenario")
+)
+
+// Duration is a time.Duration written as "1s", "250ms" in YAML.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses "1s"-style durations, naming the line when it fails.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. 500ms, 2.5s)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// ParseDuration parses a Go duration; a bare 0 is allowed.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("negative duration %s", s)
+	}
+	return v, nil
+}
+
+// Step is one scripted nemesis step.
+type Step struct {
+	// Fault names the nemesis ("pause").
+	Fault string `yaml:"fault"`
+	// Process is the client process the fault targets.
+	Process *int `yaml:"process,omitempty"`
+	// At is the offset from the run's start (or the earliest moment an
+	// event-triggered step may fire).
+	At Duration `yaml:"at,omitempty"`
+	// On makes the step fire right after the target process's next
+	// successful op of this kind: acquire, read, write or release.
+	On string `yaml:"on,omitempty"`
+	// For is how long the fault lasts.
+	For Duration `yaml:"for"`
+}
+
+// Random is a seeded random nemesis mix.
+type Random struct {
+	Faults   []string `yaml:"faults"`
+	Interval Duration `yaml:"interval"`
+	Min      Duration `yaml:"min"`
+	Max      Duration `yaml:"max"`
+}
+
+// Nemesis is a scenario's fault plan.
+type Nemesis struct {
+	Script []Step   `yaml:"script,omitempty"`
+	Random *Random  `yaml:"random,omitempty"`
+	_      struct{} `yaml:"-"`
+}
+
+// Expectation is an expected verdict, overall and per checker.
+type Expectation struct {
+	// Valid is valid, invalid or unknown.
+	Valid string `yaml:"valid,omitempty"`
+	// Checkers maps a checker name to its expected verdict.
+	Checkers map[string]string `yaml:"checkers,omitempty"`
+}
+
+// Expect is a scenario's expectation: a default and per-backend overrides.
+type Expect struct {
+	Expectation `yaml:",inline"`
+	// Backends overrides the expectation for named backends.
+	Backends map[string]Expectation `yaml:"backends,omitempty"`
+}
+
+// Scenario is one scenario file.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Backend is the lock implementation under test.
+	Backend string `yaml:"backend"`
+	// Backends lists the backends the scenario applies to (for matrices);
+	// empty means every backend.
+	Backends []string `yaml:"backends,omitempty"`
+	// Resource is what the lock protects: memory.
+	Resource string `yaml:"resource,omitempty"`
+	// Fencing is the resource's fencing mode: none, writes or all.
+	Fencing string `yaml:"fencing,omitempty"`
+	// Clients is the number of client processes.
+	Clients int `yaml:"clients,omitempty"`
+	// Keys is the number of lock keys (k0, k1, ...).
+	Keys int `yaml:"keys,omitempty"`
+	// TTL is the lock lease.
+	TTL Duration `yaml:"ttl,omitempty"`
+	// Hold is the work time inside the critical section.
+	Hold Duration `yaml:"hold,omitempty"`
+	// Duration is how long clients run.
+	Duration Duration `yaml:"duration,omitempty"`
+	// Timeout bounds each lock request.
+	Timeout Duration `yaml:"timeout,omitempty"`
+	// ThinkMin and ThinkMax bound the random pause between rounds.
+	ThinkMin Duration `yaml:"think_min,omitempty"`
+	ThinkMax Duration `yaml:"think_max,omitempty"`
+	// Seed makes the run repeatable.
+	Seed int64 `yaml:"seed,omitempty"`
+	// Nemesis is the fault plan.
+	Nemesis Nemesis `yaml:"nemesis,omitempty"`
+	// Checkers to run; empty means all.
+	Checkers []string `yaml:"checkers,omitempty"`
+	// Expect is the expected verdict.
+	Expect Expect `yaml:"expect,omitempty"`
+}
+
+// KeyNames returns k0..k(n-1).
+func (s *Scenario) KeyNames() []string {
+	out := make([]string, s.Keys)
+	for i := range out {
+		out[i] = "k" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// Expected returns the expectation for backend: the per-backend entry
+// merged over the default. An empty Valid means no expectation.
+func (s *Scenario) Expected(backend string) Expectation {
+	e := Expectation{Valid: s.Expect.Valid, Checkers: map[string]string{}}
+	for k, v := range s.Expect.Checkers {
+		e.Checkers[k] = v
+	}
+	if b, ok := s.Expect.Backends[backend]; ok {
+		if b.Valid != "" {
+			e.Valid = b.Valid
+			if len(b.Checkers) > 0 || b.Valid != s.Expect.Valid {
+				// A backend's own verdict replaces the default's per-checker detail.
+				e.Checkers = map[string]string{}
+			}
+		}
+		for k, v := range b.Checkers {
+			e.Checkers[k] = v
+		}
+	}
+	return e
+}
+
+// applyDefaults fills unset fields.
+func (s *Scenario) applyDefaults() {
+	if s.Resource == "" {
+		s.Resource = workload.ResourceMemory
+	}
+	if s.Fencing == "" {
+		s.Fencing = workload.FenceNone
+	}
+	if s.Clients == 0 {
+		s.Clients = 2
+	}
+	if s.Keys == 0 {
+		s.Keys = 1
+	}
+	if s.TTL == 0 {
+		s.TTL = Duration(time.Second)
+	}
+	if s.Hold == 0 {
+		s.Hold = Duration(50 * time.Millisecond)
+	}
+	if s.Duration == 0 {
+		s.Duration = Duration(5 * time.Second)
+	}
+	if s.Timeout == 0 {
+		s.Timeout = Duration(500 * time.Millisecond)
+	}
+	if s.ThinkMin == 0 && s.ThinkMax == 0 {
+		s.ThinkMin, s.ThinkMax = Duration(5*time.Millisecond), Duration(25*time.Millisecond)
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if len(s.Checkers) == 0 {
+		s.Checkers = append([]string(nil), checker.All...)
+	}
+}
+
+// Validate checks every value, returning an error wrapping ErrInvalid
+// whose text starts with the field's name.
+func (s *Scenario) Validate() error {
+	bad := func(field, format string, a ...any) error {
+		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case s.Name == "":
+		return bad("name", "a scenario needs a name")
+	case s.Backend == "":
+		return bad("backend", "a scenario needs a backend (known: %s)", strings.Join(backends.Names(), ", "))
+	}
+	if _, _, err := backends.Lookup(s.Backend); err != nil {
+		return bad("backend", "%v", err)
+	}
+	for _, b := range s.Backends {
+		if _, _, err := backends.Lookup(b); err != nil {
+			return bad("backends", "%v", err)
+		}
+	}
+	if !contains(workload.Resources, s.Resource) {
+		return bad("resource", "unknown resource %q (known: %s)", s.Resource, strings.Join(workload.Resources, ", "))
+	}
+	if err := workload.ValidFencing(s.Fencing); err != nil {
+		return bad("fencing", "%v", err)
+	}
+	if s.Clients < 1 || s.Clients > 1000 {
+		return bad("clients", "clients must be from 1 to 1000, not %d", s.Clients)
+	}
+	if s.Keys < 1 || s.Keys > 100000 {
+		return bad("keys", "keys must be from 1 to 100000, not %d", s.Keys)
+	}
+	if s.TTL.D() < time.Millisecond {
+		return bad("ttl", "ttl must be at least 1ms, not %s", s.TTL)
+	}
+	if s.Duration.D() <= 0 {
+		return bad("duration", "duration must be positive")
+	}
+	if s.Timeout.D() <= 0 {
+		return bad("timeout", "timeout must be positive")
+	}
+	if s.ThinkMax < s.ThinkMin {
+		return bad("think_max", "think_max (%s) is below think_min (%s)", s.ThinkMax, s.ThinkMin)
+	}
+	for _, c := range s.Checkers {
+		if !checker.IsKnown(c) {
+			return bad("checkers", "unknown checker %q (known: %s)", c, strings.Join(checker.All, ", "))
+		}
+	}
+	for i, st := range s.Nemesis.Script {
+		if _, err := nemesis.Lookup(st.Fault); err != nil {
+			return bad("nemesis", "script step %d: %v", i+1, err)
+		}
+		if st.For.D() <= 0 {
+			return bad("nemesis", "script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)
+		}
+		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
+			return bad("nemesis", "script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)
+		}
+	}
+	if err := s.NemesisSchedule().Validate(s.Clients); err != nil {
+		return bad("nemesis", "%v", err)
+	}
+	if err := validVerdicts(s.Expect.Expectation, "expect"); err != nil {
+		return err
+	}
+	for b, e := range s.Expect.Backends {
+		if _, _, err := backends.Lookup(b); err != nil {
+			return bad("expect", "expect.backends: %v", err)
+		}
+		if err := validVerdicts(e, "expect"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validVerdicts(e Expectation, field string) error {
+	if e.Valid != "" {
+		if _, err := checker.ParseValidity(e.Valid); err != nil {
+			return &fieldError{field: field, msg: err.Error()}
+		}
+	}
+	for c, v := range e.Checkers {
+		if !checker.IsKnown(c) {
+			return &fieldError{field: field, msg: fmt.Sprintf("unknown checker %q", c)}
+		}
+		if _, err := checker.ParseValidity(v); err != nil {
+			return &fieldError{field: field, msg: fmt.Sprintf("%s: %v", c, err)}
+		}
+	}
+	return nil
+}
+
+// NemesisSchedule converts the scenario's plan to the nemesis package's form.
+func (s *Scenario) NemesisSchedule() nemesis.Schedule {
+	var sch nemesis.Schedule
+	for _, st := range s.Nemesis.Script {
+		p := -1
+		if st.Process != nil {
+			p = *st.Process
+		}
+		sch.Script = append(sch.Script, nemesis.Step{Fault: st.Fault, Target: nemesis.Target{Process: p}, At: st.At.D(), On: st.On, Duration: st.For.D()})
+	}
+	if r := s.Nemesis.Random; r != nil {
+		sch.Random = &nemesis.Random{Faults: r.Faults, Interval: r.Interval.D(), Min: r.Min.D(), Max: r.Max.D()}
+	}
+	return sch
+}
+
+type fieldError struct {
+	field string
+	msg   string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+func (e *fieldError) Unwrap() error { return ErrInvalid }
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// Parse reads a scenario from data; source names it in errors ("x.yaml").
+// Errors read "source:line: problem" and wrap ErrInvalid.
+func Parse(data []byte, source string) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, located(source, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s:1: %w: the file is empty", source, ErrInvalid)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, located(source, err)
+	}
+	s.applyDefaults()
+	if err := s.Validate(); err != nil {
+		var fe *fieldError
+		line := 1
+		if errors.As(err, &fe) {
+			line = lineOf(&root, fe.field)
+		}
+		return nil, fmt.Errorf("%s:%d: %w: %s", source, line, ErrInvalid, err.Error())
+	}
+	return &s, nil
+}
+
+// located turns a yaml error into "source:line: problem".
+func located(source string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
+	line := "1"
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line = m[1]
+		msg = strings.Replace(msg, m[0], "", 1)
+	}
+	msg = strings.Replace(msg, "in type scenarios.", "in ", 1)
+	if strings.Contains(msg, "not found in") {
+		msg = "unknown " + strings.Replace(msg, " not found in", " in", 1)
+	}
+	return fmt.Errorf("%s:%s: %w: %s", source, line, ErrInvalid, msg)
+}
+
+// lineOf finds the line of a top-level key, or 1.
+func lineOf(root *yaml.Node, key string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		return 1
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return 1
+}
+
+// LoadFile reads and validates a scenario file.
+func LoadFile(p string) (*Scenario, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Parse(data, p)
+}
+
+// Builtin returns the built-in scenario with this name.
+func Builtin(name string) (*Scenario, error) {
+	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrNotFound, name, strings.Join(BuiltinNames(), ", "))
+	}
+	return Parse(data, "builtin/"+name+".yaml")
+}
+
+// BuiltinNames lists the built-in scenarios.
+func BuiltinNames() []string {
+	ents, _ := fs.ReadDir(builtinFS, "builtin")
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Overrides are command-line settings that replace a scenario's own.
+type Overrides struct {
+	Backend, Resource, Fencing  *string
+	Clients, Keys               *int
+	TTL, Hold, Duration, Timout *time.Duration
+	Seed                        *int64
+	// Nemesis replaces the plan: "none", or a comma-separated random mix.
+	Nemesis         *string
+	NemesisInterval *time.Duration
+}
+
+// Apply sets the overrides on s and validates the result.
+func (s *Scenario) Apply(o Overrides) error {
+	if o.Backend != nil {
+		s.Backend = *o.Backend
+	}
+	if o.Resource != nil {
+		s.Resource = *o.Resource
+	}
+	if o.Fencing != nil {
+		s.Fencing = *o.Fencing
+	}
+	if o.Clients != nil {
+		s.Clients = *o.Clients
+	}
+	if o.Keys != nil {
+		s.Keys = *o.Keys
+	}
+	if o.TTL != nil {
+		s.TTL = Duration(*o.TTL)
+	}
+	if o.Hold != nil {
+		s.Hold = Duration(*o.Hold)
+	}
+	if o.Duration != nil {
+		s.Duration = Duration(*o.Duration)
+	}
+	if o.Timout != nil {
+		s.Timeout = Duration(*o.Timout)
+	}
+	if o.Seed != nil {
+		s.Seed = *o.Seed
+	}
+	if o.Nemesis != nil {
+		s.Nemesis = Nemesis{}
+		if n := strings.TrimSpace(*o.Nemesis); n != "" && n != "none" {
+			r := &Random{Interval: Duration(2 * time.Second), Min: Duration(500 * time.Millisecond), Max: Duration(2 * time.Second)}
+			for _, f := range strings.Split(n, ",") {
+				r.Faults = append(r.Faults, strings.TrimSpace(f))
+			}
+			s.Nemesis.Random = r
+		}
+	}
+	if o.NemesisInterval != nil && s.Nemesis.Random != nil {
+		s.Nemesis.Random.Interval = Duration(*o.NemesisInterval)
+	}
+	if err := s.Validate(); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return fmt.Errorf("%w: --%s: %s", ErrInvalid, strings.ReplaceAll(fe.field, "_", "-"), fe.msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// Marshal writes the effective scenario as YAML (scenario.yaml in the store).
+func (s *Scenario) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("scenarios: encode: %w", err)
+	}
+	return buf.Bytes(), enc.Close()
+}
