@@ -198,4 +198,3 @@ func leaseLeft(ttl time.Duration, start time.Time) time.Duration {
 	}
 	return left
 }
-

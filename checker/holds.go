@@ -19,8 +19,9 @@ type holdKey struct {
 // release's outcome), or to the end of the history (Open, ending at the last
 // op's time). Acquires that completed fail or info are not holds. The fence
 // and lease come from the acquire ok; an extend ok carrying lease_ms moves
-// LeaseEnd to its own time plus that lease. Nemesis ops are ignored. The
-// result is sorted by key, start and process.
+// LeaseEnd to its own time plus that lease, and so does an acquire ok by a
+// process that already holds the key (its hold goes on). Nemesis ops are
+// ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
 	var holds []Hold
 	open := map[holdKey]int{} // index into holds
@@ -40,9 +41,12 @@ func Holds(ops []history.Op) []Hold {
 			}
 			hk := holdKey{op.Process, op.Key}
 			if j, ok := open[hk]; ok {
-				// Acquired again without a release: the old hold ends here.
-				holds[j].End = op.Time
-				holds[j].Open = false
+				// Acquired again without a release: the client held the
+				// key all along; the new grant only renews its lease.
+				if op.LeaseMS != nil {
+					holds[j].LeaseEnd = history.Int64(op.Time + *op.LeaseMS*1e6)
+				}
+				continue
 			}
 			h := Hold{Process: op.Process, Key: op.Key, Start: op.Time, Open: true}
 			if op.Fence != nil {

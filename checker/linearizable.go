@@ -1,10 +1,12 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -79,21 +81,73 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
+// lockEvent is the call or the return of one lock operation of a key.
+type lockEvent struct {
+	time    int64
+	pos     int // position in the history, for program order at equal times
+	process int
+	op      int  // index of the operation in the key's list
+	ret     bool // a return, else a call
+	start   int  // the hold this acquire return starts, or -1
+	end     int  // the hold this release call ends, or -1
+}
+
+// keyLocks gathers one key's lock operations, their events and holds.
+type keyLocks struct {
+	ops    []porcupine.Operation
+	events []lockEvent
+	holds  []span // from the acquire ok to the release invoke; open: end < 0
+}
+
+type span struct{ start, end int64 }
+
+// pendingLock is a lock invoke awaiting its completion.
+type pendingLock struct {
+	op   *history.Op
+	pos  int
+	ends int // the hold its release invoke ends, or -1
+}
+
 // lockOperations turns a history into porcupine operations, by key. Only
 // acquires that completed ok are kept (a failed or indeterminate acquire gave
 // the client no hold); every release is kept, whatever its outcome, since the
 // client stops believing it holds the lock when it invokes one. A release
 // still pending at the end returns at the last op's time. Other ops are not
-// lock operations.
-func lockOperations(ops []history.Op) map[string][]porcupine.Operation {
-	byKey := map[string][]porcupine.Operation{}
-	pending := map[int]*history.Op{} // each process's outstanding lock invoke
+// lock operations. With meta, each operation carries its real times for the
+// visualization.
+//
+// Times are then renumbered (see orderTies); only their order matters to
+// porcupine.
+func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
+	keys := map[string]*keyLocks{}
+	pending := map[int]pendingLock{} // each process's outstanding lock invoke
+	holding := map[holdKey]int{}     // open holds, as indexes into their key's holds
 	var last int64
-	add := func(inv *history.Op, outcome history.Type, ret int64) {
-		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: inv.Fence}
-		byKey[inv.Key] = append(byKey[inv.Key], porcupine.Operation{
-			ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret,
-		})
+	add := func(pl pendingLock, outcome history.Type, ret int64, retPos int, fence *int64) {
+		inv := pl.op
+		kl := keys[inv.Key]
+		if kl == nil {
+			kl = &keyLocks{}
+			keys[inv.Key] = kl
+		}
+		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
+		o := porcupine.Operation{ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret}
+		if meta {
+			o.Metadata = fmt.Sprintf("invoked at %.6fs, returned at %.6fs", float64(inv.Time)/1e9, float64(ret)/1e9)
+		}
+		n := len(kl.ops)
+		kl.ops = append(kl.ops, o)
+		call := lockEvent{time: inv.Time, pos: pl.pos, process: inv.Process, op: n, start: -1, end: pl.ends}
+		rev := lockEvent{time: ret, pos: retPos, process: inv.Process, op: n, ret: true, start: -1, end: -1}
+		if !in.release {
+			hk := holdKey{inv.Process, inv.Key}
+			if _, held := holding[hk]; !held {
+				holding[hk] = len(kl.holds)
+				rev.start = len(kl.holds)
+				kl.holds = append(kl.holds, span{ret, -1})
+			}
+		}
+		kl.events = append(kl.events, call, rev)
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -102,30 +156,140 @@ func lockOperations(ops []history.Op) map[string][]porcupine.Operation {
 			continue
 		}
 		if op.Type == history.Invoke {
-			pending[op.Process] = op
+			pl := pendingLock{op: op, pos: i, ends: -1}
+			if op.F == history.Release {
+				// The hold ends at the release invoke.
+				hk := holdKey{op.Process, op.Key}
+				if h, ok := holding[hk]; ok {
+					pl.ends = h
+					keys[op.Key].holds[h].end = op.Time
+					delete(holding, hk)
+				}
+			}
+			pending[op.Process] = pl
 			continue
 		}
-		inv, ok := pending[op.Process]
-		if !ok || inv.F != op.F || inv.Key != op.Key {
+		pl, ok := pending[op.Process]
+		if ok && (pl.op.F != op.F || pl.op.Key != op.Key) {
+			ok = false
+		}
+		if ok {
+			delete(pending, op.Process)
+		}
+		if op.F != history.Acquire || op.Type != history.OK {
+			if ok && op.F == history.Release {
+				add(pl, op.Type, op.Time, i, nil)
+			}
 			continue
 		}
-		delete(pending, op.Process)
-		if op.F == history.Acquire && op.Type != history.OK {
-			continue
+		if !ok { // an acquire ok without its invoke: take it as instant
+			pl = pendingLock{op: op, pos: i, ends: -1}
 		}
-		if op.Fence != nil && op.F == history.Acquire {
-			c := *inv
-			c.Fence = op.Fence
-			inv = &c
+		fence := op.Fence
+		if fence == nil {
+			fence = pl.op.Fence
 		}
-		add(inv, op.Type, op.Time)
+		add(pl, op.Type, op.Time, i, fence)
 	}
-	for _, inv := range pending {
-		if inv.F == history.Release {
-			add(inv, history.Info, last)
+	for _, pl := range pending {
+		if pl.op.F == history.Release {
+			add(pl, history.Info, last, len(ops), nil)
 		}
 	}
-	return byKey
+	out := make(map[string][]porcupine.Operation, len(keys))
+	for k, kl := range keys {
+		orderTies(kl)
+		out[k] = kl.ops
+	}
+	return out
+}
+
+// orderTies renumbers a key's times so that porcupine, which sees only
+// intervals, answers exactly the mutex checker's question even when events
+// share a timestamp. Porcupine takes [call, return] as closed intervals, so
+// two events at one instant may be linearized in either order. That is right
+// between processes (a hold may end and another begin at the same
+// nanosecond: a hand-off), but wrong within one process, whose ops happen in
+// program order. So events at one instant are spread over distinct slots,
+// kept in program order within each process, in three phases: first every
+// process's events up to a release that ends a hold begun earlier; then, one
+// process after another, everything else (holds that begin and end at this
+// instant); last, every acquire return that begins a hold lasting past it,
+// and what follows. A hold ending at an instant thus comes before any hold
+// beginning at it, as in the mutex checker.
+func orderTies(kl *keyLocks) {
+	ev := kl.events
+	slices.SortStableFunc(ev, func(a, b lockEvent) int {
+		if c := cmp.Compare(a.time, b.time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	// Slots per instant: the largest group of events sharing one.
+	width := 1
+	for i := 0; i < len(ev); {
+		j := i
+		for j < len(ev) && ev[j].time == ev[i].time {
+			j++
+		}
+		width = max(width, j-i)
+		i = j
+	}
+	endAt := map[int]int{}   // process -> position in group of its last hold-ending call
+	startAt := map[int]int{} // process -> position in group of its hold-starting return
+	instant := int64(0)
+	for i := 0; i < len(ev); instant++ {
+		t := ev[i].time
+		j := i
+		for j < len(ev) && ev[j].time == t {
+			j++
+		}
+		group := ev[i:j]
+		clear(endAt)
+		clear(startAt)
+		for g, e := range group {
+			if e.end >= 0 && kl.holds[e.end].start < t {
+				endAt[e.process] = g
+			}
+			if e.start >= 0 {
+				if h := kl.holds[e.start]; h.end < 0 || h.end > t {
+					if _, seen := startAt[e.process]; !seen {
+						startAt[e.process] = g
+					}
+				}
+			}
+		}
+		order := make([]int, 0, len(group)) // group positions in slot order
+		for pass := int8(1); pass <= 3; pass++ {
+			from := len(order)
+			for g, e := range group {
+				ph := int8(2)
+				if at, ok := endAt[e.process]; ok && g <= at {
+					ph = 1
+				} else if at, ok := startAt[e.process]; ok && g >= at {
+					ph = 3
+				}
+				if ph == pass {
+					order = append(order, g)
+				}
+			}
+			if pass == 2 {
+				slices.SortStableFunc(order[from:], func(a, b int) int {
+					return cmp.Compare(group[a].process, group[b].process)
+				})
+			}
+		}
+		for slot, g := range order {
+			e := group[g]
+			at := instant*int64(width) + int64(slot)
+			if e.ret {
+				kl.ops[e.op].Return = at
+			} else {
+				kl.ops[e.op].Call = at
+			}
+		}
+		i = j
+	}
 }
 
 // Linearizable asks porcupine whether the lock operations of every key are
@@ -139,7 +303,7 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 		timeout = DefaultLinearizableTimeout
 	}
 	res := &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
-	byKey := lockOperations(ops)
+	byKey := lockOperations(ops, false)
 	keys := sortedKeys(byKey)
 	res.Keys = len(keys)
 	for _, k := range keys {
@@ -208,7 +372,7 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 // Linearizable; the page grows with the history.
 func LinearizableVisualization(ops []history.Op, w io.Writer) error {
 	var all []porcupine.Operation
-	byKey := lockOperations(ops)
+	byKey := lockOperations(ops, true)
 	for _, k := range sortedKeys(byKey) {
 		all = append(all, byKey[k]...)
 	}

@@ -148,7 +148,9 @@ type Schedule struct {
 }
 
 // Empty reports whether the schedule injects nothing.
-func (s Schedule) Empty() bool { return len(s.Script) == 0 && (s.Random == nil || len(s.Random.Faults) == 0) }
+func (s Schedule) Empty() bool {
+	return len(s.Script) == 0 && (s.Random == nil || len(s.Random.Faults) == 0)
+}
 
 // Plan turns a random mix into concrete steps for a run of the given
 // length: the same seed always gives the same faults, targets and offsets.

@@ -37,7 +37,8 @@ func (f fault) Label() string {
 	return s
 }
 
-// parseTargets reads the client processes named by a nemesis value.
+// parseTargets reads the client processes named by a nemesis value: its
+// "process" or "client" number, or "processes" or "clients" list.
 func parseTargets(v json.RawMessage) []int {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
@@ -47,15 +48,15 @@ func parseTargets(v json.RawMessage) []int {
 		return nil
 	}
 	var out []int
-	if raw, ok := m["process"]; ok {
+	for _, k := range []string{"process", "client"} {
 		var n int
-		if json.Unmarshal(raw, &n) == nil {
+		if raw, ok := m[k]; ok && json.Unmarshal(raw, &n) == nil {
 			out = append(out, n)
 		}
 	}
-	if raw, ok := m["processes"]; ok {
+	for _, k := range []string{"processes", "clients"} {
 		var ns []int
-		if json.Unmarshal(raw, &ns) == nil {
+		if raw, ok := m[k]; ok && json.Unmarshal(raw, &ns) == nil {
 			out = append(out, ns...)
 		}
 	}

@@ -28,7 +28,7 @@ type (
 		Time       string          `xml:"time,attr"`
 		Properties []junitProperty `xml:"properties>property,omitempty"`
 		Cases      []junitCase     `xml:"testcase"`
-		SystemOut  string          `xml:"system-out,omitempty"`
+		SystemOut  *junitText      `xml:"system-out,omitempty"`
 	}
 	junitProperty struct {
 		Name  string `xml:"name,attr"`
@@ -40,14 +40,37 @@ type (
 		Time      string        `xml:"time,attr"`
 		Failure   *junitMessage `xml:"failure,omitempty"`
 		Error     *junitMessage `xml:"error,omitempty"`
-		SystemOut string        `xml:"system-out,omitempty"`
+		SystemOut *junitText    `xml:"system-out,omitempty"`
 	}
 	junitMessage struct {
 		Message string `xml:"message,attr"`
 		Type    string `xml:"type,attr,omitempty"`
-		Text    string `xml:",chardata"`
+		Text    string `xml:",cdata"`
+	}
+	junitText struct {
+		Text string `xml:",cdata"`
 	}
 )
+
+// xmlSafe drops the characters XML 1.0 cannot carry at all.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r <= 0xDFFF:
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func junitOut(s string) *junitText {
+	if s == "" {
+		return nil
+	}
+	return &junitText{xmlSafe(s)}
+}
 
 // junitXML renders one testsuite with one testcase per checker that ran:
 // an invalid checker is a <failure> listing its violations, an unknown one
@@ -72,7 +95,7 @@ func junitXML(res *checker.Results, info RunInfo) ([]byte, error) {
 	}
 	groups := violationGroups(&res.Checkers)
 	for _, l := range checkerLines(&res.Checkers) {
-		tc := junitCase{Name: l.name, Classname: class, Time: "0", SystemOut: l.detail}
+		tc := junitCase{Name: l.name, Classname: class, Time: "0", SystemOut: junitOut(l.detail)}
 		switch l.verdict {
 		case checker.Invalid:
 			var body []string
@@ -89,20 +112,29 @@ func junitXML(res *checker.Results, info RunInfo) ([]byte, error) {
 			if l.err != "" {
 				body = append(body, "error: "+l.err)
 			}
-			tc.Failure = &junitMessage{Message: l.name + " invalid: " + l.detail, Type: "invalid", Text: strings.Join(body, "\n")}
+			if len(body) == 0 {
+				body = append(body, l.detail)
+			}
+			if l.name == checker.NameLinearizable {
+				body = append(body, "see "+FileLinearizability+" for porcupine's view")
+			}
+			tc.Failure = &junitMessage{Message: xmlSafe(l.name + " invalid: " + l.detail), Type: "invalid", Text: xmlSafe(strings.Join(body, "\n"))}
 			suite.Failures++
 		case checker.Unknown:
 			why := l.detail
 			if l.err != "" {
 				why = l.err
 			}
-			tc.Error = &junitMessage{Message: l.name + " unknown: " + why, Type: "unknown", Text: l.detail}
+			tc.Error = &junitMessage{Message: xmlSafe(l.name + " unknown: " + why), Type: "unknown", Text: xmlSafe(l.detail)}
 			suite.Errors++
 		}
 		suite.Cases = append(suite.Cases, tc)
 		suite.Tests++
 	}
-	suite.SystemOut = first(info.Summary, Summary(res, 20))
+	suite.SystemOut = junitOut(first(info.Summary, Summary(res, 20)))
+	for i, p := range suite.Properties {
+		suite.Properties[i].Value = xmlSafe(p.Value)
+	}
 	doc := junitSuites{Name: "locktorture", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Suites: []junitSuite{suite}}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -103,11 +103,12 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 		lo, hi = 1e-4, 1
 	}
 
-	title := heading + " — latency of client ops"
+	title := heading + " — latency of client ops, invoke to completion"
 	if sampled {
 		title += fmt.Sprintf(" (sampled: %s of %s ops drawn)", thousands(len(pts[history.OK])+len(pts[history.Fail])+len(pts[history.Info])), thousands(len(cs)))
 	}
-	p := newPlot(title, "seconds since start (at completion)", "latency (invoke to completion)")
+	// No y label: gonum centres it linearly, which on a log axis pads the top.
+	p := newPlot(title, "seconds since start (at completion)", "")
 	p.X.Min, p.X.Max = 0, sec(span)
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = durTicks{}
@@ -128,9 +129,12 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 		{history.Fail, "fail", colFail},
 		{history.Info, "info (unknown)", colInfo},
 	}
-	radius := vg.Points(1.6)
-	if len(cs) > 5000 {
+	radius := vg.Points(2.5)
+	switch {
+	case len(cs) > 5000:
 		radius = vg.Points(1.1)
+	case len(cs) > 500:
+		radius = vg.Points(1.6)
 	}
 	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)

@@ -179,7 +179,7 @@ func renderPNG(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, err
 		lc := draw.Crop(dc, w-legW+vg.Points(6), 0, 0, -vg.Points(24))
 		leg.Draw(lc)
 	}
-	p.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+	p.Draw(draw.Crop(dc, vg.Points(2), -legW, vg.Points(2), -vg.Points(4)))
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("encode png: %w", err)
@@ -187,16 +187,37 @@ func renderPNG(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, err
 	return buf.Bytes(), nil
 }
 
+// instantStyle is the line of an instant fault; many instants get fainter lines.
+func instantStyle(col color.RGBA, many bool) draw.LineStyle {
+	if many {
+		return draw.LineStyle{Color: withAlpha(col, 150), Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	}
+	return draw.LineStyle{Color: col, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
+}
+
+// manyInstants reports whether fs has so many instant faults that their
+// lines should be faint.
+func manyInstants(fs []fault) bool {
+	n := 0
+	for _, f := range fs {
+		if f.Instant {
+			n++
+		}
+	}
+	return n > 20
+}
+
 // bandsPlotter shades fault windows over the whole height of the data area
 // and draws instant faults as vertical lines.
 func bandsPlotter(fs []fault, cols map[string]color.RGBA) plot.Plotter {
 	return plotFunc(func(c draw.Canvas, p *plot.Plot) {
 		trX, _ := p.Transforms(&c)
+		many := manyInstants(fs)
 		for _, f := range fs {
 			col := cols[f.Kind]
 			if f.Instant {
 				x := trX(sec(f.Start))
-				c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}, x, c.Min.Y, x, c.Max.Y)
+				c.StrokeLine2(instantStyle(col, many), x, c.Min.Y, x, c.Max.Y)
 				continue
 			}
 			x0, x1 := trX(sec(f.Start)), trX(sec(f.End))
@@ -219,7 +240,7 @@ func faultLegend(fs []fault, cols map[string]color.RGBA) []legendEntry {
 	var out []legendEntry
 	for _, k := range faultKinds(fs) {
 		if instant[k] {
-			out = append(out, legendEntry{k, lineThumb{draw.LineStyle{Color: cols[k], Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}}})
+			out = append(out, legendEntry{k, lineThumb{instantStyle(cols[k], false)}})
 		} else {
 			out = append(out, legendEntry{k, rectThumb{withAlpha(cols[k], bandAlpha)}})
 		}
@@ -259,11 +280,16 @@ func (durTicks) Ticks(min, max float64) []plot.Tick {
 	lo := math.Floor(math.Log10(min))
 	hi := math.Ceil(math.Log10(max))
 	var ts []plot.Tick
+	in := func(v float64) bool { return v >= min*(1-1e-9) && v <= max*(1+1e-9) }
 	for e := lo; e <= hi; e++ {
 		v := math.Pow(10, e)
-		ts = append(ts, plot.Tick{Value: v, Label: fmtDur(int64(math.Round(v * 1e9)))})
-		for i := 2; i < 10 && e < hi; i++ {
-			ts = append(ts, plot.Tick{Value: v * float64(i)})
+		if in(v) {
+			ts = append(ts, plot.Tick{Value: v, Label: fmtDur(int64(math.Round(v * 1e9)))})
+		}
+		for i := 2; i < 10; i++ {
+			if in(v * float64(i)) {
+				ts = append(ts, plot.Tick{Value: v * float64(i)})
+			}
 		}
 	}
 	return ts

@@ -51,7 +51,13 @@ func binWidth(span int64, target int) float64 {
 func ratePNG(ops []history.Op, heading string) ([]byte, error) {
 	span := historySpan(ops)
 	fs := faults(ops)
-	w := binWidth(span, 150)
+	done := 0
+	for i := range ops {
+		if !ops[i].IsNemesis() && ops[i].Type != history.Invoke {
+			done++
+		}
+	}
+	w := binWidth(span, min(max(done/10, 20), 150))
 	nb := int(math.Ceil(sec(span)/w)) + 1
 	type sk struct {
 		f   string
@@ -91,10 +97,15 @@ func ratePNG(ops []history.Op, heading string) ([]byte, error) {
 			}
 			xys := make(plotter.XYs, 0, nb+1)
 			for j, v := range b {
-				xys = append(xys, plotter.XY{X: float64(j) * w, Y: v / w})
-				ymax = max(ymax, v/w)
+				// The last bin may be cut short by the end of the run.
+				bw := min(w, sec(span)-float64(j)*w)
+				if bw < w/4 {
+					bw = w
+				}
+				xys = append(xys, plotter.XY{X: float64(j) * w, Y: v / bw})
+				ymax = max(ymax, v/bw)
 			}
-			xys = append(xys, plotter.XY{X: float64(nb) * w, Y: b[nb-1] / w})
+			xys = append(xys, plotter.XY{X: float64(nb) * w, Y: xys[len(xys)-1].Y})
 			ln, err := plotter.NewLine(xys)
 			if err != nil {
 				return nil, fmt.Errorf("rate line %s %s: %w", f.f, t.typ, err)

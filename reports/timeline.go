@@ -196,7 +196,7 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 
 	title := heading + " — holds per process"
 	if d.merged {
-		title += fmt.Sprintf(" (%s holds drawn as %s bars: holds under a pixel apart merged)", thousands(d.holds), thousands(d.nbars))
+		title += fmt.Sprintf(" (%s holds as %s bars: holds <1px apart merged)", thousands(d.holds), thousands(d.nbars))
 	}
 	p := newPlot(title, "seconds since start", "")
 	p.X.Min, p.X.Max = 0, sec(d.span)
@@ -230,6 +230,7 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				rect(&c, color.RGBA{R: 246, G: 246, B: 246, A: 255}, c.Min.X, trY(y-0.5), c.Max.X, trY(y+0.5))
 			}
 		}
+		many := manyInstants(d.faults)
 		for _, f := range d.faults {
 			col := cols[f.Kind]
 			spans := [][2]vg.Length{{c.Min.Y, c.Max.Y}}
@@ -244,7 +245,7 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 			for _, s := range spans {
 				if f.Instant {
 					x := trX(sec(f.Start))
-					c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}, x, s[0], x, s[1])
+					c.StrokeLine2(instantStyle(col, many), x, s[0], x, s[1])
 					continue
 				}
 				x0, x1 := trX(sec(f.Start)), trX(sec(f.End))
@@ -257,11 +258,8 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 	}))
 
 	// Hold bars.
-	labels := !d.merged && d.holds < labelHolds
 	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
-		lsty := textStyle(8, color.Black)
-		lsty.YAlign = text.YBottom
 		for i, bs := range d.bars {
 			y := float64(n - 1 - i)
 			y0, y1 := trY(y-barHalf), trY(y+barHalf)
@@ -284,9 +282,6 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				if solidEnd > x0 {
 					rect(&c, col, x0, y0, solidEnd, y1)
 				}
-				if labels && b.fence != nil {
-					c.FillText(lsty, vg.Point{X: x0 + vg.Points(1), Y: y1 + vg.Points(1)}, "fence "+strconv.FormatInt(*b.fence, 10))
-				}
 			}
 		}
 	}))
@@ -298,8 +293,8 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 			ra, oka := d.row[o.Earlier.Process]
 			rb, okb := d.row[o.Later.Process]
 			x0, x1 := trX(sec(o.Start)), trX(sec(o.Start+o.Length))
-			if x1-x0 < vg.Points(1.5) {
-				x1 = x0 + vg.Points(1.5)
+			if x1-x0 < vg.Points(2.5) {
+				x1 = x0 + vg.Points(2.5)
 			}
 			for _, r := range []struct {
 				row int
@@ -312,7 +307,11 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 			if oka && okb && len(d.overlaps) <= 50 {
 				lo, hi := min(ra, rb), max(ra, rb)
 				dash := draw.LineStyle{Color: colOverlap, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
-				for _, x := range []vg.Length{x0, x1} {
+				xs := []vg.Length{x0, x1}
+				if x1-x0 < vg.Points(6) {
+					xs = []vg.Length{(x0 + x1) / 2}
+				}
+				for _, x := range xs {
 					c.StrokeLine2(dash, x, trY(float64(lo)+overlapHalf), x, trY(float64(hi)-overlapHalf))
 				}
 			}
@@ -334,44 +333,92 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 		}
 	}))
 
-	// Overlap captions, when there are few.
-	if len(d.overlaps) <= 8 {
-		p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
-			trX, trY := pl.Transforms(&c)
-			sty := textStyle(9, colOverlap)
-			sty.Font.Weight = 700
-			sty.YAlign = text.YCenter
-			for _, o := range d.overlaps {
-				ra, oka := d.row[o.Earlier.Process]
-				rb, okb := d.row[o.Later.Process]
-				if !oka || !okb {
-					continue
+	// Fence tokens above the bars (when there are few holds) and overlap
+	// captions (when there are few overlaps), placed so they do not collide.
+	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+		trX, trY := pl.Transforms(&c)
+		var taken []vg.Rectangle
+		free := func(r vg.Rectangle) bool {
+			for _, t := range taken {
+				if r.Min.X < t.Max.X && t.Min.X < r.Max.X && r.Min.Y < t.Max.Y && t.Min.Y < r.Max.Y {
+					return false
 				}
-				txt := "overlap " + fmtDur(o.Length)
-				switch o.Kind {
-				case checker.StaleHolder:
-					txt += ": stale holder " + procLabel(o.Earlier.Process)
-				case checker.DoubleGrant:
-					txt += ": double grant"
-				}
-				y := trY((float64(ra) + float64(rb)) / 2)
-				if ra == rb {
-					y = trY(float64(ra) + overlapHalf + 0.08)
-				}
-				x := trX(sec(o.Start+o.Length)) + vg.Points(4)
-				w := sty.Width(txt)
-				if x+w > c.Max.X {
-					x = trX(sec(o.Start)) - vg.Points(4) - w
-				}
-				if x < c.Min.X {
-					x = c.Min.X + vg.Points(2)
-				}
-				h := sty.Height(txt)
-				rect(&c, color.NRGBA{R: 255, G: 255, B: 255, A: 220}, x-vg.Points(2), y-h/2-vg.Points(1), x+w+vg.Points(2), y+h/2+vg.Points(1))
-				c.FillText(sty, vg.Point{X: x, Y: y}, txt)
 			}
-		}))
-	}
+			return true
+		}
+		if !d.merged && d.holds < labelHolds {
+			lsty := textStyle(8, color.Black)
+			lsty.YAlign = text.YBottom
+			for i, bs := range d.bars {
+				y := trY(float64(n-1-i)+overlapHalf) + vg.Points(1)
+				for _, b := range bs {
+					if b.fence == nil {
+						continue
+					}
+					txt := "fence " + strconv.FormatInt(*b.fence, 10)
+					pt := vg.Point{X: trX(sec(b.start)) + vg.Points(3), Y: y}
+					r := vg.Rectangle{Min: pt, Max: vg.Point{X: pt.X + lsty.Width(txt), Y: pt.Y + lsty.Height(txt)}}
+					if !free(r) {
+						continue
+					}
+					taken = append(taken, r)
+					c.FillText(lsty, pt, txt)
+				}
+			}
+		}
+		if len(d.overlaps) > 8 {
+			return
+		}
+		sty := textStyle(9, colOverlap)
+		sty.Font.Weight = 700
+		sty.YAlign = text.YCenter
+		pad := vg.Points(2)
+		for _, o := range d.overlaps {
+			ra, oka := d.row[o.Earlier.Process]
+			rb, okb := d.row[o.Later.Process]
+			if !oka || !okb {
+				continue
+			}
+			txt := "overlap " + fmtDur(o.Length)
+			switch o.Kind {
+			case checker.StaleHolder:
+				txt += ": stale holder " + procLabel(o.Earlier.Process)
+			case checker.DoubleGrant:
+				txt += ": double grant"
+			}
+			w, h := sty.Width(txt), sty.Height(txt)
+			ymid := trY((float64(ra) + float64(rb)) / 2)
+			if ra == rb {
+				ymid = trY(float64(ra) + overlapHalf + 0.08)
+			}
+			xr := trX(sec(o.Start+o.Length)) + vg.Points(1.5) + vg.Points(4)
+			xl := trX(sec(o.Start)) - vg.Points(4) - w
+			var pt vg.Point
+			var box vg.Rectangle
+			placed := false
+			for _, y := range []vg.Length{ymid, ymid - h - pad, ymid + h + pad} {
+				for _, x := range []vg.Length{xr, xl} {
+					x = max(min(x, c.Max.X-w-pad), c.Min.X+pad)
+					box = vg.Rectangle{Min: vg.Point{X: x - pad, Y: y - h/2 - pad/2}, Max: vg.Point{X: x + w + pad, Y: y + h/2 + pad/2}}
+					if free(box) {
+						pt, placed = vg.Point{X: x, Y: y}, true
+						break
+					}
+				}
+				if placed {
+					break
+				}
+			}
+			if !placed {
+				x := max(min(xr, c.Max.X-w-pad), c.Min.X+pad)
+				pt = vg.Point{X: x, Y: ymid}
+				box = vg.Rectangle{Min: vg.Point{X: x - pad, Y: ymid - h/2 - pad/2}, Max: vg.Point{X: x + w + pad, Y: ymid + h/2 + pad/2}}
+			}
+			taken = append(taken, box)
+			rect(&c, color.NRGBA{R: 255, G: 255, B: 255, A: 225}, box.Min.X, box.Min.Y, box.Max.X, box.Max.Y)
+			c.FillText(sty, pt, txt)
+		}
+	}))
 
 	// Legend.
 	var leg []legendEntry

@@ -44,6 +44,8 @@ type Options struct {
 	Log io.Writer
 	// LinearizableTimeout bounds porcupine (zero: 30s).
 	LinearizableTimeout time.Duration
+	// TempDir holds the servers' data directories (default: the system's).
+	TempDir string
 }
 
 // Outcome is what a run or an analysis produced.
@@ -76,10 +78,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	if err != nil {
 		return nil, err
 	}
-	// Until clients have run, a failure leaves nothing half-written behind.
+	// Until clients have run, a failure (or a panic) leaves nothing
+	// half-written behind.
 	started := false
 	defer func() {
-		if err != nil && !started {
+		if !started {
 			_ = os.RemoveAll(dir)
 		}
 	}()
@@ -102,7 +105,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	lg := log.New(lw, "", log.Ltime|log.Lmicroseconds)
 	lg.Printf("run %s: scenario %s, backend %s, seed %d", dir, sc.Name, sc.Backend, sc.Seed)
 
-	cl, err := cluster.New(cluster.Options{LogDir: dir})
+	cl, err := cluster.New(cluster.Options{LogDir: dir, TempDir: opt.TempDir})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,13 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A crashing client must not take the harness down with
+				// its servers still running: report it as an error.
+				if r := recover(); r != nil {
+					errs[p] = fmt.Errorf("workload: process %d panicked: %v", p, r)
+				}
+			}()
 			l := &loop{p: p, cfg: cfg, c: clients[p], res: res, rec: rec, gate: gates[p], observe: observe,
 				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1))}
 			errs[p] = l.run(ctx, stop)
@@ -265,4 +272,3 @@ func FinalReads(ctx context.Context, keys []string, res Resource, rec *history.R
 	}
 	return nil
 }
-

@@ -1,0 +1,41 @@
+# locktorture — make targets. `make demo` shows Kleppmann's pause scenario;
+# `make test` runs every test against real servers (installing them first).
+GO      ?= go
+BIN     := bin/locktorture
+STORE   ?= store
+
+.PHONY: all deps build test vet demo bench clean
+
+all: build
+
+## deps: install redis-server, redis-sentinel, etcd-server and postgresql (Debian) if missing
+deps:
+	@bash scripts/deps.sh
+
+## build: build bin/locktorture
+build:
+	$(GO) build -o $(BIN) ./cmd/locktorture
+
+vet:
+	$(GO) vet ./...
+
+## test: unit and integration tests (real servers on loopback)
+test: deps vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+## demo: run Kleppmann's pause scenario against real Redis and show where the report is
+demo: deps build
+	@echo "== locktorture run --scenario kleppmann-pause"
+	@./$(BIN) run --scenario kleppmann-pause --store $(STORE) --quiet; \
+	code=$$?; \
+	echo; \
+	echo "locktorture run exited $$code (1 = invalid: the lock was caught, as this scenario expects)"; \
+	echo "open the report: $(STORE)/latest/index.html"; \
+	test $$code -eq 1
+
+## bench: checker benchmarks on a generated 1,000,000-op history
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
+
+clean:
+	rm -rf bin $(STORE)

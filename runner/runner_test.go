@@ -1,0 +1,314 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (make deps)")
+	}
+}
+
+// serversUnder lists the processes whose command line mentions dir: the
+// servers a run started keep their data directories there.
+func serversUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, dir) && !strings.Contains(cmd, "go test") && !strings.Contains(cmd, ".test ") {
+			out = append(out, e.Name()+": "+cmd)
+		}
+	}
+	return out
+}
+
+// assertNothingLeft checks no server runs from tmp and the cluster's
+// temporary directories are gone.
+func assertNothingLeft(t *testing.T, tmp string) {
+	t.Helper()
+	if left := serversUnder(t, tmp); len(left) > 0 {
+		t.Errorf("servers left running: %v", left)
+	}
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "locktorture-") {
+			t.Errorf("temporary directory left: %s", e.Name())
+		}
+	}
+}
+
+func builtin(t *testing.T, name string, o scenarios.Overrides) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Apply(o); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func runIt(t *testing.T, sc *scenarios.Scenario) (*Outcome, string) {
+	t.Helper()
+	store, tmp := t.TempDir(), t.TempDir()
+	out, err := Run(context.Background(), sc, Options{Store: store, TempDir: tmp, Command: "test"})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	assertNothingLeft(t, tmp)
+	return out, store
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestKleppmannPause(t *testing.T) {
+	requireRedis(t)
+	out, store := runIt(t, builtin(t, "kleppmann-pause", scenarios.Overrides{}))
+	r := out.Results
+	if r.Valid != checker.Invalid {
+		t.Fatalf("verdict %s, want invalid:\n%s", r.Valid, out.Summary)
+	}
+	m := r.Checkers.Mutex
+	if m == nil || m.StaleHolders == 0 {
+		t.Fatalf("want a stale holder, got %+v", m)
+	}
+	if v := m.Violations[0]; v.Earlier.Process != 0 || v.Later.Process != 1 || !strings.Contains(v.Description, "stale holder") {
+		t.Errorf("first overlap: %+v", v)
+	}
+	if r.Checkers.LostUpdate.Valid != checker.Invalid {
+		t.Errorf("the unfenced resource should lose an update: %+v", r.Checkers.LostUpdate)
+	}
+	if r.Checkers.Linearizable.Valid != checker.Invalid {
+		t.Errorf("linearizable disagrees with mutex: %+v", r.Checkers.Linearizable)
+	}
+	if !strings.Contains(out.Summary, "stale holder") {
+		t.Errorf("summary does not explain the overlap:\n%s", out.Summary)
+	}
+	for _, f := range []string{"history.jsonl", "results.json", "scenario.yaml", "index.html", "timeline.png", "run.log", "redis-0.log"} {
+		if st, err := os.Stat(filepath.Join(out.Dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("store file %s: %v", f, err)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(store, "latest")); err != nil || filepath.Join(store, target) != out.Dir {
+		t.Errorf("store/latest -> %q (%v), want %s", target, err, out.Dir)
+	}
+	ops, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Validate(context.Background(), ops); err != nil {
+		t.Errorf("stored history breaks the format: %v", err)
+	}
+	var starts, stops int
+	for _, op := range ops {
+		switch op.F {
+		case "start-pause":
+			starts++
+		case "stop-pause":
+			stops++
+		}
+	}
+	if starts != 1 || stops != 1 {
+		t.Errorf("want one start-pause and one stop-pause, got %d and %d", starts, stops)
+	}
+	// Analysing the stored run gives the same verdict, with no servers.
+	again, err := Analyze(context.Background(), out.Dir, Options{}, func(s string) { t.Log(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Results.Valid != r.Valid || again.Results.Checkers.Mutex.Count != m.Count {
+		t.Errorf("analyze: %s with %d overlaps, run: %s with %d", again.Results.Valid, again.Results.Checkers.Mutex.Count, r.Valid, m.Count)
+	}
+}
+
+func TestKleppmannFenced(t *testing.T) {
+	requireRedis(t)
+	out, _ := runIt(t, builtin(t, "kleppmann-fenced", scenarios.Overrides{}))
+	c := out.Results.Checkers
+	if c.Mutex.Valid != checker.Invalid {
+		t.Errorf("mutex should see the stale holder: %s", out.Summary)
+	}
+	if c.Fencing.Valid != checker.Valid || c.Fencing.RejectedStale == 0 {
+		t.Errorf("the fence should reject the stale write: %+v", c.Fencing)
+	}
+	if c.LostUpdate.Valid != checker.Valid {
+		t.Errorf("no update should be lost: %+v", c.LostUpdate)
+	}
+	if !strings.Contains(out.Summary, "rejected") {
+		t.Errorf("summary does not show the rejected write:\n%s", out.Summary)
+	}
+}
+
+// TestBaseline: no faults, contention on 2 keys. Every real lock is valid
+// (no false alarm) and actually granted locks; the in-process mutex, the
+// negative control, is caught.
+func TestBaseline(t *testing.T) {
+	requireRedis(t)
+	for _, tc := range []struct {
+		backend string
+		want    checker.Validity
+	}{
+		{"redis-naive", checker.Valid},
+		{"redis-token", checker.Valid},
+		{"redis-fenced", checker.Valid},
+		{"mutex", checker.Invalid},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			out, _ := runIt(t, builtin(t, "baseline", scenarios.Overrides{Backend: ptr(tc.backend), Duration: ptr(2 * time.Second)}))
+			if out.Results.Valid != tc.want {
+				t.Fatalf("verdict %s, want %s:\n%s", out.Results.Valid, tc.want, out.Summary)
+			}
+			if h := out.Results.Checkers.Mutex.Holds; h < 20 {
+				t.Errorf("only %d holds: the run hardly checked anything", h)
+			}
+			if exp := out.Expected.Valid; exp != tc.want.String() {
+				t.Errorf("scenario expects %s for %s, test wants %s", exp, tc.backend, tc.want)
+			}
+		})
+	}
+}
+
+// failingBackend starts a server and then fails, or panics: the run must
+// still stop that server and remove the store directory it began.
+type failingBackend struct{ panic bool }
+
+func init() {
+	for _, fb := range []struct {
+		name string
+		fb   failingBackend
+	}{{"test-fail-after-start", failingBackend{}}, {"test-panic-after-start", failingBackend{panic: true}}} {
+		backends.Register(backends.Info{Name: fb.name, Description: "test only"}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
+			if _, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{}); err != nil {
+				return nil, err
+			}
+			if fb.fb.panic {
+				panic("backend exploded")
+			}
+			return nil, errors.New("backend refused to start")
+		})
+	}
+}
+
+func TestNoServerLeftAfterFailure(t *testing.T) {
+	requireRedis(t)
+	for _, name := range []string{"test-fail-after-start", "test-panic-after-start"} {
+		t.Run(name, func(t *testing.T) {
+			store, tmp := t.TempDir(), t.TempDir()
+			sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr(name)})
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Logf("recovered: %v", r)
+					}
+				}()
+				_, err := Run(context.Background(), sc, Options{Store: store, TempDir: tmp})
+				if err == nil || errors.Is(err, ErrBadInput) {
+					t.Errorf("want a harness error, got %v", err)
+				}
+			}()
+			assertNothingLeft(t, tmp)
+			runs, _ := filepath.Glob(filepath.Join(store, "baseline", name, "*"))
+			if len(runs) != 0 {
+				t.Errorf("half-written store left: %v", runs)
+			}
+		})
+	}
+}
+
+func TestInterruptedRun(t *testing.T) {
+	requireRedis(t)
+	store, tmp := t.TempDir(), t.TempDir()
+	sc := builtin(t, "baseline", scenarios.Overrides{Duration: ptr(time.Minute)})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	_, err := Run(ctx, sc, Options{Store: store, TempDir: tmp})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("want ErrInterrupted, got %v", err)
+	}
+	assertNothingLeft(t, tmp)
+	// The history so far is kept, and can be checked.
+	runs, _ := filepath.Glob(filepath.Join(store, "baseline", "redis-token", "*", "history.jsonl"))
+	if len(runs) != 1 {
+		t.Fatalf("want the interrupted run's history, got %v", runs)
+	}
+	out, err := Analyze(context.Background(), runs[0], Options{}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Checkers.Mutex == nil || out.Results.Checkers.Mutex.Holds == 0 {
+		t.Errorf("the interrupted history checked nothing: %+v", out.Results)
+	}
+}
+
+func TestBadInputLeavesNoStore(t *testing.T) {
+	store := t.TempDir()
+	sc := builtin(t, "baseline", scenarios.Overrides{})
+	sc.Backend = "no-such-lock"
+	_, err := Run(context.Background(), sc, Options{Store: store})
+	if !errors.Is(err, ErrBadInput) {
+		t.Fatalf("want ErrBadInput, got %v", err)
+	}
+	if ents, _ := os.ReadDir(store); len(ents) != 0 {
+		t.Errorf("store written for a bad scenario: %v", ents)
+	}
+}
+
+func TestAnalyzeTruncatedHistory(t *testing.T) {
+	requireRedis(t)
+	out, _ := runIt(t, builtin(t, "kleppmann-pause", scenarios.Overrides{}))
+	data, err := os.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut the file in the middle of a line, as a killed harness would.
+	cut := filepath.Join(t.TempDir(), "history.jsonl")
+	n := len(data) * 3 / 4
+	for data[n-1] == '\n' {
+		n--
+	}
+	if err := os.WriteFile(cut, data[:n], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	got, err := Analyze(context.Background(), filepath.Dir(cut), Options{}, func(s string) { warned = append(warned, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Results.Truncated || len(warned) == 0 || !strings.Contains(warned[0], "incomplete") {
+		t.Errorf("the dropped line is not reported: truncated=%v warnings=%q", got.Results.Truncated, warned)
+	}
+	if got.Results.Valid != checker.Invalid {
+		t.Errorf("the partial history still shows the stale holder; got %s", got.Results.Valid)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(cut), "results.json")); err != nil {
+		t.Errorf("results.json not written beside the history: %v", err)
+	}
+}
