@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -96,10 +96,14 @@ type lockEvent struct {
 type keyLocks struct {
 	ops    []porcupine.Operation
 	events []lockEvent
-	holds  []span // from the acquire ok to the release invoke; open: end < 0
+	holds  []span // from the acquire ok to the release invoke
 }
 
-type span struct{ start, end int64 }
+// span is a hold's start and end; an open one never ends.
+type span struct {
+	start, end int64
+	open       bool
+}
 
 // pendingLock is a lock invoke awaiting its completion.
 type pendingLock struct {
@@ -144,7 +148,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 			if _, held := holding[hk]; !held {
 				holding[hk] = len(kl.holds)
 				rev.start = len(kl.holds)
-				kl.holds = append(kl.holds, span{ret, -1})
+				kl.holds = append(kl.holds, span{start: ret, open: true})
 			}
 		}
 		kl.events = append(kl.events, call, rev)
@@ -163,6 +167,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 				if h, ok := holding[hk]; ok {
 					pl.ends = h
 					keys[op.Key].holds[h].end = op.Time
+					keys[op.Key].holds[h].open = false
 					delete(holding, hk)
 				}
 			}
@@ -191,8 +196,13 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		}
 		add(pl, op.Type, op.Time, i, fence)
 	}
-	for _, pl := range pending {
-		if pl.op.F == history.Release {
+	procs := make([]int, 0, len(pending))
+	for p := range pending {
+		procs = append(procs, p)
+	}
+	slices.Sort(procs)
+	for _, p := range procs {
+		if pl := pending[p]; pl.op.F == history.Release {
 			add(pl, history.Info, last, len(ops), nil)
 		}
 	}
@@ -245,6 +255,11 @@ func orderTies(kl *keyLocks) {
 			j++
 		}
 		group := ev[i:j]
+		if len(group) == 1 { // the usual case: nothing to order
+			setTime(kl, group[0], instant*int64(width))
+			i = j
+			continue
+		}
 		clear(endAt)
 		clear(startAt)
 		for g, e := range group {
@@ -252,7 +267,7 @@ func orderTies(kl *keyLocks) {
 				endAt[e.process] = g
 			}
 			if e.start >= 0 {
-				if h := kl.holds[e.start]; h.end < 0 || h.end > t {
+				if h := kl.holds[e.start]; h.open || h.end > t {
 					if _, seen := startAt[e.process]; !seen {
 						startAt[e.process] = g
 					}
@@ -280,24 +295,72 @@ func orderTies(kl *keyLocks) {
 			}
 		}
 		for slot, g := range order {
-			e := group[g]
-			at := instant*int64(width) + int64(slot)
-			if e.ret {
-				kl.ops[e.op].Return = at
-			} else {
-				kl.ops[e.op].Call = at
-			}
+			setTime(kl, group[g], instant*int64(width)+int64(slot))
 		}
 		i = j
 	}
 }
 
+// setTime gives an event its new time.
+func setTime(kl *keyLocks, e lockEvent, at int64) {
+	if e.ret {
+		kl.ops[e.op].Return = at
+	} else {
+		kl.ops[e.op].Call = at
+	}
+}
+
+// minChunk is the fewest operations Linearizable gives porcupine at once,
+// when a key's history can be cut (a variable for tests).
+var minChunk = 512
+
+// chunk is a stretch of one key's lock operations that porcupine can check
+// on its own, from a known initial state.
+type chunk struct {
+	key  string
+	init int // owner at the start, or free
+	ops  []porcupine.Operation
+}
+
+// splitKey cuts a key's lock operations into chunks of at least least
+// operations (but the last). It cuts only where no operation is in flight
+// and at most one process's last lock operation is an acquire: there every
+// linearization of what came before ends in the same state (that process
+// owns the key, or nobody does), because each process's operations keep
+// their order. So the key is linearizable exactly when every chunk is, from
+// that state. The lock model is deterministic, which is what makes this
+// work; it keeps porcupine's cost linear in the length of the history.
+func splitKey(key string, ops []porcupine.Operation, least int) []chunk {
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	var out []chunk
+	holding := map[int]bool{} // processes whose last lock op so far is an acquire
+	init, start := free, 0
+	lastReturn := int64(math.MinInt64)
+	for j, op := range ops {
+		if j-start >= least && lastReturn < op.Call && len(holding) <= 1 {
+			out = append(out, chunk{key, init, ops[start:j]})
+			init, start = free, j
+			for p := range holding {
+				init = p
+			}
+		}
+		lastReturn = max(lastReturn, op.Return)
+		if in := op.Input.(lockInput); in.release {
+			delete(holding, in.process)
+		} else {
+			holding[in.process] = true
+		}
+	}
+	return append(out, chunk{key, init, ops[start:]})
+}
+
 // Linearizable asks porcupine whether the lock operations of every key are
-// linearizable with respect to an owner-aware mutex (see lockModel). Keys are
+// linearizable with respect to an owner-aware mutex (see lockModel). Keys,
+// and stretches of a key's history between quiet moments (see splitKey), are
 // checked independently and in parallel, within timeout overall (zero means
 // DefaultLinearizableTimeout) and while ctx lasts. A key found illegal makes
 // the result invalid (BadKeys); otherwise a key that ran out of time makes it
-// unknown (UnknownKeys).
+// unknown (UnknownKeys). It agrees with Mutex on every history.
 func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) *LinearizableResult {
 	if timeout <= 0 {
 		timeout = DefaultLinearizableTimeout
@@ -306,57 +369,77 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 	byKey := lockOperations(ops, false)
 	keys := sortedKeys(byKey)
 	res.Keys = len(keys)
+	var chunks []chunk
 	for _, k := range keys {
 		res.Ops += len(byKey[k])
+		chunks = append(chunks, splitKey(k, byKey[k], minChunk)...)
 	}
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+
 	type verdict struct {
-		key string
-		r   porcupine.CheckResult
+		chunk int
+		r     porcupine.CheckResult
 	}
-	results := make(chan verdict, len(keys))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, k := range keys {
-		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			left := time.Until(deadline)
-			if left <= 0 || ctx.Err() != nil {
-				results <- verdict{k, porcupine.Unknown}
+	work := make(chan int)
+	results := make(chan verdict, len(chunks))
+	go func() {
+		defer close(work)
+		for i := range chunks {
+			select {
+			case work <- i:
+			case <-ctx.Done():
 				return
 			}
-			results <- verdict{k, porcupine.CheckOperationsTimeout(lockModel, byKey[k], left)}
+		}
+	}()
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		go func() {
+			for i := range work {
+				r := porcupine.Unknown
+				if left := time.Until(deadline); left > 0 && ctx.Err() == nil {
+					m := lockModel
+					m.Partition, m.Init = nil, func() any { return chunks[i].init }
+					r = porcupine.CheckOperationsTimeout(m, chunks[i].ops, left)
+				}
+				results <- verdict{i, r}
+			}
 		}()
 	}
-	seen := map[string]bool{}
-	for range keys {
-		select {
-		case v := <-results:
-			seen[v.key] = true
-			switch v.r {
-			case porcupine.Illegal:
-				res.BadKeys = append(res.BadKeys, v.key)
-			case porcupine.Unknown:
-				res.UnknownKeys = append(res.UnknownKeys, v.key)
-			}
-		case <-ctx.Done():
-			for _, k := range keys {
-				if !seen[k] {
-					seen[k] = true
-					res.UnknownKeys = append(res.UnknownKeys, k)
-				}
-			}
-			res.Error = fmt.Errorf("linearizable: %w", ctx.Err()).Error()
-		}
-		if ctx.Err() != nil {
-			break
+
+	outcome := map[string]porcupine.CheckResult{} // worst so far, by key
+	worse := func(k string, r porcupine.CheckResult) {
+		if outcome[k] != porcupine.Illegal && r != porcupine.Ok {
+			outcome[k] = r
 		}
 	}
-	sort.Strings(res.BadKeys)
-	sort.Strings(res.UnknownKeys)
+	done := make([]bool, len(chunks))
+wait:
+	for range chunks {
+		select {
+		case v := <-results:
+			done[v.chunk] = true
+			worse(chunks[v.chunk].key, v.r)
+		case <-ctx.Done():
+			res.Error = fmt.Errorf("linearizable: %w", ctx.Err()).Error()
+			for i, c := range chunks {
+				if !done[i] {
+					worse(c.key, porcupine.Unknown)
+				}
+			}
+			break wait
+		}
+	}
+	for _, k := range keys {
+		switch outcome[k] {
+		case porcupine.Illegal:
+			res.BadKeys = append(res.BadKeys, k)
+		case porcupine.Unknown:
+			res.UnknownKeys = append(res.UnknownKeys, k)
+		}
+	}
 	switch {
 	case len(res.BadKeys) > 0:
 		res.Valid = Invalid
@@ -366,15 +449,44 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 	return res
 }
 
+// maxVisualized is the most lock operations of one key that
+// LinearizableVisualization shows.
+const maxVisualized = 2000
+
 // LinearizableVisualization writes porcupine's interactive HTML view of the
-// history's lock operations, one partition per key, to w. It runs porcupine
-// in verbose mode (with DefaultLinearizableTimeout), which costs more than
-// Linearizable; the page grows with the history.
+// history's lock operations, one partition per key, to w. Operation times
+// are shown in order, not to scale; hovering shows the real ones. A key with
+// more than maxVisualized lock operations is shown in part: the first
+// stretch (see splitKey) porcupine finds illegal, else the first stretch,
+// starting with a made-up acquire by whoever held the key before it.
+// It runs porcupine in verbose mode, with DefaultLinearizableTimeout.
 func LinearizableVisualization(ops []history.Op, w io.Writer) error {
 	var all []porcupine.Operation
 	byKey := lockOperations(ops, true)
 	for _, k := range sortedKeys(byKey) {
-		all = append(all, byKey[k]...)
+		if len(byKey[k]) <= maxVisualized {
+			all = append(all, byKey[k]...)
+			continue
+		}
+		chunks := splitKey(k, byKey[k], maxVisualized/2)
+		show := chunks[0]
+		for _, c := range chunks {
+			m := lockModel
+			m.Partition, m.Init = nil, func() any { return c.init }
+			if porcupine.CheckOperationsTimeout(m, c.ops, DefaultLinearizableTimeout) == porcupine.Illegal {
+				show = c
+				break
+			}
+		}
+		if show.init != free {
+			t := show.ops[0].Call
+			all = append(all, porcupine.Operation{
+				ClientId: show.init, Call: t - 2, Return: t - 1,
+				Input:    lockInput{process: show.init, key: k, outcome: history.OK},
+				Metadata: "held the key before this part of the history",
+			})
+		}
+		all = append(all, show.ops...)
 	}
 	_, info := porcupine.CheckOperationsVerbose(lockModel, all, DefaultLinearizableTimeout)
 	if err := porcupine.Visualize(lockModel, info, w); err != nil {

@@ -189,6 +189,8 @@ func TestRandomHistoriesAreWellFormed(t *testing.T) {
 // timestamps (so zero-length overlaps and holds occur).
 func TestMutexAndLinearizableAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 7))
+	saved := minChunk
+	defer func() { minChunk = saved }()
 	var valid, invalid int
 	for i := range agreeRuns {
 		cfg := genConfig{
@@ -201,6 +203,8 @@ func TestMutexAndLinearizableAgree(t *testing.T) {
 			nemesis:  0.03,
 		}
 		ops := randomHistory(r, cfg)
+		// Cut the keys' histories into chunks as small as possible, too.
+		minChunk = []int{1, 2, 8, 512}[i%4]
 		m := Mutex(ops)
 		l := Linearizable(context.Background(), ops, 0)
 		if l.Valid == Unknown {
@@ -211,7 +215,7 @@ func TestMutexAndLinearizableAgree(t *testing.T) {
 			for _, v := range m.Violations {
 				bad = append(bad, v.Description)
 			}
-			t.Fatalf("history %d (%+v): mutex %v %q, linearizable %v %v\n%s", i, cfg, m.Valid, bad, l.Valid, l.BadKeys, dump(ops))
+			t.Fatalf("history %d (%+v, chunks of %d): mutex %v %q, linearizable %v %v\n%s", i, cfg, minChunk, m.Valid, bad, l.Valid, l.BadKeys, dump(ops))
 		}
 		if m.Valid == Valid {
 			valid++

@@ -111,6 +111,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 		a.Tick.Label.Font = font.From(sansFont, 9)
 	}
 	p.X.Label.Text = xlabel
+	p.X.Tick.Marker = secTicks{}
 	p.Y.Label.Text = ylabel
 	return p
 }
@@ -172,11 +173,11 @@ func renderPNG(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, err
 			leg.Add(e.name, e.thumb)
 		}
 		r := leg.Rectangle(dc)
-		legW = r.Max.X - r.Min.X + vg.Points(14)
+		legW = r.Max.X - r.Min.X + vg.Points(20)
 		if legW > w/3 {
 			legW = w / 3
 		}
-		lc := draw.Crop(dc, w-legW+vg.Points(6), 0, 0, -vg.Points(24))
+		lc := draw.Crop(dc, w-legW+vg.Points(12), 0, 0, -vg.Points(24))
 		leg.Draw(lc)
 	}
 	p.Draw(draw.Crop(dc, vg.Points(2), -legW, vg.Points(2), -vg.Points(4)))
@@ -290,6 +291,40 @@ func (durTicks) Ticks(min, max float64) []plot.Tick {
 			if in(v * float64(i)) {
 				ts = append(ts, plot.Tick{Value: v * float64(i)})
 			}
+		}
+	}
+	return ts
+}
+
+// secTicks labels a seconds axis with round steps, about eight labels.
+type secTicks struct{}
+
+func (secTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	raw := span / 8
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	minor := step / 5
+	if step/mag == 2 {
+		minor = step / 4
+	}
+	prec := max(0, -int(math.Floor(math.Log10(step))))
+	var ts []plot.Tick
+	for i := math.Ceil(lo / minor); i*minor <= hi+minor*1e-9; i++ {
+		v := i * minor
+		if r := math.Round(v / step); math.Abs(v/step-r) < 1e-9 {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', prec, 64)})
+		} else {
+			ts = append(ts, plot.Tick{Value: v})
 		}
 	}
 	return ts

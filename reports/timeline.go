@@ -358,7 +358,7 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 					txt := "fence " + strconv.FormatInt(*b.fence, 10)
 					pt := vg.Point{X: trX(sec(b.start)) + vg.Points(3), Y: y}
 					r := vg.Rectangle{Min: pt, Max: vg.Point{X: pt.X + lsty.Width(txt), Y: pt.Y + lsty.Height(txt)}}
-					if !free(r) {
+					if !free(r) || r.Max.X > c.Max.X {
 						continue
 					}
 					taken = append(taken, r)

@@ -14,6 +14,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -24,43 +25,15 @@ func requireRedis(t *testing.T) {
 	}
 }
 
-// serversUnder lists the processes whose command line mentions dir: the
-// servers a run started keep their data directories there.
-func serversUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, dir) && !strings.Contains(cmd, "go test") && !strings.Contains(cmd, ".test ") {
-			out = append(out, e.Name()+": "+cmd)
-		}
-	}
-	return out
-}
-
 // assertNothingLeft checks no server runs from tmp and the cluster's
 // temporary directories are gone.
 func assertNothingLeft(t *testing.T, tmp string) {
 	t.Helper()
-	if left := serversUnder(t, tmp); len(left) > 0 {
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
 		t.Errorf("servers left running: %v", left)
 	}
-	ents, _ := os.ReadDir(tmp)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "locktorture-") {
-			t.Errorf("temporary directory left: %s", e.Name())
-		}
+	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
 	}
 }
 
