@@ -223,6 +223,7 @@ type Engine struct {
 	errs     []error
 	baseCtx  context.Context
 	healLock sync.Mutex
+	firing   sync.WaitGroup
 }
 
 type activeFault struct {
@@ -305,7 +306,10 @@ func (e *Engine) fire(i int) {
 		e.mu.Unlock()
 		return
 	}
+	// Heal waits for steps in flight, so no fault starts after it.
+	e.firing.Add(1)
 	e.mu.Unlock()
+	defer e.firing.Done()
 	f, err := Lookup(s.Fault)
 	if err != nil {
 		e.fail(err)
@@ -366,6 +370,9 @@ func (e *Engine) Heal(ctx context.Context) error {
 	e.mu.Lock()
 	e.healed = true
 	e.pending = nil
+	e.mu.Unlock()
+	e.firing.Wait()
+	e.mu.Lock()
 	ids := make([]int, 0, len(e.active))
 	for i, a := range e.active {
 		a.timer.Stop()

@@ -275,45 +275,51 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, st := range s.Nemesis.Script {
+		at := func(key string) []string { return []string{"script", strconv.Itoa(i), key} }
 		if _, err := nemesis.Lookup(st.Fault); err != nil {
-			return bad("nemesis", "script step %d: %v", i+1, err)
+			return &fieldError{field: "nemesis", path: at("fault"), msg: fmt.Sprintf("script step %d: %v", i+1, err)}
 		}
 		if st.For.D() <= 0 {
-			return bad("nemesis", "script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)
+			return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
 		}
 		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
-			return bad("nemesis", "script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)
+			return &fieldError{field: "nemesis", path: at("on"), msg: fmt.Sprintf("script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)}
+		}
+		if st.Process != nil && (*st.Process < 0 || *st.Process >= s.Clients) {
+			return &fieldError{field: "nemesis", path: at("process"), msg: fmt.Sprintf("script step %d: no client process %d (clients are 0 to %d)", i+1, *st.Process, s.Clients-1)}
 		}
 	}
 	if err := s.NemesisSchedule().Validate(s.Clients); err != nil {
 		return bad("nemesis", "%v", err)
 	}
-	if err := validVerdicts(s.Expect.Expectation, "expect"); err != nil {
+	if err := validVerdicts(s.Expect.Expectation, nil); err != nil {
 		return err
 	}
 	for b, e := range s.Expect.Backends {
 		if _, _, err := backends.Lookup(b); err != nil {
-			return bad("expect", "expect.backends: %v", err)
+			return &fieldError{field: "expect", path: []string{"backends", b}, msg: fmt.Sprintf("expect.backends: %v", err)}
 		}
-		if err := validVerdicts(e, "expect"); err != nil {
+		if err := validVerdicts(e, []string{"backends", b}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validVerdicts(e Expectation, field string) error {
+// validVerdicts checks an expectation found at path below `expect`.
+func validVerdicts(e Expectation, path []string) error {
+	at := func(p ...string) []string { return append(append([]string(nil), path...), p...) }
 	if e.Valid != "" {
 		if _, err := checker.ParseValidity(e.Valid); err != nil {
-			return &fieldError{field: field, msg: err.Error()}
+			return &fieldError{field: "expect", path: at("valid"), msg: err.Error()}
 		}
 	}
 	for c, v := range e.Checkers {
 		if !checker.IsKnown(c) {
-			return &fieldError{field: field, msg: fmt.Sprintf("unknown checker %q", c)}
+			return &fieldError{field: "expect", path: at("checkers", c), msg: fmt.Sprintf("unknown checker %q", c)}
 		}
 		if _, err := checker.ParseValidity(v); err != nil {
-			return &fieldError{field: field, msg: fmt.Sprintf("%s: %v", c, err)}
+			return &fieldError{field: "expect", path: at("checkers", c), msg: fmt.Sprintf("%s: %v", c, err)}
 		}
 	}
 	return nil
@@ -337,7 +343,10 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 
 type fieldError struct {
 	field string
-	msg   string
+	// path leads below field to the node at fault (mapping keys, or
+	// sequence indexes as numbers), for the error's line number.
+	path []string
+	msg  string
 }
 
 func (e *fieldError) Error() string { return e.msg }
@@ -375,7 +384,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		var fe *fieldError
 		line := 1
 		if errors.As(err, &fe) {
-			line = lineOf(&root, fe.field)
+			line = lineOf(&root, append([]string{fe.field}, fe.path...))
 		}
 		return nil, fmt.Errorf("%s:%d: %w: %s", source, line, ErrInvalid, err.Error())
 	}
@@ -400,21 +409,39 @@ func located(source string, err error) error {
 	return fmt.Errorf("%s:%s: %w: %s", source, line, ErrInvalid, msg)
 }
 
-// lineOf finds the line of a top-level key, or 1.
-func lineOf(root *yaml.Node, key string) int {
+// lineOf finds the line of the deepest node on path (mapping keys, or
+// sequence indexes as numbers) that exists, or 1.
+func lineOf(root *yaml.Node, path []string) int {
 	n := root
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
-	if n.Kind != yaml.MappingNode {
-		return 1
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i].Line
+	line := 1
+	for _, p := range path {
+		switch n.Kind {
+		case yaml.MappingNode:
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		default:
+			return line
 		}
 	}
-	return 1
+	return line
 }
 
 // LoadFile reads and validates a scenario file.
@@ -450,10 +477,10 @@ func BuiltinNames() []string {
 
 // Overrides are command-line settings that replace a scenario's own.
 type Overrides struct {
-	Backend, Resource, Fencing  *string
-	Clients, Keys               *int
-	TTL, Hold, Duration, Timout *time.Duration
-	Seed                        *int64
+	Backend, Resource, Fencing   *string
+	Clients, Keys                *int
+	TTL, Hold, Duration, Timeout *time.Duration
+	Seed                         *int64
 	// Nemesis replaces the plan: "none", or a comma-separated random mix.
 	Nemesis         *string
 	NemesisInterval *time.Duration
@@ -485,8 +512,8 @@ func (s *Scenario) Apply(o Overrides) error {
 	if o.Duration != nil {
 		s.Duration = Duration(*o.Duration)
 	}
-	if o.Timout != nil {
-		s.Timeout = Duration(*o.Timout)
+	if o.Timeout != nil {
+		s.Timeout = Duration(*o.Timeout)
 	}
 	if o.Seed != nil {
 		s.Seed = *o.Seed

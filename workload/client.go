@@ -128,7 +128,8 @@ func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
 		if err := l.gate.Wait(ctx); err != nil {
 			return nil
 		}
-		if ctx.Err() != nil {
+		// A client paused across the end of the run wakes to find it over.
+		if ctx.Err() != nil || stopped(stop) {
 			return nil
 		}
 		key := l.cfg.Keys[l.rng.IntN(len(l.cfg.Keys))]

@@ -156,7 +156,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		o.Duration = duration
 	}
 	if set["timeout"] {
-		o.Timout = timeout
+		o.Timeout = timeout
 	}
 	if set["seed"] {
 		o.Seed = seed
