@@ -75,6 +75,25 @@ type Grant struct {
 	Token string
 	// Lost, when not nil, is closed when a watchdog finds the lock lost.
 	Lost <-chan struct{}
+	// Conn is the backend's session for the critical section, when the
+	// resource should act inside it (a pgx.Tx for pg-advisory-xact with the
+	// postgres resource); nil otherwise. Resources type-assert what they know.
+	Conn any
+}
+
+// ClientEnv is what a backend gets to build one simulated process's client.
+type ClientEnv struct {
+	// Process is the client's number.
+	Process int
+	// Gate is the process's pause gate: any goroutine the client runs on
+	// its own (a lease watchdog) must wait on it before each step.
+	Gate *cluster.Gate
+	// History records the process's ops; a watchdog records its extend
+	// ops through it (Invoke waits while another op is outstanding).
+	History *history.Proc
+	// Clock is the process's own clock: lease arithmetic reads it, never
+	// time.Now, so a clock nemesis can skew it.
+	Clock *cluster.Clock
 }
 
 // Client is one simulated process's view of the lock service.
@@ -89,10 +108,9 @@ type Client interface {
 
 // Backend is one lock implementation set up for a run.
 type Backend interface {
-	// Client returns the lock client of process p. gate is p's pause gate:
-	// any goroutine the client runs on its own (a lease watchdog) must
-	// wait on it before each step.
-	Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error)
+	// Client returns the lock client of one process, with connections of
+	// its own (dialled through env.Cluster.ClientAddr).
+	Client(ctx context.Context, c ClientEnv) (Client, error)
 	// Close releases what the backend holds (not the servers: the cluster
 	// owns those).
 	Close() error
@@ -125,6 +143,12 @@ type Info struct {
 	Fencing bool
 	// Lease is set when grants carry a lease.
 	Lease bool
+	// LockFree is set for a comparator that takes no lock at all (its
+	// "holds" overlap by design): the mutex and linearizable checkers do
+	// not apply and are skipped.
+	LockFree bool
+	// Resources lists the resources the backend works with; empty means any.
+	Resources []string
 }
 
 // Factory builds a backend for a run.
@@ -190,9 +214,10 @@ func namesLocked() []string {
 }
 
 // leaseLeft is the lease a client may count on after an acquire that
-// started at start: the TTL less the time the acquire took, never negative.
-func leaseLeft(ttl time.Duration, start time.Time) time.Duration {
-	left := ttl - time.Since(start)
+// started at start (read from clock): the TTL less the time the acquire
+// took by that clock, never negative.
+func leaseLeft(clock *cluster.Clock, ttl time.Duration, start time.Time) time.Duration {
+	left := ttl - clock.Since(start)
 	if left < 0 {
 		return 0
 	}

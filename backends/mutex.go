@@ -3,8 +3,6 @@ package backends
 import (
 	"context"
 	"sync"
-
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // The mutex backend is the "works on my laptop" lock: an in-process mutex in
@@ -22,7 +20,7 @@ func init() {
 
 type mutexBackend struct{}
 
-func (mutexBackend) Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error) {
+func (mutexBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	return &mutexClient{locks: map[string]*sync.Mutex{}}, nil
 }
 

@@ -35,8 +35,8 @@ end
 return 0`)
 
 type redisFenced struct {
-	addr string
-	env  Env
+	server *cluster.Redis
+	env    Env
 }
 
 func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
@@ -44,22 +44,23 @@ func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisFenced{addr: r.Addr(), env: env}, nil
+	return &redisFenced{server: r, env: env}, nil
 }
 
-func (b *redisFenced) Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error) {
-	return &redisFencedClient{rc: newRedisClient(b.addr, b.env.OpTimeout), ttl: b.env.TTL}, nil
+func (b *redisFenced) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	return &redisFencedClient{rc: newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout), ttl: b.env.TTL, clock: c.Clock}, nil
 }
 
 func (b *redisFenced) Close() error { return nil }
 
 type redisFencedClient struct {
-	rc  *redis.Client
-	ttl time.Duration
+	rc    *redis.Client
+	ttl   time.Duration
+	clock *cluster.Clock
 }
 
 func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, error) {
-	start := time.Now()
+	start := c.clock.Now()
 	token := randomToken()
 	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
 	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds()).Int64()
@@ -69,7 +70,7 @@ func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, err
 	if fence == 0 {
 		return Grant{}, ErrBusy
 	}
-	return Grant{Fence: &fence, Lease: leaseLeft(c.ttl, start), HasLease: true, Token: token}, nil
+	return Grant{Fence: &fence, Lease: leaseLeft(c.clock, c.ttl, start), HasLease: true, Token: token}, nil
 }
 
 func (c *redisFencedClient) Release(ctx context.Context, key string, g Grant) error {

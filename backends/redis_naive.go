@@ -24,8 +24,8 @@ func init() {
 }
 
 type redisNaive struct {
-	addr string
-	env  Env
+	server *cluster.Redis
+	env    Env
 }
 
 func newRedisNaive(ctx context.Context, env Env) (Backend, error) {
@@ -33,27 +33,28 @@ func newRedisNaive(ctx context.Context, env Env) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisNaive{addr: r.Addr(), env: env}, nil
+	return &redisNaive{server: r, env: env}, nil
 }
 
-func (b *redisNaive) Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error) {
-	return &redisNaiveClient{rc: newRedisClient(b.addr, b.env.OpTimeout), ttl: b.env.TTL}, nil
+func (b *redisNaive) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	return &redisNaiveClient{rc: newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout), ttl: b.env.TTL, clock: c.Clock}, nil
 }
 
 func (b *redisNaive) Close() error { return nil }
 
 type redisNaiveClient struct {
-	rc  *redis.Client
-	ttl time.Duration
+	rc    *redis.Client
+	ttl   time.Duration
+	clock *cluster.Clock
 }
 
 func (c *redisNaiveClient) Acquire(ctx context.Context, key string) (Grant, error) {
-	start := time.Now()
+	start := c.clock.Now()
 	token := randomToken()
 	if err := setNX(ctx, c.rc, key, token, c.ttl); err != nil {
 		return Grant{}, err
 	}
-	return Grant{Lease: leaseLeft(c.ttl, start), HasLease: true, Token: token}, nil
+	return Grant{Lease: leaseLeft(c.clock, c.ttl, start), HasLease: true, Token: token}, nil
 }
 
 func (c *redisNaiveClient) Release(ctx context.Context, key string, g Grant) error {

@@ -24,8 +24,8 @@ func init() {
 }
 
 type redisToken struct {
-	addr string
-	env  Env
+	server *cluster.Redis
+	env    Env
 }
 
 func newRedisToken(ctx context.Context, env Env) (Backend, error) {
@@ -33,27 +33,28 @@ func newRedisToken(ctx context.Context, env Env) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisToken{addr: r.Addr(), env: env}, nil
+	return &redisToken{server: r, env: env}, nil
 }
 
-func (b *redisToken) Client(ctx context.Context, p int, gate *cluster.Gate) (Client, error) {
-	return &redisTokenClient{rc: newRedisClient(b.addr, b.env.OpTimeout), ttl: b.env.TTL}, nil
+func (b *redisToken) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	return &redisTokenClient{rc: newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout), ttl: b.env.TTL, clock: c.Clock}, nil
 }
 
 func (b *redisToken) Close() error { return nil }
 
 type redisTokenClient struct {
-	rc  *redis.Client
-	ttl time.Duration
+	rc    *redis.Client
+	ttl   time.Duration
+	clock *cluster.Clock
 }
 
 func (c *redisTokenClient) Acquire(ctx context.Context, key string) (Grant, error) {
-	start := time.Now()
+	start := c.clock.Now()
 	token := randomToken()
 	if err := setNX(ctx, c.rc, key, token, c.ttl); err != nil {
 		return Grant{}, err
 	}
-	return Grant{Lease: leaseLeft(c.ttl, start), HasLease: true, Token: token}, nil
+	return Grant{Lease: leaseLeft(c.clock, c.ttl, start), HasLease: true, Token: token}, nil
 }
 
 func (c *redisTokenClient) Release(ctx context.Context, key string, g Grant) error {

@@ -130,6 +130,13 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
+// ClientAddr is the address client process p dials to reach server s. All
+// of a client's traffic to a server goes through it, so that links can be
+// cut or slowed per (client, server) pair; without links it is s.Addr().
+func (c *Cluster) ClientAddr(p int, s Server) string {
+	return s.Addr()
+}
+
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,23 +26,28 @@ var (
 // Recorder stamps ops with the run's one monotonic clock and the next index,
 // and streams them to a writer. It is safe for concurrent use.
 type Recorder struct {
-	mu     sync.Mutex
-	start  time.Time
-	next   int64
-	w      *bufio.Writer
-	f      *os.File // nil when not writing to a file
-	ops    []Op     // kept in memory when keep is set
-	keep   bool
-	err    error
-	closed bool
-	stop   chan struct{}
-	done   chan struct{}
+	mu      sync.Mutex
+	start   time.Time
+	next    int64
+	w       *bufio.Writer
+	f       *os.File // nil when not writing to a file
+	ops     []Op     // kept in memory when keep is set
+	keep    bool
+	err     error
+	closed  bool
+	stop    chan struct{}
+	done    chan struct{}
+	observe atomic.Pointer[func(Op)]
 }
 
 // RecorderOptions configure a Recorder.
 type RecorderOptions struct {
 	// Keep holds every op in memory as well, for History().
 	Keep bool
+	// Observe, when set, is called with every op right after it is
+	// recorded, on the recording goroutine (a nemesis uses it to act on a
+	// client's events before the client's next step).
+	Observe func(Op)
 	// FlushEvery flushes the buffer to the file at this period (default 100ms),
 	// so a killed harness still leaves most of its history behind.
 	FlushEvery time.Duration
@@ -51,6 +57,7 @@ type RecorderOptions struct {
 // record only in memory). If w is an *os.File, Close syncs it.
 func NewRecorder(w io.Writer, opt RecorderOptions) *Recorder {
 	r := &Recorder{start: time.Now(), keep: opt.Keep || w == nil}
+	r.SetObserver(opt.Observe)
 	if w != nil {
 		r.w = bufio.NewWriterSize(w, 64<<10)
 		if f, ok := w.(*os.File); ok {
@@ -93,6 +100,18 @@ func (r *Recorder) Start() time.Time { return r.start }
 // Record stamps op with the next index and the current time and writes it.
 // It returns the stamped op.
 func (r *Recorder) Record(op Op) (Op, error) {
+	op, err := r.record(op)
+	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
+		(*f)(op)
+	}
+	return op, err
+}
+
+// SetObserver replaces the function told of every op (see
+// RecorderOptions.Observe); nil removes it.
+func (r *Recorder) SetObserver(f func(Op)) { r.observe.Store(&f) }
+
+func (r *Recorder) record(op Op) (Op, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -116,6 +135,60 @@ func (r *Recorder) Record(op Op) (Op, error) {
 		}
 	}
 	return op, r.err
+}
+
+// Proc records the ops of one client process and keeps the history's rule
+// that a process has at most one op outstanding: Invoke waits while another
+// op of the process (its lease watchdog's extend, say) is outstanding, until
+// that op completes.
+type Proc struct {
+	r   *Recorder
+	id  int
+	sem chan struct{}
+}
+
+// Proc returns the recorder of client process id. Call it once per process
+// and share the result among the process's goroutines.
+func (r *Recorder) Proc(id int) *Proc {
+	return &Proc{r: r, id: id, sem: make(chan struct{}, 1)}
+}
+
+// ID is the process number.
+func (p *Proc) ID() int { return p.id }
+
+// Now returns the run's clock, as Recorder.Now.
+func (p *Proc) Now() int64 { return p.r.Now() }
+
+// Invoke records op as the process's invocation, first waiting (or until
+// ctx ends) for its outstanding op to complete. Every successful Invoke
+// must be followed by one Complete.
+func (p *Proc) Invoke(ctx context.Context, op Op) (Op, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return op, ctx.Err()
+	}
+	op.Process, op.Type = p.id, Invoke
+	done, err := p.r.Record(op)
+	if err != nil {
+		<-p.sem
+	}
+	return done, err
+}
+
+// Complete records op (ok, fail or info) as the completion of the
+// process's outstanding invocation.
+func (p *Proc) Complete(op Op) (Op, error) {
+	op.Process = p.id
+	if op.Type == Invoke || op.Type == "" {
+		op.Type = Info
+	}
+	done, err := p.r.Record(op)
+	select {
+	case <-p.sem:
+	default:
+	}
+	return done, err
 }
 
 // Len returns the number of ops recorded so far.

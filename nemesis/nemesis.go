@@ -31,6 +31,8 @@ var (
 type Env struct {
 	// Gates freeze simulated client processes, one per client.
 	Gates []*cluster.Gate
+	// Clocks are the clients' own clocks, one per client.
+	Clocks []*cluster.Clock
 	// Cluster holds the servers.
 	Cluster *cluster.Cluster
 }

@@ -245,8 +245,11 @@ func (s *Scenario) Validate() error {
 			return bad("backends", "%v", err)
 		}
 	}
-	if !contains(workload.Resources, s.Resource) {
-		return bad("resource", "unknown resource %q (known: %s)", s.Resource, strings.Join(workload.Resources, ", "))
+	if !contains(workload.ResourceNames(), s.Resource) {
+		return bad("resource", "unknown resource %q (known: %s)", s.Resource, strings.Join(workload.ResourceNames(), ", "))
+	}
+	if info, _, _ := backends.Lookup(s.Backend); len(info.Resources) > 0 && !contains(info.Resources, s.Resource) {
+		return bad("resource", "backend %s works with the resource %s, not %q", s.Backend, strings.Join(info.Resources, " or "), s.Resource)
 	}
 	if err := workload.ValidFencing(s.Fencing); err != nil {
 		return bad("fencing", "%v", err)

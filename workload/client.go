@@ -30,23 +30,39 @@ type Config struct {
 	Seed int64
 }
 
-// Observer is told of every op right after it is recorded, on the client's
-// own goroutine, so a nemesis can freeze the client before its next step.
-type Observer func(op history.Op)
+// Procs are the simulated client processes of a run: process p's pause
+// gate, clock and history recorder are Gates[p], Clocks[p] and History[p].
+type Procs struct {
+	Gates   []*cluster.Gate
+	Clocks  []*cluster.Clock
+	History []*history.Proc
+}
+
+// NewProcs makes n processes recording into rec.
+func NewProcs(n int, rec *history.Recorder) *Procs {
+	ps := &Procs{}
+	for p := range n {
+		ps.Gates = append(ps.Gates, cluster.NewGate())
+		ps.Clocks = append(ps.Clocks, cluster.NewClock())
+		ps.History = append(ps.History, rec.Proc(p))
+	}
+	return ps
+}
 
 // Run drives cfg.Clients processes through backend and res until stop is
 // closed (each finishes its round and releases) or ctx ends (the harness
-// is aborting). gates[p] freezes process p. Every step is recorded.
-func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends.Backend, res Resource, rec *history.Recorder, gates []*cluster.Gate, observe Observer) error {
-	if len(gates) != cfg.Clients {
-		return fmt.Errorf("workload: %d gates for %d clients", len(gates), cfg.Clients)
+// is aborting). Every step is recorded; the recorder's observer sees each
+// op on the client's own goroutine, before the client's next step.
+func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends.Backend, res Resource, procs *Procs) error {
+	if procs == nil || len(procs.Gates) != cfg.Clients || len(procs.Clocks) != cfg.Clients || len(procs.History) != cfg.Clients {
+		return fmt.Errorf("workload: process set does not match %d clients", cfg.Clients)
 	}
 	if len(cfg.Keys) == 0 {
 		return errors.New("workload: no keys")
 	}
 	clients := make([]backends.Client, cfg.Clients)
 	for p := range cfg.Clients {
-		c, err := backend.Client(ctx, p, gates[p])
+		c, err := backend.Client(ctx, backends.ClientEnv{Process: p, Gate: procs.Gates[p], History: procs.History[p], Clock: procs.Clocks[p]})
 		if err != nil {
 			for _, c := range clients[:p] {
 				_ = c.Close()
@@ -73,7 +89,7 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 					errs[p] = fmt.Errorf("workload: process %d panicked: %v", p, r)
 				}
 			}()
-			l := &loop{p: p, cfg: cfg, c: clients[p], res: res, rec: rec, gate: gates[p], observe: observe,
+			l := &loop{p: p, cfg: cfg, c: clients[p], res: res, h: procs.History[p], gate: procs.Gates[p],
 				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1))}
 			errs[p] = l.run(ctx, stop)
 		}()
@@ -83,24 +99,25 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 }
 
 type loop struct {
-	p       int
-	cfg     Config
-	c       backends.Client
-	res     Resource
-	rec     *history.Recorder
-	gate    *cluster.Gate
-	observe Observer
-	rng     *rand.Rand
+	p    int
+	cfg  Config
+	c    backends.Client
+	res  Resource
+	h    *history.Proc
+	gate *cluster.Gate
+	rng  *rand.Rand
 }
 
-func (l *loop) record(op history.Op) error {
-	op.Process = l.p
-	done, err := l.rec.Record(op)
+// record records an invocation or a completion of the process's op.
+func (l *loop) record(ctx context.Context, op history.Op) error {
+	var err error
+	if op.Type == history.Invoke {
+		_, err = l.h.Invoke(ctx, op)
+	} else {
+		_, err = l.h.Complete(op)
+	}
 	if err != nil {
 		return fmt.Errorf("workload: process %d: %w", l.p, err)
-	}
-	if l.observe != nil {
-		l.observe(done)
 	}
 	return nil
 }
@@ -145,7 +162,7 @@ func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
 
 // round does one attempt on key. Only a harness failure is returned.
 func (l *loop) round(ctx context.Context, key string) error {
-	if err := l.record(history.Op{Type: history.Invoke, F: history.Acquire, Key: key}); err != nil {
+	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Acquire, Key: key}); err != nil {
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
@@ -154,13 +171,13 @@ func (l *loop) round(ctx context.Context, key string) error {
 	done := history.Op{Type: backends.Outcome(err), F: history.Acquire, Key: key}
 	if err != nil {
 		done.Error = errString(err)
-		return l.record(done)
+		return l.record(ctx, done)
 	}
 	done.Fence = g.Fence
 	if g.HasLease {
 		done.LeaseMS = history.Int64(g.Lease.Milliseconds())
 	}
-	if err := l.record(done); err != nil {
+	if err := l.record(ctx, done); err != nil {
 		return err
 	}
 	// The critical section. Each step waits at the gate first: a paused
@@ -178,29 +195,29 @@ func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error
 	if l.gate.Wait(ctx) != nil || l.lost(g) {
 		return nil
 	}
-	if err := l.record(history.Op{Type: history.Invoke, F: history.Read, Key: key, Fence: g.Fence}); err != nil {
+	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Read, Key: key, Fence: g.Fence}); err != nil {
 		return err
 	}
-	v, err := l.res.Read(ctx, key, g.Fence)
+	v, err := l.res.Read(ctx, key, g)
 	if err != nil {
-		return l.record(history.Op{Type: resourceOutcome(err), F: history.Read, Key: key, Fence: g.Fence, Error: errString(err)})
+		return l.record(ctx, history.Op{Type: resourceOutcome(err), F: history.Read, Key: key, Fence: g.Fence, Error: errString(err)})
 	}
-	if err := l.record(history.Op{Type: history.OK, F: history.Read, Key: key, Fence: g.Fence, Value: history.IntValue(v)}); err != nil {
+	if err := l.record(ctx, history.Op{Type: history.OK, F: history.Read, Key: key, Fence: g.Fence, Value: history.IntValue(v)}); err != nil {
 		return err
 	}
 	if l.gate.Sleep(ctx, l.cfg.Hold) != nil || l.lost(g) {
 		return nil
 	}
 	val := history.IntValue(v + 1)
-	if err := l.record(history.Op{Type: history.Invoke, F: history.Write, Key: key, Fence: g.Fence, Value: val}); err != nil {
+	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Write, Key: key, Fence: g.Fence, Value: val}); err != nil {
 		return err
 	}
-	werr := l.res.Write(ctx, key, v+1, g.Fence)
+	werr := l.res.Write(ctx, key, v+1, g)
 	done := history.Op{Type: resourceOutcome(werr), F: history.Write, Key: key, Fence: g.Fence, Value: val}
 	if werr != nil {
 		done.Error = errString(werr)
 	}
-	return l.record(done)
+	return l.record(ctx, done)
 }
 
 // lost reports whether the backend's watchdog has told the client that the
@@ -218,7 +235,7 @@ func (l *loop) lost(g backends.Grant) bool {
 }
 
 func (l *loop) release(ctx context.Context, key string, g backends.Grant) error {
-	if err := l.record(history.Op{Type: history.Invoke, F: history.Release, Key: key, Fence: g.Fence}); err != nil {
+	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Release, Key: key, Fence: g.Fence}); err != nil {
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
@@ -228,7 +245,7 @@ func (l *loop) release(ctx context.Context, key string, g backends.Grant) error 
 	if err != nil {
 		done.Error = errString(err)
 	}
-	return l.record(done)
+	return l.record(ctx, done)
 }
 
 // resourceOutcome maps a resource error: a stale-fence rejection certainly

@@ -16,6 +16,20 @@ import (
 	"github.com/locktorture/locktorture/workload"
 )
 
+// runW runs the workload with the given gates, recording into rec and
+// telling observe (if any) of every op.
+func runW(ctx context.Context, stop <-chan struct{}, c workload.Config, b backends.Backend, res workload.Resource, rec *history.Recorder, gates []*cluster.Gate, observe func(history.Op)) error {
+	if observe != nil {
+		rec.SetObserver(observe)
+	}
+	procs := &workload.Procs{Gates: gates}
+	for p := range gates {
+		procs.Clocks = append(procs.Clocks, cluster.NewClock())
+		procs.History = append(procs.History, rec.Proc(p))
+	}
+	return workload.Run(ctx, stop, c, b, res, procs)
+}
+
 func newGates(n int) []*cluster.Gate {
 	gs := make([]*cluster.Gate, n)
 	for i := range gs {
@@ -122,7 +136,7 @@ func TestRunMutex(t *testing.T) {
 		}
 		close(stop)
 	}()
-	err = workload.Run(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, newGates(clients), rs.observe)
+	err = runW(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, newGates(clients), rs.observe)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -217,7 +231,7 @@ func TestRunPausedFromStart(t *testing.T) {
 		close(stop)
 		cancel() // the paused client only wakes for its gate or ctx
 	}()
-	if err := workload.Run(ctx, stop, cfg(clients), mutexBackend(t), res, rec, gates, rs.observe); err != nil {
+	if err := runW(ctx, stop, cfg(clients), mutexBackend(t), res, rec, gates, rs.observe); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	per := byProcess(before)
@@ -276,7 +290,7 @@ func TestRunPausedMidRound(t *testing.T) {
 		close(stop)
 		gates[0].Resume()
 	}()
-	if err := workload.Run(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, gates, observe); err != nil {
+	if err := runW(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, gates, observe); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	frozen := <-frozenCh
@@ -314,16 +328,16 @@ func TestRunArguments(t *testing.T) {
 	res, _ := workload.NewMemory(workload.FenceNone)
 	stop := make(chan struct{})
 	close(stop)
-	if err := workload.Run(context.Background(), stop, cfg(2), mutexBackend(t), res, rec, newGates(1), nil); err == nil {
+	if err := runW(context.Background(), stop, cfg(2), mutexBackend(t), res, rec, newGates(1), nil); err == nil {
 		t.Error("1 gate for 2 clients accepted")
 	}
 	c := cfg(1)
 	c.Keys = nil
-	if err := workload.Run(context.Background(), stop, c, mutexBackend(t), res, rec, newGates(1), nil); err == nil {
+	if err := runW(context.Background(), stop, c, mutexBackend(t), res, rec, newGates(1), nil); err == nil {
 		t.Error("no keys accepted")
 	}
 	// Already stopped: nothing is recorded.
-	if err := workload.Run(context.Background(), stop, cfg(2), mutexBackend(t), res, rec, newGates(2), nil); err != nil {
+	if err := runW(context.Background(), stop, cfg(2), mutexBackend(t), res, rec, newGates(2), nil); err != nil {
 		t.Error(err)
 	}
 	if rec.Len() != 0 {
@@ -339,7 +353,8 @@ type fakeBackend struct {
 	newClient func() *fakeClient
 }
 
-func (b *fakeBackend) Client(ctx context.Context, p int, gate *cluster.Gate) (backends.Client, error) {
+func (b *fakeBackend) Client(ctx context.Context, env backends.ClientEnv) (backends.Client, error) {
+	p := env.Process
 	if p == b.failAt {
 		return nil, errors.New("no route to host")
 	}
@@ -448,7 +463,7 @@ func TestRoundOutcomes(t *testing.T) {
 			name:    "stale read rejected is fail, no write",
 			client:  fakeClient{grant: backends.Grant{Fence: f(5)}},
 			mode:    workload.FenceAll,
-			prepare: func(m *workload.Memory) { m.Read(context.Background(), "k0", f(6)) },
+			prepare: func(m *workload.Memory) { m.Read(context.Background(), "k0", backends.Grant{Fence: f(6)}) },
 			want:    []string{"invoke acquire", "ok acquire", "invoke read", "fail read", "invoke release", "ok release"},
 			check: func(t *testing.T, ops []history.Op) {
 				if !strings.Contains(ops[3].Error, "stale") {
@@ -460,7 +475,7 @@ func TestRoundOutcomes(t *testing.T) {
 			name:    "stale write rejected is fail",
 			client:  fakeClient{grant: backends.Grant{Fence: f(5)}},
 			mode:    workload.FenceWrites,
-			prepare: func(m *workload.Memory) { m.Write(context.Background(), "k0", 41, f(6)) },
+			prepare: func(m *workload.Memory) { m.Write(context.Background(), "k0", 41, backends.Grant{Fence: f(6)}) },
 			want:    []string{"invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "fail write", "invoke release", "ok release"},
 			check: func(t *testing.T, ops []history.Op) {
 				if !strings.Contains(ops[5].Error, "stale") {
@@ -505,7 +520,7 @@ func TestRoundOutcomes(t *testing.T) {
 				return &c
 			}}
 			rec := history.NewRecorder(nil, history.RecorderOptions{})
-			if err := workload.Run(context.Background(), stop, cfg(1), b, res, rec, newGates(1), nil); err != nil {
+			if err := runW(context.Background(), stop, cfg(1), b, res, rec, newGates(1), nil); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			ops := rec.History()
@@ -532,7 +547,7 @@ func TestRunClientErrors(t *testing.T) {
 	close(stop)
 
 	b := &fakeBackend{failAt: 2, newClient: func() *fakeClient { return &fakeClient{} }}
-	err := workload.Run(context.Background(), stop, cfg(3), b, res, rec, newGates(3), nil)
+	err := runW(context.Background(), stop, cfg(3), b, res, rec, newGates(3), nil)
 	if err == nil || !strings.Contains(err.Error(), "client 2") || !strings.Contains(err.Error(), "no route") {
 		t.Errorf("got %v, want the client 2 error", err)
 	}
@@ -545,7 +560,7 @@ func TestRunClientErrors(t *testing.T) {
 	// A panicking client is an error, not a crash.
 	stop2 := make(chan struct{})
 	b2 := &fakeBackend{failAt: -1, newClient: func() *fakeClient { return &fakeClient{panicMsg: "boom"} }}
-	err = workload.Run(context.Background(), stop2, cfg(1), b2, res, rec, newGates(1), nil)
+	err = runW(context.Background(), stop2, cfg(1), b2, res, rec, newGates(1), nil)
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("panicking client: got %v", err)
 	}

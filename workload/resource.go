@@ -7,7 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // Fencing modes of a resource.
@@ -31,19 +36,80 @@ const (
 	ResourceMemory = "memory"
 )
 
-// Resources lists the resource names this build knows.
-var Resources = []string{ResourceMemory}
+// ResourceEnv is what a resource gets to build itself.
+type ResourceEnv struct {
+	// Cluster starts (or shares) the servers the resource needs.
+	Cluster *cluster.Cluster
+	// Fencing is the fencing mode.
+	Fencing string
+	// Keys are the keys the clients use.
+	Keys []string
+	// Backend is the name of the lock backend in use.
+	Backend string
+}
+
+// ResourceFactory builds a resource for a run.
+type ResourceFactory func(ctx context.Context, env ResourceEnv) (Resource, error)
+
+var (
+	resMu     sync.Mutex
+	resources = map[string]ResourceFactory{}
+)
+
+// RegisterResource adds a resource kind; it panics on a duplicate name.
+func RegisterResource(name string, f ResourceFactory) {
+	resMu.Lock()
+	defer resMu.Unlock()
+	if _, dup := resources[name]; dup {
+		panic("workload: duplicate resource " + name)
+	}
+	resources[name] = f
+}
+
+// ResourceNames lists the registered resources, sorted.
+func ResourceNames() []string {
+	resMu.Lock()
+	defer resMu.Unlock()
+	out := make([]string, 0, len(resources))
+	for n := range resources {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewResource builds the named resource, checking the fencing mode first.
+func NewResource(ctx context.Context, name string, env ResourceEnv) (Resource, error) {
+	if err := ValidFencing(env.Fencing); err != nil {
+		return nil, err
+	}
+	resMu.Lock()
+	f, ok := resources[name]
+	resMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown resource %q (known: %s)", name, strings.Join(ResourceNames(), ", "))
+	}
+	return f(ctx, env)
+}
+
+func init() {
+	RegisterResource(ResourceMemory, func(ctx context.Context, env ResourceEnv) (Resource, error) {
+		return NewMemory(env.Fencing)
+	})
+}
 
 // ErrStale is wrapped when a fenced resource rejects a read or write: it is
 // a certain failure and the history's error says "stale".
 var ErrStale = errors.New("stale fence")
 
-// Resource is what the lock protects: one integer per key.
+// Resource is what the lock protects: one integer per key. Reads and
+// writes carry the holder's grant: its fence (nil if none) and, for
+// resources that act inside the lock's own session, its Conn.
 type Resource interface {
-	// Read returns key's value. fence is the reader's token (nil if none).
-	Read(ctx context.Context, key string, fence *int64) (int64, error)
+	// Read returns key's value.
+	Read(ctx context.Context, key string, g backends.Grant) (int64, error)
 	// Write sets key's value. A fenced resource may refuse with ErrStale.
-	Write(ctx context.Context, key string, v int64, fence *int64) error
+	Write(ctx context.Context, key string, v int64, g backends.Grant) error
 	// FinalRead reads key after the run, bypassing fences.
 	FinalRead(ctx context.Context, key string) (int64, error)
 	// Close releases the resource.
@@ -89,11 +155,11 @@ func (m *Memory) check(key string, fence *int64) error {
 }
 
 // Read implements Resource.
-func (m *Memory) Read(ctx context.Context, key string, fence *int64) (int64, error) {
+func (m *Memory) Read(ctx context.Context, key string, g backends.Grant) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mode == FenceAll {
-		if err := m.check(key, fence); err != nil {
+		if err := m.check(key, g.Fence); err != nil {
 			return 0, err
 		}
 	}
@@ -101,11 +167,11 @@ func (m *Memory) Read(ctx context.Context, key string, fence *int64) (int64, err
 }
 
 // Write implements Resource.
-func (m *Memory) Write(ctx context.Context, key string, v int64, fence *int64) error {
+func (m *Memory) Write(ctx context.Context, key string, v int64, g backends.Grant) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mode != FenceNone {
-		if err := m.check(key, fence); err != nil {
+		if err := m.check(key, g.Fence); err != nil {
 			return err
 		}
 	}

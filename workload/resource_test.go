@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -105,9 +106,9 @@ func TestMemoryFencing(t *testing.T) {
 				var err error
 				switch a.op {
 				case "r":
-					got, err = m.Read(ctx, key, a.fence)
+					got, err = m.Read(ctx, key, backends.Grant{Fence: a.fence})
 				case "w":
-					err = m.Write(ctx, key, a.v, a.fence)
+					err = m.Write(ctx, key, a.v, backends.Grant{Fence: a.fence})
 				case "final":
 					got, err = m.FinalRead(ctx, key)
 				}
