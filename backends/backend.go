@@ -129,6 +129,8 @@ type Env struct {
 	Keys    []string
 	// Seed seeds any randomness the backend uses.
 	Seed int64
+	// Persistence asks Redis servers to keep their keys across a kill.
+	Persistence bool
 }
 
 // Info describes a backend for `locktorture list backends`.
@@ -149,6 +151,23 @@ type Info struct {
 	LockFree bool
 	// Resources lists the resources the backend works with; empty means any.
 	Resources []string
+	// Kinds names the kinds of server the backend runs ("redis",
+	// "postgres", "etcd"); empty means they are read off Servers.
+	Kinds []string
+}
+
+// ServerKinds returns the kinds of server the backend runs.
+func (i Info) ServerKinds() []string {
+	if len(i.Kinds) > 0 {
+		return i.Kinds
+	}
+	var out []string
+	for _, k := range []string{"redis", "postgres", "etcd"} {
+		if strings.Contains(strings.ToLower(i.Servers), k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Factory builds a backend for a run.

@@ -17,10 +17,13 @@ const redisKeyPrefix = "locktorture:lock:"
 
 // newRedisClient returns a go-redis client for a lock client: no retries (a
 // retried SET can run twice) and context deadlines honoured for socket I/O.
+// A refused connection is reported at once, not redialled for 100ms at a
+// time, so a request to a dead server fails certainly within its timeout.
 func newRedisClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		MaxRetries:            -1,
+		DialerRetries:         1,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           timeout,
 		ReadTimeout:           timeout,
@@ -33,7 +36,7 @@ func newRedisClient(addr string, timeout time.Duration) *redis.Client {
 
 // startOneRedis starts the single redis-server of a single-Redis backend.
 func startOneRedis(ctx context.Context, env Env) (*cluster.Redis, error) {
-	r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{})
+	r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Persistence: env.Persistence})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

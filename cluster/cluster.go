@@ -55,7 +55,13 @@ type Cluster struct {
 	mu     sync.Mutex
 	procs  []*proc
 	redis  []*Redis
-	closed bool
+	// servers lists every data server in start order (the targets of
+	// server faults: "A" is the first).
+	servers []Server
+	links   *links
+	etcd    etcdSlot     // the run's etcd, started once (etcd.go)
+	pg      postgresSlot // the run's one PostgreSQL (postgres.go)
+	closed  bool
 }
 
 // New makes a cluster with its own temporary directory.
@@ -78,6 +84,36 @@ func (c *Cluster) Redis() []*Redis {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]*Redis(nil), c.redis...)
+}
+
+// AddServer lists s among the cluster's servers (StartRedis and the other
+// starters call it), making it a target for server faults.
+func (c *Cluster) AddServer(s Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.servers = append(c.servers, s)
+}
+
+// Servers returns the cluster's servers in start order.
+func (c *Cluster) Servers() []Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Server(nil), c.servers...)
+}
+
+// Pauser is a server that can be frozen (SIGSTOP) and thawed (SIGCONT).
+type Pauser interface {
+	Server
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// Killer is a server that can crash (kill -9) and be started again on the
+// same address.
+type Killer interface {
+	Server
+	Kill(ctx context.Context) error
+	Restart(ctx context.Context) error
 }
 
 // Logs returns the paths of every server log.
@@ -104,6 +140,7 @@ func (c *Cluster) track(p *proc) error {
 // Close stops every server (resuming paused ones first) and removes the
 // temporary directory. It is safe to call more than once.
 func (c *Cluster) Close() error {
+	c.closeLinks()
 	c.mu.Lock()
 	c.closed = true
 	procs := c.procs
@@ -128,13 +165,6 @@ func (c *Cluster) Close() error {
 		errs = append(errs, fmt.Errorf("cluster: remove %s: %w", c.tmp, err))
 	}
 	return errors.Join(errs...)
-}
-
-// ClientAddr is the address client process p dials to reach server s. All
-// of a client's traffic to a server goes through it, so that links can be
-// cut or slowed per (client, server) pair; without links it is s.Addr().
-func (c *Cluster) ClientAddr(p int, s Server) string {
-	return s.Addr()
 }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.

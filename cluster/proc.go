@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +28,16 @@ type proc struct {
 	exited chan struct{}
 	paused bool
 	log    *os.File
+
+	// cred, when set, runs the process as another user (PostgreSQL
+	// refuses to run as root).
+	cred *syscall.Credential
+	// stopSig is the polite stop signal; zero means SIGTERM.
+	stopSig syscall.Signal
+	// tree makes signals, kill and stop reach every descendant too, and
+	// kill and stop wait until none is left: for servers that fork
+	// children into sessions of their own (postgres).
+	tree bool
 }
 
 func (p *proc) start() error {
@@ -46,7 +59,7 @@ func (p *proc) start() error {
 	cmd.Stderr = p.log
 	// Own process group (a terminal's Ctrl-C reaches only the harness, which
 	// stops servers in order) and killed with the harness if it dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.cred}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStart, p.name, err)
 	}
@@ -91,7 +104,11 @@ func (p *proc) signal(sig syscall.Signal) error {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return fmt.Errorf("%s: not running", p.name)
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if p.tree {
+		if err := signalTree(p.cmd.Process.Pid, sig); err != nil {
+			return fmt.Errorf("%s: %v: %w", p.name, sig, err)
+		}
+	} else if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("%s: %v: %w", p.name, sig, err)
 	}
 	switch sig {
@@ -111,8 +128,12 @@ func (p *proc) kill() error {
 	if cmd == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
+	if p.tree {
+		killTree(cmd.Process.Pid, exited)
+	} else {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
 	p.mu.Lock()
 	p.cmd, p.paused = nil, false
 	p.mu.Unlock()
@@ -127,13 +148,30 @@ func (p *proc) stop() error {
 	p.mu.Unlock()
 	var err error
 	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		sig := p.stopSig
+		if sig == 0 {
+			sig = syscall.SIGTERM
+		}
+		var kids []procRef
+		if p.tree {
+			// Children found now are waited for below: none may outlive
+			// the server.
+			kids = descendants(cmd.Process.Pid)
+			_ = signalTree(cmd.Process.Pid, syscall.SIGCONT)
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+		}
+		_ = cmd.Process.Signal(sig)
 		select {
 		case <-exited:
 		case <-time.After(3 * time.Second):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-exited
+			if !p.tree {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
+			}
+		}
+		if p.tree {
+			killTree(cmd.Process.Pid, exited, kids...)
 		}
 		p.mu.Lock()
 		p.cmd, p.paused = nil, false
@@ -167,4 +205,132 @@ func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// procRef names one process by pid and start time, so that a pid the
+// kernel has reused for another process is never mistaken for it.
+type procRef struct {
+	pid   int
+	start string
+}
+
+// descendants lists the processes below pid (children, their children...),
+// read from /proc.
+func descendants(pid int) []procRef {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	kids := map[int][]procRef{}
+	for _, e := range ents {
+		id, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(id); ok {
+			kids[st.ppid] = append(kids[st.ppid], procRef{id, st.start})
+		}
+	}
+	var out []procRef
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[p] {
+			out = append(out, k)
+			queue = append(queue, k.pid)
+		}
+	}
+	return out
+}
+
+type procStatus struct {
+	ppid  int
+	state byte
+	start string
+}
+
+// procStat reads a process's parent, state and start time from /proc/<pid>/stat.
+func procStat(pid int) (procStatus, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStatus{}, false
+	}
+	// "pid (comm) S ppid ... starttime(22nd field) ...": comm may hold
+	// spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStatus{}, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 {
+		return procStatus{}, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStatus{}, false
+	}
+	return procStatus{ppid: pp, state: f[0][0], start: f[19]}, true
+}
+
+// gone reports whether the process has ended (absent, a zombie nobody
+// reaped yet, or its pid now names another process).
+func (r procRef) gone() bool {
+	st, ok := procStat(r.pid)
+	return !ok || st.state == 'Z' || st.state == 'X' || st.start != r.start
+}
+
+// waitGone waits until every process has ended, or d has passed; it
+// reports whether all ended.
+func waitGone(ps []procRef, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		left := false
+		for _, p := range ps {
+			if !p.gone() {
+				left = true
+				break
+			}
+		}
+		if !left {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// signalTree sends sig to pid and every descendant. A SIGSTOP reaches the
+// parent first, so it forks no new child meanwhile.
+func signalTree(pid int, sig syscall.Signal) error {
+	if err := syscall.Kill(pid, sig); err != nil {
+		return err
+	}
+	for _, k := range descendants(pid) {
+		_ = syscall.Kill(k.pid, sig)
+	}
+	return nil
+}
+
+// killTree kills pid and its descendants (plus extra, processes found
+// earlier that may have been orphaned since) with SIGKILL, and waits until
+// all are gone. The parent is stopped first so it forks nothing new.
+func killTree(pid int, exited <-chan struct{}, extra ...procRef) {
+	all := extra
+	select {
+	case <-exited:
+	default:
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+		all = append(all, descendants(pid)...)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, k := range all {
+		if !k.gone() {
+			_ = syscall.Kill(k.pid, syscall.SIGKILL)
+		}
+	}
+	<-exited
+	waitGone(all, 10*time.Second)
 }

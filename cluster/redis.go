@@ -71,6 +71,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 			c.mu.Lock()
 			c.redis = append(c.redis, r)
 			c.mu.Unlock()
+			c.AddServer(r)
 			return r, nil
 		}
 		_ = r.p.kill()
@@ -153,10 +154,61 @@ func (r *Redis) Restart(ctx context.Context) error {
 // Stop ends the server for good.
 func (r *Redis) Stop(ctx context.Context) error { return r.p.stop() }
 
+// ShortenTTLs has the effect on expiry of a jump of the server's clock by
+// d: every key's remaining time to live is cut by d, and keys with less
+// than d left expire now. It runs as one script, so it is atomic. (A real
+// clock jump cannot be injected: libfaketime hangs Debian's redis-server.)
+// It returns how many keys it changed.
+func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", r.Addr())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", r.Name(), err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	args := []string{"EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10)}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return 0, fmt.Errorf("%s: %w", r.Name(), err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", r.Name(), err)
+	}
+	if !strings.HasPrefix(line, ":") {
+		return 0, fmt.Errorf("%s: clock jump script: %s", r.Name(), strings.TrimSpace(line))
+	}
+	return strconv.Atoi(strings.TrimSpace(line[1:]))
+}
+
+const shortenTTLScript = `
+local cursor = "0"
+local n = 0
+local d = tonumber(ARGV[1])
+repeat
+  local r = redis.call("SCAN", cursor, "COUNT", 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    local t = redis.call("PTTL", k)
+    if t > 0 then
+      if t <= d then redis.call("DEL", k) else redis.call("PEXPIRE", k, t - d) end
+      n = n + 1
+    end
+  end
+until cursor == "0"
+return n`
+
 // ping sends PING over a fresh connection and expects +PONG.
-func (r *Redis) ping(ctx context.Context) error {
+func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, r.Addr()) }
+
+// pingRedis sends PING to addr over a fresh connection and expects +PONG.
+func pingRedis(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: 500 * time.Millisecond}
-	conn, err := d.DialContext(ctx, "tcp", r.Addr())
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}

@@ -37,10 +37,68 @@ type Env struct {
 	Cluster *cluster.Cluster
 }
 
-// Target says what a fault hits.
+// Target says what a fault hits, and how hard. Each fault reads the
+// fields it understands.
 type Target struct {
 	// Process is a client process, or -1 for none.
 	Process int
+	// Clients are more client processes (with Process, if set).
+	Clients []int
+	// Servers name servers: a name ("redis-2") or a letter ("A" is the
+	// first server started, "B" the second, ...).
+	Servers []string
+	// Topology shapes a partition: isolate-client, isolate-server, cut,
+	// halves, ring (see partition.go).
+	Topology string
+	// Direction is both, upstream (requests) or downstream (replies).
+	Direction string
+	// Latency and Jitter slow a link.
+	Latency, Jitter time.Duration
+	// Jump moves a clock; Rate makes it drift (1.1 = 10% fast).
+	Jump time.Duration
+	Rate float64
+}
+
+// ClientList returns Process and Clients together, without duplicates.
+func (t Target) ClientList() []int {
+	var out []int
+	seen := map[int]bool{}
+	add := func(p int) {
+		if p >= 0 && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	add(t.Process)
+	for _, p := range t.Clients {
+		add(p)
+	}
+	return out
+}
+
+// OpNamer is a fault whose history ops are not start-<name>/stop-<name>:
+// an instant fault (kill, failover, terminate) names its op, and its stop
+// op, if any (kill's "restart"); an empty stop name records nothing.
+type OpNamer interface {
+	OpNames(fault string) (start, stop string)
+}
+
+// LinkUser is a fault that acts on links: the run routes client traffic
+// through proxies when a schedule holds one.
+type LinkUser interface {
+	UsesLinks() bool
+}
+
+// ZeroDuration is a fault that may last no time at all (a kill restarted
+// at once).
+type ZeroDuration interface {
+	AllowsZeroDuration() bool
+}
+
+// Applier is a fault that does not apply to every backend: Applies says
+// why not (the run is refused rather than the fault silently skipped).
+type Applier interface {
+	Applies(backend string, kinds []string, lease bool) error
 }
 
 // Healer ends one injected fault and returns the value to record with its
@@ -154,6 +212,25 @@ func (s Schedule) Empty() bool {
 	return len(s.Script) == 0 && (s.Random == nil || len(s.Random.Faults) == 0)
 }
 
+// UsesLinks reports whether any step's fault acts on links.
+func UsesLinks(steps []Step, r *Random) bool {
+	names := []string{}
+	for _, s := range steps {
+		names = append(names, s.Fault)
+	}
+	if r != nil {
+		names = append(names, r.Faults...)
+	}
+	for _, n := range names {
+		if f, err := Lookup(n); err == nil {
+			if l, ok := f.(LinkUser); ok && l.UsesLinks() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Plan turns a random mix into concrete steps for a run of the given
 // length: the same seed always gives the same faults, targets and offsets.
 func Plan(r Random, seed int64, length time.Duration, env *Env) ([]Step, error) {
@@ -191,7 +268,7 @@ func (s Schedule) Validate(clients int) error {
 		if err := f.Validate(st.Target, clients); err != nil {
 			return fmt.Errorf("nemesis step %d: %w", i+1, err)
 		}
-		if st.Duration <= 0 {
+		if z, ok := f.(ZeroDuration); st.Duration <= 0 && !(ok && z.AllowsZeroDuration()) {
 			return fmt.Errorf("nemesis step %d: %s needs a duration", i+1, st.Fault)
 		}
 	}
@@ -226,12 +303,14 @@ type Engine struct {
 	baseCtx  context.Context
 	healLock sync.Mutex
 	firing   sync.WaitGroup
+	fired    map[int]bool
 }
 
 type activeFault struct {
-	name  string
-	heal  Healer
-	timer *time.Timer
+	name   string
+	stopOp string
+	heal   Healer
+	timer  *time.Timer
 }
 
 // NewEngine prepares steps (scripted, plus a random mix already planned).
@@ -259,6 +338,9 @@ func (e *Engine) Run(ctx context.Context, stop <-chan struct{}) {
 	}
 	sort.SliceStable(timed, func(a, b int) bool { return e.steps[timed[a]].At < e.steps[timed[b]].At })
 	for _, i := range timed {
+		if e.wasFired(i) {
+			continue
+		}
 		wait := time.Duration(int64(e.steps[i].At) - e.rec.Now())
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -274,6 +356,33 @@ func (e *Engine) Run(ctx context.Context, stop <-chan struct{}) {
 		}
 		e.fire(i)
 	}
+}
+
+// FireDue fires, now and in order, the timed steps due at the run's start
+// (At 0), so that a partition "from the start" is in place before any
+// client sends a byte. Run skips them afterwards.
+func (e *Engine) FireDue() {
+	for i, s := range e.steps {
+		if s.On == "" && s.At <= 0 && !e.wasFired(i) {
+			e.markFired(i)
+			e.fire(i)
+		}
+	}
+}
+
+func (e *Engine) wasFired(i int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fired[i]
+}
+
+func (e *Engine) markFired(i int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fired == nil {
+		e.fired = map[int]bool{}
+	}
+	e.fired[i] = true
 }
 
 // Observe is the workload's observer: it fires event-triggered steps on the
@@ -325,8 +434,12 @@ func (e *Engine) fire(i int) {
 	if heal == nil { // nothing was done (e.g. the target was already paused)
 		return
 	}
-	e.record("start-"+s.Fault, val)
-	a := &activeFault{name: s.Fault, heal: heal}
+	startName, stopName := "start-"+s.Fault, "stop-"+s.Fault
+	if n, ok := f.(OpNamer); ok {
+		startName, stopName = n.OpNames(s.Fault)
+	}
+	e.record(startName, val)
+	a := &activeFault{name: s.Fault, stopOp: stopName, heal: heal}
 	e.mu.Lock()
 	e.active[i] = a
 	a.timer = time.AfterFunc(s.Duration, func() { e.stopFault(i) })
@@ -347,7 +460,9 @@ func (e *Engine) stopFault(i int) {
 	if err != nil {
 		e.fail(fmt.Errorf("nemesis: heal %s: %w", a.name, err))
 	}
-	e.record("stop-"+a.name, val)
+	if a.stopOp != "" {
+		e.record(a.stopOp, val)
+	}
 }
 
 func (e *Engine) record(f string, val map[string]any) {

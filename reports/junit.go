@@ -29,6 +29,7 @@ type (
 		Properties []junitProperty `xml:"properties>property,omitempty"`
 		Cases      []junitCase     `xml:"testcase"`
 		SystemOut  *junitText      `xml:"system-out,omitempty"`
+		seconds    float64         // summed into Time
 	}
 	junitProperty struct {
 		Name  string `xml:"name,attr"`

@@ -9,6 +9,7 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,36 +33,40 @@ const (
 	FileRate            = "rate.png"
 	FileLinearizability = "linearizability.html"
 	FileJUnit           = "junit.xml"
+	// FileRunInfo holds the RunInfo the report was drawn with, so that
+	// the report can be drawn again from the store alone.
+	FileRunInfo = "run.json"
 )
 
 // RunInfo describes a run beyond what results.json holds: what the report
 // shows about the scenario, its settings and how to repeat it.
 type RunInfo struct {
 	// Scenario is the scenario's name; Description says what it does.
-	Scenario    string
-	Description string
+	Scenario    string `json:"scenario,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Backend, Resource and Fencing name the lock under test, the protected
 	// resource and the fencing mode (none, writes, all).
-	Backend  string
-	Resource string
-	Fencing  string
+	Backend  string `json:"backend,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Fencing  string `json:"fencing,omitempty"`
 	// Seed is the run's seed.
-	Seed int64
+	Seed int64 `json:"seed,omitempty"`
 	// Clients and Keys are the number of client processes and lock keys.
-	Clients int
-	Keys    int
+	Clients int `json:"clients,omitempty"`
+	Keys    int `json:"keys,omitempty"`
 	// Command is the exact command line that repeats the run.
-	Command string
+	Command string `json:"command,omitempty"`
 	// Expected is the scenario's expected verdict (valid, invalid,
 	// unknown), or empty when it states none.
-	Expected string
-	// Summary is the plain-text summary the CLI printed (see Summary).
-	Summary string
+	Expected string `json:"expected,omitempty"`
+	// Summary is the plain-text summary the CLI printed (see Summary). It
+	// is not saved in run.json: it follows from the results.
+	Summary string `json:"-"`
 	// Settings are the run's effective settings, shown as a table.
-	Settings map[string]string
+	Settings map[string]string `json:"settings,omitempty"`
 	// Logs are the file names, relative to the run directory, of the
 	// servers' logs.
-	Logs []string
+	Logs []string `json:"logs,omitempty"`
 }
 
 // heading names the run for titles: "scenario / backend — VERDICT".
@@ -81,8 +86,8 @@ func heading(res *checker.Results, info RunInfo) string {
 }
 
 // WriteRun writes a run's report into dir (created if missing):
-// timeline.png, latency.png, rate.png, linearizability.html, junit.xml and
-// index.html. Each file is written atomically. A file that cannot be made
+// timeline.png, latency.png, rate.png, linearizability.html, junit.xml,
+// index.html and run.json (info, to draw the report again). Each file is written atomically. A file that cannot be made
 // does not stop the others; the errors are joined, each naming its file.
 // history.jsonl, results.json, scenario.yaml and run.log are the caller's
 // to write; index.html links to them.
@@ -115,8 +120,32 @@ func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Re
 	step(FileLinearizability, func() ([]byte, error) { return linearizabilityHTML(ctx, ops, head), nil })
 	step(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
 	step(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })
+	step(FileRunInfo, func() ([]byte, error) { return marshalRunInfo(info) })
 	if len(errs) > 0 {
 		return fmt.Errorf("reports: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+func marshalRunInfo(info RunInfo) ([]byte, error) {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode run info: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// ReadRunInfo reads the run.json WriteRun left in dir. Its Summary is
+// empty: callers make it from the results (Summary(res, 3), as the runner
+// does).
+func ReadRunInfo(dir string) (RunInfo, error) {
+	var info RunInfo
+	b, err := os.ReadFile(filepath.Join(dir, FileRunInfo))
+	if err != nil {
+		return info, fmt.Errorf("read run info: %w", err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", filepath.Join(dir, FileRunInfo), err)
+	}
+	return info, nil
 }

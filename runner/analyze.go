@@ -65,6 +65,9 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	if err := reports.WriteResults(filepath.Join(dir, "results.json"), res); err != nil {
 		return nil, err
 	}
+	if err := writeRunReport(ctx, dir, ops, res, sc); err != nil {
+		warn(fmt.Sprintf("report: %v", err))
+	}
 	out.Results = res
 	out.Summary = reports.Summary(res, 3)
 	return out, nil

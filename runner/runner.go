@@ -46,6 +46,9 @@ type Options struct {
 	LinearizableTimeout time.Duration
 	// TempDir holds the servers' data directories (default: the system's).
 	TempDir string
+	// Observe, when set, sees every op as it is recorded (on the
+	// recording goroutine: it must be quick), for progress displays.
+	Observe func(history.Op)
 }
 
 // Outcome is what a run or an analysis produced.
@@ -115,7 +118,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		}
 		lg.Printf("servers stopped")
 	}()
-	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed}
+	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed, Persistence: sc.Persistence}
+	sch := sc.NemesisSchedule()
+	if nemesis.UsesLinks(sch.Script, sch.Random) {
+		// Every client's traffic to every server gets a link of its own,
+		// so faults can cut or slow one (client, server) pair.
+		cl.EnableLinks()
+	}
 	backend, err := factory(ctx, env)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -145,6 +154,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		if engine != nil {
 			engine.Observe(op)
 		}
+		if opt.Observe != nil {
+			opt.Observe(op)
+		}
 	}
 	rec := history.NewRecorder(hf, history.RecorderOptions{Keep: true, Observe: observe})
 	defer rec.Close()
@@ -152,7 +164,6 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	procs := workload.NewProcs(sc.Clients, rec)
 	gates := procs.Gates
 	nenv := &nemesis.Env{Gates: gates, Clocks: procs.Clocks, Cluster: cl}
-	sch := sc.NemesisSchedule()
 	steps := append([]nemesis.Step(nil), sch.Script...)
 	if sch.Random != nil {
 		planned, err := nemesis.Plan(*sch.Random, sc.Seed, sc.Duration.D(), nenv)
@@ -162,7 +173,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		steps = append(steps, planned...)
 	}
 	for _, s := range steps {
-		lg.Printf("nemesis plan: %s on process %d at %s on %q for %s", s.Fault, s.Target.Process, s.At, s.On, s.Duration)
+		lg.Printf("nemesis plan: %s %+v at %s on %q for %s", s.Fault, s.Target, s.At, s.On, s.Duration)
 	}
 	engine = nemesis.NewEngine(ctx, nenv, rec, steps)
 
@@ -172,6 +183,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	}
 	stop := make(chan struct{})
 	started = true
+	engine.FireDue()
 	lg.Printf("clients start: %d clients on %d keys for %s", sc.Clients, sc.Keys, sc.Duration)
 	var wg sync.WaitGroup
 	var werr error

@@ -85,9 +85,46 @@ type Step struct {
 	// On makes the step fire right after the target process's next
 	// successful op of this kind: acquire, read, write or release.
 	On string `yaml:"on,omitempty"`
-	// For is how long the fault lasts.
+	// For is how long the fault lasts (for kill: how long the server stays
+	// down; 0 restarts it at once).
 	For Duration `yaml:"for"`
+	// Clients are more target client processes.
+	Clients []int `yaml:"clients,omitempty"`
+	// Servers are target servers: names, or letters in start order (A, B, ...).
+	Servers []string `yaml:"servers,omitempty"`
+	// Topology shapes a partition: isolate-client, isolate-server, cut, halves, ring.
+	Topology string `yaml:"topology,omitempty"`
+	// Direction of a link fault: both, upstream (requests), downstream (replies).
+	Direction string `yaml:"direction,omitempty"`
+	// Latency and Jitter of a latency fault.
+	Latency Duration `yaml:"latency,omitempty"`
+	Jitter  Duration `yaml:"jitter,omitempty"`
+	// Jump moves a clock (negative: backwards); Rate makes it drift.
+	Jump SignedDuration `yaml:"jump,omitempty"`
+	Rate float64        `yaml:"rate,omitempty"`
 }
+
+// SignedDuration is a duration that may be negative ("-2s").
+type SignedDuration time.Duration
+
+// D returns the time.Duration.
+func (d SignedDuration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML parses "-1.5s"-style durations, naming the line when it fails.
+func (d *SignedDuration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if n.Value == "0" {
+		v, err = 0, nil
+	}
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. 2s, -500ms)", n.Line, n.Value)
+	}
+	*d = SignedDuration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d SignedDuration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 // Random is a seeded random nemesis mix.
 type Random struct {
@@ -144,6 +181,9 @@ type Scenario struct {
 	Duration Duration `yaml:"duration,omitempty"`
 	// Timeout bounds each lock request.
 	Timeout Duration `yaml:"timeout,omitempty"`
+	// Persistence makes Redis servers keep their keys across a kill
+	// (appendonly, appendfsync always).
+	Persistence bool `yaml:"persistence,omitempty"`
 	// ThinkMin and ThinkMax bound the random pause between rounds.
 	ThinkMin Duration `yaml:"think_min,omitempty"`
 	ThinkMax Duration `yaml:"think_max,omitempty"`
@@ -282,8 +322,10 @@ func (s *Scenario) Validate() error {
 		if _, err := nemesis.Lookup(st.Fault); err != nil {
 			return &fieldError{field: "nemesis", path: at("fault"), msg: fmt.Sprintf("script step %d: %v", i+1, err)}
 		}
-		if st.For.D() <= 0 {
-			return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
+		if f, _ := nemesis.Lookup(st.Fault); st.For.D() <= 0 {
+			if z, ok := f.(nemesis.ZeroDuration); !ok || !z.AllowsZeroDuration() {
+				return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
+			}
 		}
 		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
 			return &fieldError{field: "nemesis", path: at("on"), msg: fmt.Sprintf("script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)}
@@ -293,6 +335,9 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	if err := s.NemesisSchedule().Validate(s.Clients); err != nil {
+		return bad("nemesis", "%v", err)
+	}
+	if err := s.nemesisApplies(); err != nil {
 		return bad("nemesis", "%v", err)
 	}
 	if err := validVerdicts(s.Expect.Expectation, nil); err != nil {
@@ -336,12 +381,42 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 		if st.Process != nil {
 			p = *st.Process
 		}
-		sch.Script = append(sch.Script, nemesis.Step{Fault: st.Fault, Target: nemesis.Target{Process: p}, At: st.At.D(), On: st.On, Duration: st.For.D()})
+		t := nemesis.Target{Process: p, Clients: st.Clients, Servers: st.Servers, Topology: st.Topology, Direction: st.Direction,
+			Latency: st.Latency.D(), Jitter: st.Jitter.D(), Jump: st.Jump.D(), Rate: st.Rate}
+		sch.Script = append(sch.Script, nemesis.Step{Fault: st.Fault, Target: t, At: st.At.D(), On: st.On, Duration: st.For.D()})
 	}
 	if r := s.Nemesis.Random; r != nil {
 		sch.Random = &nemesis.Random{Faults: r.Faults, Interval: r.Interval.D(), Min: r.Min.D(), Max: r.Max.D()}
 	}
 	return sch
+}
+
+// nemesisApplies refuses a fault that cannot act on the backend (a clock
+// jump on PostgreSQL) rather than skipping it silently.
+func (s *Scenario) nemesisApplies() error {
+	info, _, err := backends.Lookup(s.Backend)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, st := range s.Nemesis.Script {
+		names = append(names, st.Fault)
+	}
+	if s.Nemesis.Random != nil {
+		names = append(names, s.Nemesis.Random.Faults...)
+	}
+	for _, n := range names {
+		f, err := nemesis.Lookup(n)
+		if err != nil {
+			return err
+		}
+		if a, ok := f.(nemesis.Applier); ok {
+			if err := a.Applies(s.Backend, info.ServerKinds(), info.Lease); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 type fieldError struct {

@@ -1,0 +1,406 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EtcdOptions configure the run's etcd.
+type EtcdOptions struct {
+	// Members is the number of members: 1 or 3 (any number from 1 to 7
+	// works). Zero means "the etcd already running", or 1 when none is.
+	Members int
+	// Args are extra etcd arguments for every member.
+	Args []string
+}
+
+// Etcd is the run's etcd cluster (Debian's etcd-server 3.4): one or more
+// members on 127.0.0.1, each with its own data directory under the
+// cluster's TempDir and its own free client and peer ports. A Cluster
+// starts at most one Etcd; the lock backend and the etcd resource share it.
+//
+// The members run with fast settings for tests: a 50 ms heartbeat and a
+// 500 ms election timeout, which also make the smallest lease TTL etcd
+// grants 1 s (etcd raises a shorter TTL to 1.5 election timeouts, rounded
+// up to whole seconds). etcd 3.4 has no --unsafe-no-fsync: the WAL is
+// fsynced, so a killed member comes back with its data.
+type Etcd struct {
+	members []*EtcdMember
+}
+
+// EtcdMember is one etcd member process.
+type EtcdMember struct {
+	p          *proc
+	name       string
+	clientPort int
+	peerPort   int
+	dataDir    string
+}
+
+// etcdSlot holds a Cluster's etcd, started once.
+type etcdSlot struct {
+	mu sync.Mutex
+	e  *Etcd
+}
+
+// maxEtcdMembers bounds EtcdOptions.Members.
+const maxEtcdMembers = 7
+
+// Etcd returns the run's etcd, starting it on first use and waiting until
+// every member answers a health check (a leader exists and a read through
+// raft succeeds). Later calls return the same cluster; asking for a
+// different member count than the running one is an error. A missing etcd
+// program names the Debian package etcd-server.
+func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
+	c.etcd.mu.Lock()
+	defer c.etcd.mu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if e := c.etcd.e; e != nil {
+		if opt.Members != 0 && opt.Members != len(e.members) {
+			return nil, fmt.Errorf("cluster: etcd already runs with %d members, not %d", len(e.members), opt.Members)
+		}
+		return e, nil
+	}
+	if opt.Members == 0 {
+		opt.Members = 1
+	}
+	if opt.Members < 1 || opt.Members > maxEtcdMembers {
+		return nil, fmt.Errorf("cluster: etcd members must be 1 to %d, not %d", maxEtcdMembers, opt.Members)
+	}
+	bin, err := lookBin("etcd", "etcd-server")
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	// A free port can be taken between asking and binding: start over
+	// (fresh ports, empty data directories) a few times.
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err := c.startEtcd(ctx, bin, opt)
+		if err == nil {
+			c.etcd.e = e
+			for _, m := range e.members {
+				c.AddServer(m)
+			}
+			return e, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: %w", lastErr)
+}
+
+// startEtcd makes one attempt at starting the members.
+func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*Etcd, error) {
+	e := &Etcd{}
+	var peers []string
+	for i := range opt.Members {
+		cp, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		pp, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if cp == pp {
+			return nil, fmt.Errorf("etcd: the kernel gave port %d twice", cp)
+		}
+		name := fmt.Sprintf("etcd-%d", i)
+		dir := filepath.Join(c.tmp, name)
+		m := &EtcdMember{name: name, clientPort: cp, peerPort: pp, dataDir: filepath.Join(dir, "data")}
+		// Each attempt starts from an empty data directory: a member
+		// bootstrapped with other peers' ports cannot join new ones.
+		if err := os.RemoveAll(m.dataDir); err != nil {
+			return nil, fmt.Errorf("etcd: %s: %w", name, err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("etcd: %s: %w", name, err)
+		}
+		m.p = &proc{name: name, bin: bin, dir: dir, logPath: filepath.Join(c.opt.LogDir, name+".log")}
+		e.members = append(e.members, m)
+		peers = append(peers, name+"="+m.peerURL())
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	token := "locktorture-" + hex.EncodeToString(b[:])
+	for _, m := range e.members {
+		m.p.args = etcdArgs(m, strings.Join(peers, ","), token, opt.Args)
+		if err := c.track(m.p); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(err error) (*Etcd, error) {
+		for _, m := range e.members {
+			_ = m.p.kill()
+			_ = m.p.stop() // closes the log
+		}
+		return nil, err
+	}
+	for _, m := range e.members {
+		if err := m.p.start(); err != nil {
+			return fail(err)
+		}
+	}
+	// A member of a larger cluster becomes healthy only once a quorum is
+	// up, so all start first and are checked after.
+	for _, m := range e.members {
+		if err := m.p.waitReady(ctx, m.health); err != nil {
+			return fail(err)
+		}
+	}
+	return e, nil
+}
+
+// etcdArgs are one member's command line.
+func etcdArgs(m *EtcdMember, initialCluster, token string, extra []string) []string {
+	args := []string{
+		"--name", m.name,
+		"--data-dir", m.dataDir,
+		"--listen-client-urls", m.clientURL(),
+		"--advertise-client-urls", m.clientURL(),
+		"--listen-peer-urls", m.peerURL(),
+		"--initial-advertise-peer-urls", m.peerURL(),
+		"--initial-cluster", initialCluster,
+		"--initial-cluster-state", "new",
+		"--initial-cluster-token", token,
+		"--heartbeat-interval", "50",
+		"--election-timeout", "500",
+		"--snapshot-count", "10000",
+		"--auto-compaction-mode", "revision",
+		"--auto-compaction-retention", "10000",
+		"--logger", "zap",
+		"--log-outputs", "stderr",
+	}
+	return append(args, extra...)
+}
+
+// Members returns the members in start order.
+func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
+
+// Servers returns the members as Servers, for Cluster.ClientAddr.
+func (e *Etcd) Servers() []Server {
+	out := make([]Server, len(e.members))
+	for i, m := range e.members {
+		out[i] = m
+	}
+	return out
+}
+
+// Endpoints returns every member's client address (host:port), in order.
+func (e *Etcd) Endpoints() []string {
+	out := make([]string, len(e.members))
+	for i, m := range e.members {
+		out[i] = m.Addr()
+	}
+	return out
+}
+
+// Leader returns the member that leads, by asking the members in turn
+// (through etcd's JSON gateway, /v3/maintenance/status) until one answers.
+func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
+	var errs []error
+	for _, m := range e.members {
+		st, err := m.Status(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Leader == 0 {
+			errs = append(errs, fmt.Errorf("%s: no leader", m.name))
+			continue
+		}
+		for _, o := range e.members {
+			if id, err := o.ID(ctx); err == nil && id == st.Leader {
+				return o, nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: leader %x is not among the members that answer", m.name, st.Leader))
+	}
+	return nil, fmt.Errorf("etcd: no leader: %w", errors.Join(errs...))
+}
+
+// Name is the member's name ("etcd-0").
+func (m *EtcdMember) Name() string { return m.name }
+
+// Addr is the member's client address, host:port.
+func (m *EtcdMember) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.clientPort)) }
+
+// PeerAddr is the member's peer (raft) address, host:port.
+func (m *EtcdMember) PeerAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.peerPort))
+}
+
+func (m *EtcdMember) clientURL() string { return "http://" + m.Addr() }
+func (m *EtcdMember) peerURL() string   { return "http://" + m.PeerAddr() }
+
+// DataDir is the member's data directory.
+func (m *EtcdMember) DataDir() string { return m.dataDir }
+
+// LogPath is the member's log file.
+func (m *EtcdMember) LogPath() string { return m.p.logPath }
+
+// PID is the member's process id, or 0 when it is not running.
+func (m *EtcdMember) PID() int {
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	if m.p.cmd == nil || m.p.cmd.Process == nil {
+		return 0
+	}
+	return m.p.cmd.Process.Pid
+}
+
+// Running reports whether the member's process is up.
+func (m *EtcdMember) Running() bool { return m.p.running() }
+
+// Pause freezes the member with SIGSTOP.
+func (m *EtcdMember) Pause(ctx context.Context) error { return m.p.signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused member with SIGCONT.
+func (m *EtcdMember) Resume(ctx context.Context) error { return m.p.signal(syscall.SIGCONT) }
+
+// Kill ends the member with SIGKILL, as a crash would.
+func (m *EtcdMember) Kill(ctx context.Context) error { return m.p.kill() }
+
+// Restart starts a killed or stopped member again with the same data
+// directory and ports, and waits until it is healthy (which, in a larger
+// cluster, needs a quorum of members up). etcd fsyncs its log, so the
+// member comes back with everything it had acknowledged.
+func (m *EtcdMember) Restart(ctx context.Context) error {
+	if m.p.running() {
+		if err := m.p.kill(); err != nil {
+			return err
+		}
+	}
+	if err := m.p.start(); err != nil {
+		return err
+	}
+	if err := m.p.waitReady(ctx, m.health); err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the member for good.
+func (m *EtcdMember) Stop(ctx context.Context) error { return m.p.stop() }
+
+// EtcdStatus is what a member says about itself.
+type EtcdStatus struct {
+	// ID is the member's id; Leader the id of the member it follows (0:
+	// none known).
+	ID, Leader uint64
+	// RaftTerm is the member's raft term.
+	RaftTerm uint64
+}
+
+// httpClient is for health and status checks: no connection outlives a call.
+var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// get does one short HTTP request to the member's client port.
+func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, m.clientURL()+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return b, fmt.Errorf("%s %s: %s: %s", m.name, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// health asks /health, which etcd answers true only when the member knows
+// a leader and a read through raft succeeds.
+func (m *EtcdMember) health(ctx context.Context) error {
+	b, err := m.get(ctx, http.MethodGet, "/health", "")
+	if err != nil {
+		return err
+	}
+	var h struct {
+		Health string `json:"health"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return fmt.Errorf("%s /health: %w", m.name, err)
+	}
+	if h.Health != "true" {
+		return fmt.Errorf("%s: unhealthy: %s", m.name, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// Healthy reports (as an error) whether the member knows a leader and can
+// serve a read through raft.
+func (m *EtcdMember) Healthy(ctx context.Context) error { return m.health(ctx) }
+
+// Status asks the member for its id, its leader and its term.
+func (m *EtcdMember) Status(ctx context.Context) (EtcdStatus, error) {
+	b, err := m.get(ctx, http.MethodPost, "/v3/maintenance/status", "{}")
+	if err != nil {
+		return EtcdStatus{}, err
+	}
+	// The gateway writes uint64s as JSON strings.
+	var s struct {
+		Header struct {
+			MemberID string `json:"member_id"`
+		} `json:"header"`
+		Leader   string `json:"leader"`
+		RaftTerm string `json:"raftTerm"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return EtcdStatus{}, fmt.Errorf("%s status: %w", m.name, err)
+	}
+	var st EtcdStatus
+	for _, f := range []struct {
+		s   string
+		dst *uint64
+	}{{s.Header.MemberID, &st.ID}, {s.Leader, &st.Leader}, {s.RaftTerm, &st.RaftTerm}} {
+		if f.s == "" {
+			continue
+		}
+		v, err := strconv.ParseUint(f.s, 10, 64)
+		if err != nil {
+			return EtcdStatus{}, fmt.Errorf("%s status: %w", m.name, err)
+		}
+		*f.dst = v
+	}
+	if st.ID == 0 {
+		return EtcdStatus{}, fmt.Errorf("%s status: no member id in %s", m.name, strings.TrimSpace(string(b)))
+	}
+	return st, nil
+}
+
+// ID is the member's raft id.
+func (m *EtcdMember) ID(ctx context.Context) (uint64, error) {
+	st, err := m.Status(ctx)
+	return st.ID, err
+}

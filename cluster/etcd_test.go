@@ -1,0 +1,243 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/internal/leakcheck"
+)
+
+func requireEtcd(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Skip("etcd not installed (make deps: Debian package etcd-server)")
+	}
+}
+
+// TestEtcdSingle: one member starts healthy, is shared by later calls,
+// survives pause/resume and kill/restart with its data, and Close leaves
+// no etcd process and no data behind.
+func TestEtcdSingle(t *testing.T) {
+	requireEtcd(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	c, err := New(Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Etcd(ctx, EtcdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Members()) != 1 || len(e.Endpoints()) != 1 || e.Endpoints()[0] != e.Members()[0].Addr() {
+		t.Fatalf("members %v, endpoints %v", e.Members(), e.Endpoints())
+	}
+	if left := leakcheck.ProcessesUnder(tmp); len(left) != 1 {
+		t.Fatalf("leak check does not see the one member: %v", left)
+	}
+	// Started once: the backend and the resource get the same etcd.
+	again, err := c.Etcd(ctx, EtcdOptions{})
+	if err != nil || again != e {
+		t.Fatalf("second call: %p %v, want the running etcd %p", again, err, e)
+	}
+	if _, err := c.Etcd(ctx, EtcdOptions{Members: 3}); err == nil {
+		t.Error("asking for 3 members while 1 runs should fail")
+	}
+	m := e.Members()[0]
+	if !strings.HasPrefix(m.DataDir(), c.TempDir()) {
+		t.Errorf("data dir %s is not under the cluster's temp dir %s", m.DataDir(), c.TempDir())
+	}
+	if l, err := e.Leader(ctx); err != nil || l != m {
+		t.Errorf("leader %v, %v", l, err)
+	}
+	// A value written through the JSON gateway must survive a crash.
+	put(t, ctx, m, "a2V5", "dmFsdWU=") // key -> value, base64
+	port := m.Addr()
+
+	if err := m.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if state := procState(t, m.PID()); state != "T" {
+		t.Errorf("paused member in state %q, want T", state)
+	}
+	if err := m.Healthy(ctx); err == nil {
+		t.Error("a paused member answers its health check")
+	}
+	if err := m.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Healthy(ctx); err != nil {
+		t.Errorf("health after resume: %v", err)
+	}
+
+	if err := m.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Running() || m.Healthy(ctx) == nil {
+		t.Fatal("killed member still answers")
+	}
+	if err := m.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Addr() != port || m.Healthy(ctx) != nil {
+		t.Errorf("restart: addr %s (was %s), health %v", m.Addr(), port, m.Healthy(ctx))
+	}
+	if got := rangeKey(t, ctx, m, "a2V5"); !strings.Contains(got, "dmFsdWU=") {
+		t.Errorf("the value did not survive kill -9 and restart: %s", got)
+	}
+
+	// A paused member is still stopped by Close, and nothing is left.
+	if err := m.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logPath := m.LogPath()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+		t.Errorf("left after Close: %v", left)
+	}
+	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
+		t.Errorf("temp dirs left after Close: %v", left)
+	}
+	if filepath.Dir(logPath) == c.TempDir() {
+		// The log lived in the temp dir (no LogDir): gone with it.
+		if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("log %s: %v", logPath, err)
+		}
+	}
+	if _, err := c.Etcd(ctx, EtcdOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("etcd on a closed cluster: %v", err)
+	}
+}
+
+// TestEtcdThree: three members elect one leader; with one member killed
+// the other two keep a leader and serve; the killed member rejoins; Close
+// stops all three, even with one paused.
+func TestEtcdThree(t *testing.T) {
+	requireEtcd(t)
+	ctx := context.Background()
+	tmp, logs := t.TempDir(), "/tmp/etcdlogs"
+	os.RemoveAll(logs); os.MkdirAll(logs, 0o755)
+	c, err := New(Options{TempDir: tmp, LogDir: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Etcd(ctx, EtcdOptions{Members: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := e.Members()
+	if len(ms) != 3 {
+		t.Fatalf("%d members", len(ms))
+	}
+	seen := map[string]bool{}
+	for _, m := range ms {
+		for _, a := range []string{m.Addr(), m.PeerAddr()} {
+			if seen[a] {
+				t.Errorf("address %s used twice", a)
+			}
+			seen[a] = true
+		}
+		if err := m.Healthy(ctx); err != nil {
+			t.Errorf("%s: %v", m.Name(), err)
+		}
+		if filepath.Dir(m.LogPath()) != logs {
+			t.Errorf("%s logs to %s, not the log dir", m.Name(), m.LogPath())
+		}
+	}
+	if n := len(leakcheck.ProcessesUnder(tmp)); n != 3 {
+		t.Fatalf("leak check sees %d members, want 3", n)
+	}
+	t.Logf("started %v", time.Now())
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every member follows the same leader.
+	lid, _ := leader.ID(ctx)
+	for _, m := range ms {
+		if st, err := m.Status(ctx); err != nil || st.Leader != lid {
+			t.Errorf("%s follows %x (%v), leader is %x", m.Name(), st.Leader, err, lid)
+		}
+	}
+	// Kill the leader: the two left elect another and stay healthy.
+	if err := leader.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*EtcdMember
+	for _, m := range ms {
+		if m != leader {
+			rest = append(rest, m)
+		}
+	}
+	if err := rest[0].p.waitReady(ctx, rest[0].health); err != nil {
+		t.Fatalf("the two members left have no leader: %v", err)
+	}
+	if l, err := e.Leader(ctx); err != nil || l == leader {
+		t.Errorf("after killing the leader: leader %v, %v", l, err)
+	}
+	put(t, ctx, rest[0], "azM=", "dg==")
+	t.Logf("killed, new leader %v", time.Now())
+	if err := leader.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The restarted member caught up with the write it missed.
+	if err := leader.Healthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rangeKey(t, ctx, leader, "azM="); !strings.Contains(got, "dg==") {
+		t.Errorf("restarted member does not have the write made while it was down: %s", got)
+	}
+	t.Logf("restarted %v", time.Now())
+	t0 := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("close took %v", time.Since(t0))
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+		t.Errorf("left after Close: %v", left)
+	}
+	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
+		t.Errorf("temp dirs left after Close: %v", left)
+	}
+}
+
+func TestEtcdMissingBinaryNamesPackage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	c, err := New(Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Etcd(context.Background(), EtcdOptions{})
+	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "etcd-server") {
+		t.Errorf("want ErrMissingBinary naming etcd-server, got %v", err)
+	}
+}
+
+// put writes key=value (both base64) through the member's JSON gateway.
+func put(t *testing.T, ctx context.Context, m *EtcdMember, key, value string) {
+	t.Helper()
+	if _, err := m.get(ctx, "POST", "/v3/kv/put", `{"key":"`+key+`","value":"`+value+`"}`); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+}
+
+// rangeKey reads key (base64) through the member's JSON gateway.
+func rangeKey(t *testing.T, ctx context.Context, m *EtcdMember, key string) string {
+	t.Helper()
+	b, err := m.get(ctx, "POST", "/v3/kv/range", `{"key":"`+key+`"}`)
+	if err != nil {
+		t.Fatalf("range: %v", err)
+	}
+	return string(b)
+}

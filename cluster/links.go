@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Direction says which way a link fault acts.
+type Direction string
+
+// The directions of a link.
+const (
+	// Both directions.
+	Both Direction = "both"
+	// Upstream is client to server: requests.
+	Upstream Direction = "upstream"
+	// Downstream is server to client: replies (the server acted, the client
+	// never heard).
+	Downstream Direction = "downstream"
+)
+
+// ParseDirection accepts both, upstream (or requests) and downstream (or replies).
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "", "both":
+		return Both, nil
+	case "upstream", "requests":
+		return Upstream, nil
+	case "downstream", "replies":
+		return Downstream, nil
+	}
+	return "", fmt.Errorf("bad direction %q (both, upstream, downstream)", s)
+}
+
+func (d Direction) streams() []string {
+	switch d {
+	case Upstream:
+		return []string{"upstream"}
+	case Downstream:
+		return []string{"downstream"}
+	}
+	return []string{"upstream", "downstream"}
+}
+
+// Link is the proxy that carries every byte between one client process (or
+// one server, for replication and Sentinel traffic) and one server, so a
+// fault can cut or slow that pair alone. It runs in-process (toxiproxy).
+type Link struct {
+	// From names the client ("p0") or server the link serves.
+	From string
+	// To is the server the link leads to.
+	To     Server
+	proxy  *toxiproxy.Proxy
+	mu     sync.Mutex
+	n      int // toxic names
+	faults map[string][]string
+}
+
+// Addr is the address the client dials.
+func (l *Link) Addr() string { return l.proxy.Listen }
+
+// Cut drops every byte on the link in direction d, silently (no reset):
+// a partition. It returns a handle for Heal.
+func (l *Link) Cut(ctx context.Context, d Direction) (string, error) {
+	return l.add(d, "timeout", map[string]any{"timeout": 0})
+}
+
+// Delay holds every byte in direction d for latency ± jitter.
+func (l *Link) Delay(ctx context.Context, d Direction, latencyMS, jitterMS int64) (string, error) {
+	return l.add(d, "latency", map[string]any{"latency": latencyMS, "jitter": jitterMS})
+}
+
+func (l *Link) add(d Direction, typ string, attrs map[string]any) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	handle := fmt.Sprintf("f%d", l.n)
+	var names []string
+	for _, s := range d.streams() {
+		name := fmt.Sprintf("%s-%s-%s", handle, typ, s)
+		body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, s, jsonAttrs(attrs))
+		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+			for _, n := range names {
+				_ = l.proxy.Toxics.RemoveToxic(context.Background(), n)
+			}
+			return "", fmt.Errorf("link %s->%s: %s: %w", l.From, l.To.Name(), typ, err)
+		}
+		names = append(names, name)
+	}
+	if l.faults == nil {
+		l.faults = map[string][]string{}
+	}
+	l.faults[handle] = names
+	return handle, nil
+}
+
+// Heal removes the fault with this handle.
+func (l *Link) Heal(ctx context.Context, handle string) error {
+	l.mu.Lock()
+	names := l.faults[handle]
+	delete(l.faults, handle)
+	l.mu.Unlock()
+	var err error
+	for _, n := range names {
+		if e := l.proxy.Toxics.RemoveToxic(ctx, n); e != nil && err == nil {
+			err = fmt.Errorf("link %s->%s: heal: %w", l.From, l.To.Name(), e)
+		}
+	}
+	return err
+}
+
+// HealAll removes every fault on the link.
+func (l *Link) HealAll(ctx context.Context) {
+	l.mu.Lock()
+	hs := make([]string, 0, len(l.faults))
+	for h := range l.faults {
+		hs = append(hs, h)
+	}
+	l.mu.Unlock()
+	for _, h := range hs {
+		_ = l.Heal(ctx, h)
+	}
+}
+
+func jsonAttrs(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(m))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%q:%v", k, m[k]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// links is the cluster's set of proxies, made on first use.
+type links struct {
+	mu     sync.Mutex
+	server *toxiproxy.ApiServer
+	byKey  map[string]*Link
+	closed bool
+}
+
+var _ = toxics.Register // the toxics package registers "timeout" and "latency"
+
+// EnableLinks makes every later ClientAddr go through a link of its own
+// (client, server) pair. Call it before any client dials.
+func (c *Cluster) EnableLinks() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.links == nil {
+		c.links = &links{
+			server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop()),
+			byKey:  map[string]*Link{},
+		}
+	}
+}
+
+// LinksEnabled reports whether client traffic goes through links.
+func (c *Cluster) LinksEnabled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.links != nil
+}
+
+// ClientName is how a client process is named on links and in faults.
+func ClientName(p int) string { return fmt.Sprintf("p%d", p) }
+
+// ClientAddr is the address client process p dials to reach server s. With
+// links enabled it is the link of the (p, s) pair, made on first use;
+// otherwise it is s.Addr().
+func (c *Cluster) ClientAddr(p int, s Server) string {
+	l, err := c.Link(ClientName(p), s)
+	if err != nil || l == nil {
+		return s.Addr()
+	}
+	return l.Addr()
+}
+
+// Link returns the link from (a client or server named) from to server s,
+// making it on first use; nil when links are not enabled.
+func (c *Cluster) Link(from string, s Server) (*Link, error) {
+	c.mu.Lock()
+	ls := c.links
+	c.mu.Unlock()
+	if ls == nil {
+		return nil, nil
+	}
+	key := from + "->" + s.Name()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := ls.byKey[key]; ok {
+		return l, nil
+	}
+	p := toxiproxy.NewProxy(ls.server, key, "127.0.0.1:0", s.Addr())
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("cluster: link %s: %w", key, err)
+	}
+	l := &Link{From: from, To: s, proxy: p}
+	ls.byKey[key] = l
+	return l, nil
+}
+
+// Links returns every link made so far, sorted by name.
+func (c *Cluster) Links() []*Link {
+	c.mu.Lock()
+	ls := c.links
+	c.mu.Unlock()
+	if ls == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	keys := make([]string, 0, len(ls.byKey))
+	for k := range ls.byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*Link, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, ls.byKey[k])
+	}
+	return out
+}
+
+// closeLinks stops every proxy: no listener is left.
+func (c *Cluster) closeLinks() {
+	c.mu.Lock()
+	ls := c.links
+	c.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	ls.closed = true
+	all := ls.byKey
+	ls.byKey = map[string]*Link{}
+	ls.mu.Unlock()
+	for _, l := range all {
+		l.HealAll(context.Background())
+		l.proxy.Stop()
+	}
+}

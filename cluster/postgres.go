@@ -1,0 +1,656 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The role and database every PostgreSQL the harness starts has. The role
+// is the cluster's superuser; connections from 127.0.0.1 need no password.
+const (
+	PostgresUser     = "locktorture"
+	PostgresDatabase = "locktorture"
+)
+
+// templateFormat changes whenever what the cached template holds changes,
+// so an old cache is never used for a new layout.
+const templateFormat = "v1"
+
+// PostgresOptions are the server settings of a run's PostgreSQL. The zero
+// value is a fast throwaway server: fsync, synchronous_commit and
+// full_page_writes off (a killed server still recovers: only an operating
+// system crash could lose data).
+type PostgresOptions struct {
+	// Durable keeps fsync, synchronous_commit and full_page_writes on.
+	Durable bool
+	// MaxConnections is max_connections; zero means 100.
+	MaxConnections int
+	// IdleSessionTimeout ends a session idle outside a transaction this
+	// long (and so frees its session-level locks); zero means never.
+	IdleSessionTimeout time.Duration
+	// IdleInTransactionSessionTimeout ends a session idle inside a
+	// transaction this long; zero means never.
+	IdleInTransactionSessionTimeout time.Duration
+	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
+	// the server's keepalives on client connections, which decide how soon
+	// it notices a client that vanished (a partition) and frees its
+	// locks; zero means the operating system's default. Rounded up to
+	// whole seconds.
+	TCPKeepalivesIdle     time.Duration
+	TCPKeepalivesInterval time.Duration
+	TCPKeepalivesCount    int
+	// Settings are further server settings, name to value, as
+	// postgresql.conf would spell them ("lock_timeout": "2s").
+	Settings map[string]string
+}
+
+// args turns the options into postgres -c arguments (sorted, so a run is
+// repeatable).
+func (o PostgresOptions) args() []string {
+	set := map[string]string{}
+	if !o.Durable {
+		set["fsync"], set["synchronous_commit"], set["full_page_writes"] = "off", "off", "off"
+	}
+	if o.MaxConnections > 0 {
+		set["max_connections"] = strconv.Itoa(o.MaxConnections)
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+	secs := func(d time.Duration) string { return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10) }
+	if o.IdleSessionTimeout > 0 {
+		set["idle_session_timeout"] = ms(o.IdleSessionTimeout)
+	}
+	if o.IdleInTransactionSessionTimeout > 0 {
+		set["idle_in_transaction_session_timeout"] = ms(o.IdleInTransactionSessionTimeout)
+	}
+	if o.TCPKeepalivesIdle > 0 {
+		set["tcp_keepalives_idle"] = secs(o.TCPKeepalivesIdle)
+	}
+	if o.TCPKeepalivesInterval > 0 {
+		set["tcp_keepalives_interval"] = secs(o.TCPKeepalivesInterval)
+	}
+	if o.TCPKeepalivesCount > 0 {
+		set["tcp_keepalives_count"] = strconv.Itoa(o.TCPKeepalivesCount)
+	}
+	for k, v := range o.Settings {
+		set[k] = v
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, "-c", k+"="+set[k])
+	}
+	return out
+}
+
+func (o PostgresOptions) isZero() bool { return reflect.DeepEqual(o, PostgresOptions{}) }
+
+// postgresSlot holds a cluster's one PostgreSQL.
+type postgresSlot struct {
+	mu sync.Mutex
+	pg *Postgres
+}
+
+// Postgres is the run's PostgreSQL server, on 127.0.0.1 with a data
+// directory of its own under the cluster's temporary directory. When the
+// harness runs as root, the server runs as the `postgres` system user
+// (PostgreSQL refuses root).
+type Postgres struct {
+	p       *proc
+	port    int
+	opt     PostgresOptions
+	dataDir string
+
+	setupMu sync.Mutex
+	setups  map[string]bool
+}
+
+// Postgres starts the run's PostgreSQL the first time it is called and
+// returns the same server afterwards: backends and the postgres resource
+// share it. A later call may pass zero options, or the same ones; other
+// settings are an error (the server already runs with the first).
+func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	c.pg.mu.Lock()
+	defer c.pg.mu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if pg := c.pg.pg; pg != nil {
+		if !opt.isZero() && !reflect.DeepEqual(opt, pg.opt) {
+			return nil, fmt.Errorf("cluster: postgres already runs with %+v, not %+v", pg.opt, opt)
+		}
+		return pg, nil
+	}
+	pg, err := c.startPostgres(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	c.pg.pg = pg
+	return pg, nil
+}
+
+func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	const name = "postgres"
+	bins, err := findPostgres()
+	if err != nil {
+		return nil, err
+	}
+	as, err := postgresRunAs()
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(c.tmp, name)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", name, err)
+	}
+	if err := as.reach(c.tmp, base); err != nil {
+		return nil, err
+	}
+	tmpl, err := postgresTemplate(ctx, bins, as, base)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(base, "data")
+	if err := copyTree(tmpl, data, as); err != nil {
+		return nil, fmt.Errorf("cluster: %s: copy the template: %w", name, err)
+	}
+	// The server's own unix socket directory, unless its path would be too
+	// long for a socket address (then TCP only: clients use TCP anyway).
+	sock := filepath.Join(base, "sock")
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", name, err)
+	}
+	if err := as.chown(sock); err != nil {
+		return nil, err
+	}
+	sockSetting := sock
+	if len(sock)+len("/.s.PGSQL.65535") > 100 {
+		sockSetting = ""
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		pg := &Postgres{port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
+		args := append([]string{
+			"-D", data,
+			"-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1",
+			"-c", "unix_socket_directories=" + sockSetting,
+			"-c", "shared_buffers=32MB",
+			"-c", "logging_collector=off",
+			"-c", "log_line_prefix=%m [%p] %q%a ",
+		}, opt.args()...)
+		pg.p = &proc{
+			name:    name,
+			bin:     bins.postgres,
+			args:    args,
+			dir:     data,
+			logPath: filepath.Join(c.opt.LogDir, name+".log"),
+			cred:    as.cred,
+			stopSig: syscall.SIGINT, // fast shutdown: SIGTERM waits for clients to leave
+			tree:    true,
+		}
+		if err := c.track(pg.p); err != nil {
+			return nil, err
+		}
+		if err := pg.p.start(); err != nil {
+			return nil, err
+		}
+		if lastErr = pg.p.waitReady(ctx, pg.ping); lastErr == nil {
+			c.AddServer(pg)
+			return pg, nil
+		}
+		_ = pg.p.kill()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: %w", lastErr)
+}
+
+// Name is the server's name.
+func (pg *Postgres) Name() string { return pg.p.name }
+
+// Addr is the server's host:port.
+func (pg *Postgres) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.port)) }
+
+// Port is the server's TCP port.
+func (pg *Postgres) Port() int { return pg.port }
+
+// DSN is the connection string for the harness's database, dialling the
+// server directly.
+func (pg *Postgres) DSN() string { return PostgresDSN(pg.Addr(), "locktorture") }
+
+// PostgresDSN is the connection string for the harness's database at addr
+// (host:port, e.g. Cluster.ClientAddr's answer), naming the connection
+// application in pg_stat_activity and the server log.
+func PostgresDSN(addr, application string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(PostgresUser), Host: addr, Path: "/" + PostgresDatabase}
+	q := url.Values{}
+	q.Set("sslmode", "disable")
+	if application != "" {
+		q.Set("application_name", application)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// PostgresApplication is the application_name a client process's lock
+// sessions carry, so a fault can find them in pg_stat_activity
+// ("locktorture-p0").
+func PostgresApplication(p int) string { return "locktorture-" + ClientName(p) }
+
+// DataDir is the server's data directory.
+func (pg *Postgres) DataDir() string { return pg.dataDir }
+
+// LogPath is the server's log file.
+func (pg *Postgres) LogPath() string { return pg.p.logPath }
+
+// Options are the settings the server runs with.
+func (pg *Postgres) Options() PostgresOptions { return pg.opt }
+
+// PID is the postmaster's process id, or 0 when it is not running.
+func (pg *Postgres) PID() int {
+	pg.p.mu.Lock()
+	defer pg.p.mu.Unlock()
+	if pg.p.cmd == nil || pg.p.cmd.Process == nil {
+		return 0
+	}
+	return pg.p.cmd.Process.Pid
+}
+
+// Running reports whether the server is up.
+func (pg *Postgres) Running() bool { return pg.p.running() }
+
+// Pause freezes the whole server (the postmaster and every backend) with
+// SIGSTOP, as a stalled machine would be.
+func (pg *Postgres) Pause(ctx context.Context) error { return pg.p.signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused server with SIGCONT.
+func (pg *Postgres) Resume(ctx context.Context) error { return pg.p.signal(syscall.SIGCONT) }
+
+// Kill ends the server and every backend with SIGKILL, as a crash would,
+// and returns when none is left.
+func (pg *Postgres) Kill(ctx context.Context) error { return pg.p.kill() }
+
+// Restart starts a killed or stopped server again on the same port with
+// the same data (crash recovery runs) and waits until it answers.
+func (pg *Postgres) Restart(ctx context.Context) error {
+	if pg.p.running() {
+		if err := pg.p.kill(); err != nil {
+			return err
+		}
+	}
+	if err := pg.p.start(); err != nil {
+		return err
+	}
+	if err := pg.p.waitReady(ctx, pg.ping); err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the server for good (fast shutdown, then SIGKILL), returning
+// when no postgres process of it is left.
+func (pg *Postgres) Stop(ctx context.Context) error { return pg.p.stop() }
+
+// Connect opens a new connection to the harness's database, dialling the
+// server directly (for setup and for faults such as terminating a session).
+func (pg *Postgres) Connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: postgres: %w", err)
+	}
+	return conn, nil
+}
+
+// Setup runs statements (CREATE TABLE IF NOT EXISTS, INSERT ... ON
+// CONFLICT DO NOTHING) once per server under name: the first successful
+// call runs them; later calls with the same name do nothing. Calls are
+// serialized, so a backend and a resource sharing a table never race to
+// create it.
+func (pg *Postgres) Setup(ctx context.Context, name string, stmts ...string) error {
+	pg.setupMu.Lock()
+	defer pg.setupMu.Unlock()
+	if pg.setups[name] {
+		return nil
+	}
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("cluster: postgres setup %s: %w", name, err)
+		}
+	}
+	pg.setups[name] = true
+	return nil
+}
+
+// ping connects and runs a trivial query.
+func (pg *Postgres) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return conn.Ping(ctx)
+}
+
+// pgBins are the PostgreSQL programs in use.
+type pgBins struct {
+	postgres, initdb string
+	// version is the server's version ("15.14").
+	version string
+}
+
+var (
+	pgBinsOnce sync.Once
+	pgBinsVal  pgBins
+	pgBinsErr  error
+)
+
+// findPostgres finds postgres and initdb in the newest
+// /usr/lib/postgresql/*/bin (Debian keeps them off PATH), else on PATH.
+func findPostgres() (pgBins, error) {
+	pgBinsOnce.Do(func() { pgBinsVal, pgBinsErr = lookPostgres() })
+	return pgBinsVal, pgBinsErr
+}
+
+func lookPostgres() (pgBins, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	major := func(d string) float64 {
+		v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(d)), 64)
+		return v
+	}
+	sort.SliceStable(dirs, func(i, j int) bool { return major(dirs[i]) > major(dirs[j]) })
+	var b pgBins
+	for _, d := range dirs {
+		pgb, ini := filepath.Join(d, "postgres"), filepath.Join(d, "initdb")
+		if isFile(pgb) && isFile(ini) {
+			b.postgres, b.initdb = pgb, ini
+			break
+		}
+	}
+	if b.postgres == "" {
+		pgb, err1 := exec.LookPath("postgres")
+		ini, err2 := exec.LookPath("initdb")
+		if err1 != nil || err2 != nil {
+			return pgBins{}, fmt.Errorf("%w: postgres and initdb are neither in /usr/lib/postgresql/*/bin nor on PATH; install the Debian package postgresql (make deps)", ErrMissingBinary)
+		}
+		b.postgres, b.initdb = pgb, ini
+	}
+	out, err := exec.Command(b.postgres, "--version").Output()
+	if err != nil {
+		return pgBins{}, fmt.Errorf("%w: %s --version: %w", ErrStart, b.postgres, err)
+	}
+	// "postgres (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)"
+	m := regexp.MustCompile(`\d+(\.\d+)*`).Find(out)
+	if m == nil {
+		return pgBins{}, fmt.Errorf("%w: %s --version said %q", ErrStart, b.postgres, bytes.TrimSpace(out))
+	}
+	b.version = string(m)
+	return b, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// runAs is the system user PostgreSQL runs as: the harness's own user, or
+// `postgres` when the harness runs as root (PostgreSQL refuses root).
+type runAs struct {
+	cred     *syscall.Credential // nil: the harness's own user
+	uid, gid int
+}
+
+func postgresRunAs() (runAs, error) {
+	if os.Geteuid() != 0 {
+		return runAs{}, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return runAs{}, fmt.Errorf("%w: PostgreSQL refuses to run as root and there is no `postgres` user to run it as: install the Debian package postgresql (it creates the user), or run as another user: %w", ErrStart, err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return runAs{}, fmt.Errorf("%w: the postgres user's ids %q:%q are not numbers", ErrStart, u.Uid, u.Gid)
+	}
+	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid}, nil
+}
+
+// chown gives path to the server's user (nothing to do without one).
+func (a runAs) chown(path string) error {
+	if a.cred == nil {
+		return nil
+	}
+	if err := os.Lchown(path, a.uid, a.gid); err != nil {
+		return fmt.Errorf("cluster: postgres: %w", err)
+	}
+	return nil
+}
+
+// reach lets the server's user reach dir: dir becomes its own, and every
+// directory from top down to dir that others cannot traverse gets the
+// traverse bit for others (not read: nobody can list them). Only
+// directories at or below top (the cluster's temporary directory) or below
+// the system's temporary directory are changed; any other directory in the
+// way is an error naming it.
+func (a runAs) reach(top, dir string) error {
+	if a.cred == nil {
+		return nil
+	}
+	if err := a.chown(dir); err != nil {
+		return err
+	}
+	sysTmp := filepath.Clean(os.TempDir())
+	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cluster: postgres: %w", err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			ours := d == top || strings.HasPrefix(d, top+string(filepath.Separator)) || strings.HasPrefix(d, sysTmp+string(filepath.Separator))
+			if !ours {
+				return fmt.Errorf("%w: postgres runs as the postgres user, which cannot traverse %s: use a temporary directory it can reach", ErrStart, d)
+			}
+			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("cluster: postgres: %w", err)
+			}
+		}
+		if d == "/" || d == sysTmp || d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// command prepares one of PostgreSQL's programs to run as the server's
+// user, dying with the harness.
+func (a runAs) command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: a.cred}
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	return cmd
+}
+
+// templateMarker is written last into a finished template.
+const templateMarker = ".locktorture-template"
+
+// postgresCacheDir is where templates are kept between runs.
+func postgresCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "locktorture")
+}
+
+// postgresTemplate returns a data directory made by initdb (with the
+// harness's role and database) for this PostgreSQL version, cached in the
+// user's cache directory: the first run builds it (in scratch, as the
+// server's user) and publishes it with one rename, so processes racing to
+// build it each publish a complete one or use the winner's.
+func postgresTemplate(ctx context.Context, bins pgBins, as runAs, scratch string) (string, error) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(bins.postgres))
+	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), templateFormat)
+	root := postgresCacheDir()
+	final := filepath.Join(root, key)
+	if isFile(filepath.Join(final, templateMarker)) {
+		return final, nil
+	}
+	build, err := os.MkdirTemp(scratch, "initdb-")
+	if err != nil {
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	defer os.RemoveAll(build)
+	if err := as.chown(build); err != nil {
+		return "", err
+	}
+	data := filepath.Join(build, "data")
+	run := func(cmd *exec.Cmd, stdin string) error {
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr, cmd.Dir = &out, &out, build
+		cmd.Stdin = strings.NewReader(stdin)
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%w: postgres template: %s: %w\n%s", ErrStart, filepath.Base(cmd.Path), err, bytes.TrimSpace(out.Bytes()))
+		}
+		return nil
+	}
+	if err := run(as.command(ctx, bins.initdb, "-D", data, "-U", PostgresUser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync", "--wal-segsize=1", "--no-instructions"), ""); err != nil {
+		return "", err
+	}
+	// The database is made once, here, in single-user mode (no server,
+	// no port), rather than in every run.
+	if err := run(as.command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", "postgres"),
+		"CREATE DATABASE "+PostgresDatabase+";\n"); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	stage, err := os.MkdirTemp(root, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	defer os.RemoveAll(stage) // gone after a successful rename
+	dst := filepath.Join(stage, "t")
+	if err := copyTree(data, dst, runAs{}); err != nil {
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, templateMarker), []byte(bins.postgres+" "+bins.version+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	if err := os.Rename(dst, final); err != nil {
+		if isFile(filepath.Join(final, templateMarker)) {
+			return final, nil // another process published it first
+		}
+		if rerr := os.RemoveAll(final); rerr == nil { // a broken leftover
+			if err = os.Rename(dst, final); err == nil {
+				return final, nil
+			}
+		}
+		return "", fmt.Errorf("cluster: postgres template: %w", err)
+	}
+	return final, nil
+}
+
+// copyTree copies the directory src to dst (which must not exist), keeping
+// permissions, and gives every copy to as's user. File contents go through
+// copy_file_range where the kernel offers it.
+func copyTree(src, dst string, as runAs) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel == templateMarker {
+			return nil
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
+				return err
+			}
+			// Mkdir obeys the umask; the data directory must be 0700 or 0750.
+			if err := os.Chmod(to, info.Mode().Perm()); err != nil {
+				return err
+			}
+		case info.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, to); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			if err := copyFile(p, to, info.Mode().Perm()); err != nil {
+				return err
+			}
+		default:
+			return nil // sockets, pipes: nothing a data directory needs
+		}
+		return as.chown(to)
+	})
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/internal/leakcheck"
+)
+
+func requirePostgres(t *testing.T) {
+	t.Helper()
+	if _, err := findPostgres(); err != nil {
+		t.Skipf("postgres not installed (make deps): %v", err)
+	}
+}
+
+// startPG starts a cluster's PostgreSQL and reports how long it took.
+func startPG(t *testing.T, tmp string, opt PostgresOptions) (*Cluster, *Postgres, time.Duration) {
+	t.Helper()
+	c, err := New(Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	begin := time.Now()
+	pg, err := c.Postgres(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, pg, time.Since(begin)
+}
+
+// query runs one query returning an integer over a fresh connection.
+func query(ctx context.Context, pg *Postgres, sql string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	err = conn.QueryRow(ctx, sql).Scan(&n)
+	return n, err
+}
+
+// TestPostgresLifecycle starts PostgreSQL twice (the second start copies
+// the cached template), pauses, kills and restarts it, and checks Close
+// leaves no postgres process and no directory behind.
+func TestPostgresLifecycle(t *testing.T) {
+	requirePostgres(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	c, pg, first := startPG(t, tmp, PostgresOptions{IdleSessionTimeout: 90 * time.Second, Settings: map[string]string{"lock_timeout": "2s"}})
+	_, _, second := startPG(t, t.TempDir(), PostgresOptions{})
+	t.Logf("start with template (maybe built now): %s; second start from the cached template: %s", first, second)
+
+	// The same server is handed out again; other settings are refused.
+	if again, err := c.Postgres(ctx, PostgresOptions{}); err != nil || again != pg {
+		t.Errorf("second Postgres call: %v, %v (want the same server)", again, err)
+	}
+	if _, err := c.Postgres(ctx, PostgresOptions{Durable: true}); err == nil {
+		t.Error("other settings for the running server were accepted")
+	}
+	// Settings reach the server; the fast defaults are on.
+	for sql, want := range map[string]string{
+		"SHOW fsync":                "off",
+		"SHOW idle_session_timeout": "90s",
+		"SHOW lock_timeout":         "2s",
+		"SHOW listen_addresses":     "127.0.0.1",
+	} {
+		conn, err := pg.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := conn.QueryRow(ctx, sql).Scan(&got); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %q", sql, got, err, want)
+		}
+		conn.Close(ctx)
+	}
+	if os.Geteuid() == 0 {
+		if who := procOwner(t, pg.PID()); who != "postgres" {
+			t.Errorf("as root the server must run as the postgres user, runs as %q", who)
+		}
+	}
+	// Setup runs once per name.
+	if err := pg.Setup(ctx, "t", "CREATE TABLE t (n int)", "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Setup(ctx, "t", "CREATE TABLE t (n int)", "INSERT INTO t VALUES (1)"); err != nil {
+		t.Errorf("second Setup ran again: %v", err)
+	}
+
+	// The leak check sees the server and its children.
+	procs := leakcheck.ProcessesUnder(tmp)
+	if len(procs) < 2 {
+		t.Fatalf("leak check should see the postmaster and its children: %v", procs)
+	}
+
+	// Pause freezes the postmaster and the backends.
+	if err := pg.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if state := procState(t, pg.PID()); state != "T" {
+		t.Errorf("paused server in state %q, want T", state)
+	}
+	for _, k := range descendants(pg.PID()) {
+		if st, ok := procStat(k.pid); ok && st.state != 'T' && st.state != 'Z' {
+			t.Errorf("child %d of a paused server in state %c", k.pid, st.state)
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := query(pctx, pg, "SELECT 1"); err == nil {
+		t.Error("a paused server answered")
+	}
+	cancel()
+	if err := pg.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := query(ctx, pg, "SELECT count(*) FROM t"); err != nil || n != 1 {
+		t.Fatalf("after resume: %d, %v", n, err)
+	}
+
+	// Kill leaves no process of the server; Restart recovers the data.
+	kids := descendants(pg.PID())
+	if err := pg.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if !k.gone() {
+			t.Errorf("postgres child %d outlived the kill", k.pid)
+		}
+	}
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+		t.Errorf("left after Kill: %v", left)
+	}
+	if _, err := query(ctx, pg, "SELECT 1"); err == nil {
+		t.Fatal("a killed server answered")
+	}
+	port := pg.Port()
+	if err := pg.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := query(ctx, pg, "SELECT count(*) FROM t"); err != nil || n != 1 || pg.Port() != port {
+		t.Errorf("after restart: %d rows, %v, port %d (was %d)", n, err, pg.Port(), port)
+	}
+
+	// A paused server with a client connected is still stopped by Close,
+	// children and all.
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := pg.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kids = descendants(pg.PID())
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if !k.gone() {
+			t.Errorf("postgres child %d outlived Close", k.pid)
+		}
+	}
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+		t.Errorf("left after Close: %v", left)
+	}
+	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
+		t.Errorf("temp dirs left after Close: %v", left)
+	}
+	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Postgres on a closed cluster: %v", err)
+	}
+}
+
+// TestPostgresTemplateRace builds the template from two goroutines at once
+// into an empty cache: both must get a complete template.
+func TestPostgresTemplateRace(t *testing.T) {
+	requirePostgres(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	bins, _ := findPostgres()
+	as, err := postgresRunAs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	got := make([]string, 2)
+	errs := make([]error, 2)
+	done := make(chan int)
+	for i := range 2 {
+		go func() {
+			scratch := filepath.Join(tmp, "s"+fmtInt(i))
+			if err := os.MkdirAll(scratch, 0o700); err == nil {
+				if err = as.reach(tmp, scratch); err != nil {
+					errs[i] = err
+				}
+			}
+			if errs[i] == nil {
+				got[i], errs[i] = postgresTemplate(context.Background(), bins, as, scratch)
+			}
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("builder %d: %v", i, errs[i])
+		}
+		if !isFile(filepath.Join(got[i], "PG_VERSION")) || !isFile(filepath.Join(got[i], templateMarker)) {
+			t.Errorf("builder %d got an incomplete template %s", i, got[i])
+		}
+	}
+	if got[0] != got[1] {
+		t.Errorf("two templates: %s and %s", got[0], got[1])
+	}
+	left, _ := filepath.Glob(filepath.Join(postgresCacheDir(), ".build-*"))
+	if len(left) > 0 {
+		t.Errorf("build directories left in the cache: %v", left)
+	}
+}
+
+// procOwner names the user a process runs as.
+func procOwner(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + fmtInt(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+			if u, err := user.LookupId(f[1]); err == nil {
+				return u.Username
+			}
+			return f[1]
+		}
+	}
+	return ""
+}

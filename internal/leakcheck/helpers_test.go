@@ -1,0 +1,10 @@
+package leakcheck
+
+import (
+	"syscall"
+	"time"
+)
+
+var stopSignal = syscall.SIGSTOP
+
+func waitABit() { time.Sleep(time.Millisecond) }

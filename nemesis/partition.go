@@ -1,0 +1,171 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// partition cuts links silently (no reset: packets vanish, as in a real
+// partition). Topologies:
+//   - isolate-client: every link of the target clients;
+//   - isolate-server: every client's link to the target servers;
+//   - cut: the target clients from the target servers only (asymmetric, as
+//     in Kleppmann's Redlock scenario) — the default when both are given;
+//   - halves: clients split in two halves, servers too; each client half
+//     loses the other server half;
+//   - ring: each client keeps a different majority of the servers
+//     (client i keeps servers i, i+1, ... mod n), so no two agree.
+//
+// Direction downstream makes it one-way: requests arrive and the server
+// acts, but the client never hears back.
+type partition struct{}
+
+func init() {
+	Register(Info{
+		Name:        "partition",
+		Description: "silent network partition on chosen links: isolate a client or server, cut clients from servers, halves, majorities-ring, one-way",
+		AppliesTo:   "backends with servers",
+	}, partition{})
+}
+
+func (partition) UsesLinks() bool { return true }
+
+func (partition) Applies(backend string, kinds []string, lease bool) error {
+	if len(kinds) == 0 {
+		return fmt.Errorf("partition does not apply to %s: it talks to no server", backend)
+	}
+	return nil
+}
+
+func (partition) Validate(t Target, clients int) error {
+	if err := validateClients(t, clients); err != nil {
+		return err
+	}
+	if _, err := cluster.ParseDirection(t.Direction); err != nil {
+		return fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	switch t.Topology {
+	case "", "cut", "isolate-client", "isolate-server", "halves", "ring":
+	default:
+		return fmt.Errorf("%w: unknown topology %q (isolate-client, isolate-server, cut, halves, ring)", ErrTarget, t.Topology)
+	}
+	return validateServerNames(t)
+}
+
+func (partition) RandomTarget(rng *rand.Rand, env *Env) Target {
+	n := len(env.Cluster.Servers())
+	switch rng.IntN(3) {
+	case 0:
+		return Target{Process: rng.IntN(max(1, len(env.Gates))), Topology: "isolate-client"}
+	case 1:
+		return Target{Process: -1, Servers: randomServers(rng, env, 1), Topology: "isolate-server"}
+	default:
+		return Target{Process: rng.IntN(max(1, len(env.Gates))), Servers: randomServers(rng, env, max(1, (n-1)/2)), Topology: "cut"}
+	}
+}
+
+// plan returns the (client, server) pairs to cut.
+func (partition) plan(env *Env, t Target) (map[int][]cluster.Server, error) {
+	all := env.Cluster.Servers()
+	servers, err := resolveServers(env, t.Servers)
+	if err != nil {
+		return nil, err
+	}
+	clients := t.ClientList()
+	topo := t.Topology
+	if topo == "" {
+		switch {
+		case len(clients) > 0 && len(servers) > 0:
+			topo = "cut"
+		case len(clients) > 0:
+			topo = "isolate-client"
+		default:
+			topo = "isolate-server"
+		}
+	}
+	out := map[int][]cluster.Server{}
+	switch topo {
+	case "isolate-client":
+		for _, p := range clients {
+			out[p] = all
+		}
+	case "isolate-server":
+		for _, p := range allClients(env) {
+			out[p] = servers
+		}
+	case "cut":
+		for _, p := range clients {
+			out[p] = servers
+		}
+	case "halves":
+		cs := allClients(env)
+		for i, p := range cs {
+			if i < len(cs)/2 {
+				out[p] = all[len(all)/2:]
+			} else {
+				out[p] = all[:len(all)/2]
+			}
+		}
+	case "ring":
+		n := len(all)
+		keep := n/2 + 1
+		for _, p := range allClients(env) {
+			for j := keep; j < n; j++ {
+				out[p] = append(out[p], all[(p+j)%n])
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the partition cuts no link", ErrTarget)
+	}
+	return out, nil
+}
+
+func (pt partition) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+	dir, err := cluster.ParseDirection(t.Direction)
+	if err != nil {
+		return nil, nil, err
+	}
+	cuts, err := pt.plan(env, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	lf := &linkFault{}
+	cutVal := map[string][]string{}
+	for p := range len(env.Gates) {
+		ss := cuts[p]
+		if len(ss) == 0 {
+			continue
+		}
+		ls, err := clientLinks(env, []int{p}, ss)
+		if err != nil {
+			_ = lf.heal(ctx)
+			return nil, nil, err
+		}
+		for _, l := range ls {
+			h, err := l.Cut(ctx, dir)
+			if err != nil {
+				_ = lf.heal(ctx)
+				return nil, nil, err
+			}
+			lf.links, lf.handles = append(lf.links, l), append(lf.handles, h)
+		}
+		cutVal[cluster.ClientName(p)] = serverLabels(env, ss)
+	}
+	val := map[string]any{"topology": orDefault(t.Topology, "cut"), "cut": cutVal, "direction": string(dir), "ms": d.Milliseconds()}
+	heal := func(ctx context.Context) (map[string]any, error) {
+		return map[string]any{"cut": cutVal}, lf.heal(ctx)
+	}
+	return val, heal, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

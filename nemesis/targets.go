@@ -1,0 +1,157 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// resolveServers finds the servers a target names: a server's name, or a
+// letter for its place in start order ("A" is the first).
+func resolveServers(env *Env, names []string) ([]cluster.Server, error) {
+	all := env.Cluster.Servers()
+	var out []cluster.Server
+	for _, n := range names {
+		s, err := findServer(all, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func findServer(all []cluster.Server, n string) (cluster.Server, error) {
+	for _, s := range all {
+		if s.Name() == n {
+			return s, nil
+		}
+	}
+	if len(n) == 1 {
+		i := int(strings.ToUpper(n)[0]) - 'A'
+		if i >= 0 && i < len(all) {
+			return all[i], nil
+		}
+	}
+	var known []string
+	for i, s := range all {
+		known = append(known, fmt.Sprintf("%c=%s", 'A'+i, s.Name()))
+	}
+	return nil, fmt.Errorf("%w: no server %q (servers: %s)", ErrTarget, n, strings.Join(known, ", "))
+}
+
+// letter is a server's letter in start order, for readable history values.
+func letter(env *Env, s cluster.Server) string {
+	for i, x := range env.Cluster.Servers() {
+		if x.Name() == s.Name() && i < 26 {
+			return string(rune('A' + i))
+		}
+	}
+	return s.Name()
+}
+
+// serverLabels names servers as "A (redis-0)".
+func serverLabels(env *Env, ss []cluster.Server) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = letter(env, s)
+	}
+	return out
+}
+
+// validateClients checks client numbers against the run's shape.
+func validateClients(t Target, clients int) error {
+	for _, p := range t.ClientList() {
+		if p >= clients {
+			return fmt.Errorf("%w: no client process %d (clients are 0 to %d)", ErrTarget, p, clients-1)
+		}
+	}
+	for _, p := range t.Clients {
+		if p < 0 {
+			return fmt.Errorf("%w: bad client %d", ErrTarget, p)
+		}
+	}
+	return nil
+}
+
+// validateServerNames checks the form of server names (they can only be
+// matched once the servers are up).
+func validateServerNames(t Target) error {
+	for _, s := range t.Servers {
+		if strings.TrimSpace(s) == "" {
+			return fmt.Errorf("%w: empty server name", ErrTarget)
+		}
+	}
+	return nil
+}
+
+// randomServers picks k distinct servers (as letters) at random, sorted.
+func randomServers(rng *rand.Rand, env *Env, k int) []string {
+	n := len(env.Cluster.Servers())
+	if n == 0 {
+		return nil
+	}
+	k = min(k, n)
+	perm := rng.Perm(n)[:k]
+	sort.Ints(perm)
+	out := make([]string, k)
+	for i, p := range perm {
+		out[i] = string(rune('A' + p))
+	}
+	return out
+}
+
+// linkFault applies one action to a set of links and heals them together.
+type linkFault struct {
+	links   []*cluster.Link
+	handles []string
+}
+
+func (lf *linkFault) heal(ctx context.Context) error {
+	var first error
+	for i, l := range lf.links {
+		if err := l.Heal(ctx, lf.handles[i]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// clientLinks returns the links from each client to each server.
+func clientLinks(env *Env, clients []int, servers []cluster.Server) ([]*cluster.Link, error) {
+	var out []*cluster.Link
+	for _, p := range clients {
+		for _, s := range servers {
+			l, err := env.Cluster.Link(cluster.ClientName(p), s)
+			if err != nil {
+				return nil, err
+			}
+			if l == nil {
+				return nil, fmt.Errorf("%w: links are not enabled", ErrTarget)
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+func allClients(env *Env) []int {
+	out := make([]int, len(env.Gates))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func hasKind(kinds []string, k string) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,363 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"path"
+	"strings"
+)
+
+// backendStat sums a backend's cells for the comparison bars and table.
+type backendStat struct {
+	Backend    string
+	Cells      int
+	AsExpected int
+	Holds      int
+	Violations int
+	Ops        int
+	// Span is the cells' summed history span, in seconds.
+	Span float64
+}
+
+// PerThousand is the backend's safety violations per 1,000 holds over all
+// its cells (0 when it granted nothing).
+func (s backendStat) PerThousand() float64 {
+	if s.Holds == 0 {
+		return 0
+	}
+	return 1000 * float64(s.Violations) / float64(s.Holds)
+}
+
+// CyclesPerSecond is the backend's lock cycles (granted holds) per second
+// over all its cells, from the stats checker.
+func (s backendStat) CyclesPerSecond() float64 {
+	if s.Span <= 0 {
+		return 0
+	}
+	return float64(s.Holds) / s.Span
+}
+
+// backendStats sums the cells of each backend that ran, in column order.
+func backendStats(m *Matrix) []backendStat {
+	idx := map[string]int{}
+	var out []backendStat
+	add := func(b string) {
+		if _, ok := idx[b]; !ok {
+			idx[b] = len(out)
+			out = append(out, backendStat{Backend: b})
+		}
+	}
+	for _, b := range m.Backends {
+		add(b)
+	}
+	for _, c := range m.Cells {
+		add(c.Backend)
+	}
+	for _, c := range m.Cells {
+		s := &out[idx[c.Backend]]
+		s.Cells++
+		if c.AsExpected {
+			s.AsExpected++
+		}
+		s.Holds += c.Holds
+		s.Violations += c.Violations
+		s.Ops += c.Ops
+		s.Span += sec(c.Span)
+	}
+	kept := out[:0]
+	for _, s := range out {
+		if s.Cells > 0 {
+			kept = append(kept, s)
+		}
+	}
+	return kept
+}
+
+// gridColumns are the backends shown as columns: the matrix's, then any
+// other that a cell names.
+func gridColumns(m *Matrix) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range m.Backends {
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	for _, c := range m.Cells {
+		if !seen[c.Backend] {
+			seen[c.Backend] = true
+			out = append(out, c.Backend)
+		}
+	}
+	return out
+}
+
+// gridRows are the scenarios shown as rows.
+func gridRows(m *Matrix) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range m.Scenarios {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, c := range m.Cells {
+		if !seen[c.Scenario] {
+			seen[c.Scenario] = true
+			out = append(out, c.Scenario)
+		}
+	}
+	return out
+}
+
+// gridCell is what one scenario/backend square of the grid shows.
+type gridCell struct {
+	// Class is ok, bad, error, na (not applicable) or none (not planned).
+	Class string
+	// Runs are the cells of the square, one per seed.
+	Runs []gridRun
+	// Title is the tooltip.
+	Title string
+	// Text is shown when there is no run.
+	Text string
+}
+
+type gridRun struct {
+	Label, Href, Class, Title string
+}
+
+// cellClass is the CSS class of one cell: ok, bad or error.
+func cellClass(c MatrixCell) string {
+	switch {
+	case c.AsExpected:
+		return "ok"
+	case c.Verdict == VerdictError || c.Verdict == VerdictMissing:
+		return "error"
+	}
+	return "bad"
+}
+
+// cellLabel is the short text of a cell in the grid: its verdict, and the
+// expected one when they differ.
+func cellLabel(c MatrixCell) string {
+	if c.AsExpected || c.Verdict == VerdictError || c.Verdict == VerdictMissing || c.Verdict == c.Expected {
+		if !c.AsExpected && c.Verdict == c.Expected {
+			return c.Verdict + "*" // the verdict matches but a checker differs
+		}
+		return c.Verdict
+	}
+	return c.Verdict + " ≠ " + c.Expected
+}
+
+// grid computes every square, rows by columns.
+func grid(m *Matrix) (rows, cols []string, sq [][]gridCell) {
+	rows, cols = gridRows(m), gridColumns(m)
+	type pair struct{ s, b string }
+	cells := map[pair][]MatrixCell{}
+	for _, c := range m.Cells {
+		p := pair{c.Scenario, c.Backend}
+		cells[p] = append(cells[p], c)
+	}
+	skipped := map[pair]string{}
+	for _, s := range m.Skipped {
+		skipped[pair{s.Scenario, s.Backend}] = s.Why
+	}
+	planned := map[pair]bool{}
+	for _, k := range m.Planned {
+		planned[pair{k.Scenario, k.Backend}] = true
+	}
+	sq = make([][]gridCell, len(rows))
+	for i, s := range rows {
+		sq[i] = make([]gridCell, len(cols))
+		for j, b := range cols {
+			p := pair{s, b}
+			g := &sq[i][j]
+			cs := cells[p]
+			switch {
+			case len(cs) > 0:
+				g.Class = "ok"
+				var titles []string
+				for _, c := range cs {
+					r := gridRun{Label: cellLabel(c), Class: cellClass(c)}
+					if len(cs) > 1 {
+						r.Label = fmt.Sprintf("s%d %s", c.Seed, r.Label)
+					}
+					if c.Dir != "" {
+						r.Href = path.Join(c.Dir, FileIndex)
+					}
+					t := fmt.Sprintf("%s: %s, expected %s", c.CellKey, c.Verdict, c.Expected)
+					if c.Why != "" && !c.AsExpected {
+						t += " — " + c.Why
+					}
+					r.Title = t
+					titles = append(titles, t)
+					g.Runs = append(g.Runs, r)
+					switch r.Class {
+					case "error":
+						if g.Class == "ok" {
+							g.Class = "error"
+						}
+					case "bad":
+						g.Class = "bad"
+					}
+				}
+				g.Title = strings.Join(titles, "\n")
+			case skipped[p] != "":
+				g.Class, g.Text, g.Title = "na", "n/a", "not applicable: "+skipped[p]
+			case planned[p]:
+				g.Class, g.Text, g.Title = "error", "not run", "planned, but this matrix did not run it"
+			default:
+				g.Class, g.Text, g.Title = "none", "—", "the scenario does not apply to this backend (its backends: list)"
+			}
+		}
+	}
+	return rows, cols, sq
+}
+
+type matrixView struct {
+	Title, Started, Command, Shard string
+	Shards                         []string
+	Verdict, VerdictClass, Totals  string
+	Rows, Cols                     []string
+	Grid                           [][]gridCell
+	Backends                       []backendStatView
+	Cells                          []cellView
+	Skipped                        []SkippedCell
+	Seeds                          int
+	Seconds                        string
+	Interrupted                    bool
+}
+
+type backendStatView struct {
+	Backend, Cells, AsExpected, Holds, Violations, PerThousand, Cycles string
+}
+
+type cellView struct {
+	Scenario, Backend, Verdict, Expected, Result, Class, Href, Why, Time string
+	Seed                                                                 int64
+	Holds, Violations, Cycles                                            string
+}
+
+// matrixHTML renders the matrix's self-contained page: the verdict grid
+// with each square linking to its runs, the comparison plot, per-backend
+// numbers and every cell.
+func matrixHTML(m *Matrix) ([]byte, error) {
+	v := matrixView{
+		Title:   "locktorture matrix " + m.Started,
+		Started: m.Started, Command: m.Command, Shard: m.Shard, Shards: m.Shards,
+		Totals: MatrixTotals(m), Seeds: m.Seeds, Interrupted: m.Interrupted,
+		Seconds: fmtDur(int64(m.Seconds * 1e9)),
+		Skipped: m.Skipped,
+	}
+	switch {
+	case m.Valid:
+		v.Verdict, v.VerdictClass = "AS EXPECTED", "valid"
+	case m.HasErrors():
+		v.Verdict, v.VerdictClass = "HARNESS ERRORS", "unknown"
+	default:
+		v.Verdict, v.VerdictClass = "NOT AS EXPECTED", "invalid"
+	}
+	v.Rows, v.Cols, v.Grid = grid(m)
+	for _, s := range backendStats(m) {
+		v.Backends = append(v.Backends, backendStatView{
+			Backend: s.Backend, Cells: thousands(s.Cells), AsExpected: thousands(s.AsExpected),
+			Holds: thousands(s.Holds), Violations: thousands(s.Violations),
+			PerThousand: fmt.Sprintf("%.1f", s.PerThousand()), Cycles: fmt.Sprintf("%.1f", s.CyclesPerSecond()),
+		})
+	}
+	for _, c := range m.Cells {
+		cv := cellView{
+			Scenario: c.Scenario, Backend: c.Backend, Seed: c.Seed, Verdict: c.Verdict, Expected: c.Expected,
+			Class: cellClass(c), Why: c.Why, Time: fmt.Sprintf("%.1fs", c.Seconds),
+			Holds: thousands(c.Holds), Violations: thousands(c.Violations), Cycles: fmt.Sprintf("%.1f", c.HoldsPerSecond),
+		}
+		switch cv.Class {
+		case "ok":
+			cv.Result = "as expected"
+		case "error":
+			cv.Result = c.Verdict
+		default:
+			cv.Result = "NOT as expected"
+		}
+		if c.Dir != "" {
+			cv.Href = path.Join(c.Dir, FileIndex)
+		}
+		v.Cells = append(v.Cells, cv)
+	}
+	var buf bytes.Buffer
+	if err := matrixTmpl.Execute(&buf, v); err != nil {
+		return nil, fmt.Errorf("render matrix page: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1f2328;max-width:1400px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:26px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+.verdict{display:inline-block;font-size:34px;font-weight:800;letter-spacing:1px;padding:6px 22px;border-radius:8px;color:#fff;margin:8px 0}
+.verdict.valid{background:#1a7f37}.verdict.invalid{background:#cf222e}.verdict.unknown{background:#bf8700}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 10px;text-align:left;vertical-align:top}th{background:#f6f8fa}
+table.grid td{text-align:center;min-width:80px;padding:6px 8px}table.grid th.row{text-align:right}
+table.grid td.ok{background:#dafbe1}table.grid td.bad{background:#ffd8d3}table.grid td.error{background:#fff1c2}
+table.grid td.na{background:#eaeef2;color:#57606a}table.grid td.none{background:#fff;color:#8c959f}
+a.run{display:block;font-weight:700;text-decoration:none;padding:1px 4px;border-radius:4px}
+a.run.ok,span.run.ok{color:#116329}a.run.bad,span.run.bad{color:#a40e26}a.run.error,span.run.error{color:#7d4e00}
+td.num{text-align:right}tr.ok td.res{color:#116329}tr.bad td.res{color:#a40e26;font-weight:700}tr.error td.res{color:#7d4e00;font-weight:700}
+pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;overflow-x:auto;white-space:pre-wrap}
+img{max-width:100%;border:1px solid #d0d7de;margin:6px 0}
+.note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:6px}
+.legend span{display:inline-block;padding:1px 8px;margin-right:8px;border:1px solid #d0d7de}
+code{font-family:ui-monospace,Menlo,Consolas,monospace}
+</style>
+</head>
+<body>
+<h1>Backend comparison matrix</h1>
+<p>locktorture matrix <code>{{.Started}}</code>{{with .Shard}} — shard <code>{{.}}</code> of the plan{{end}}{{if .Shards}} — merged from {{len .Shards}} shards{{end}}; {{.Seeds}} seed(s) per cell; took {{.Seconds}}.</p>
+<div><span class="verdict {{.VerdictClass}}">{{.Verdict}}</span></div>
+<p>{{.Totals}}</p>
+{{if .Interrupted}}<p class="note">The matrix was interrupted before it ran every cell.</p>{{end}}
+{{with .Command}}<p>Repeat:</p><pre><code>{{.}}</code></pre>{{end}}
+
+<h2>Verdicts</h2>
+<p class="legend"><span style="background:#dafbe1">as expected</span><span style="background:#ffd8d3">NOT as expected (verdict ≠ expected)</span><span style="background:#fff1c2">harness error / not run</span><span style="background:#eaeef2">not applicable</span><span>— not one of the scenario's backends</span>
+Each verdict links to its run's report. A * marks a run whose verdict matches but a checker's does not.</p>
+<table class="grid">
+<tr><th>scenario \ backend</th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
+{{range $i, $row := .Rows}}<tr><th class="row">{{$row}}</th>{{range index $.Grid $i}}<td class="{{.Class}}" title="{{.Title}}">{{range .Runs}}{{if .Href}}<a class="run {{.Class}}" href="{{.Href}}" title="{{.Title}}">{{.Label}}</a>{{else}}<span class="run {{.Class}}" title="{{.Title}}">{{.Label}}</span>{{end}}{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</table>
+
+<h2>Comparison</h2>
+<p><a href="matrix.png"><img src="matrix.png" alt="the verdict grid, violations per 1,000 holds and lock cycles per second per backend"></a></p>
+{{if .Backends}}<table>
+<tr><th>backend</th><th>cells</th><th>as expected</th><th>holds</th><th>violations</th><th>violations / 1,000 holds</th><th>lock cycles / s</th></tr>
+{{range .Backends}}<tr><td><code>{{.Backend}}</code></td><td class="num">{{.Cells}}</td><td class="num">{{.AsExpected}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.PerThousand}}</td><td class="num">{{.Cycles}}</td></tr>
+{{end}}</table>
+<p>Violations are mutex overlaps, stale writes accepted and lost updates, summed over the backend's cells; lock cycles per second are its granted holds over the runs' time (the stats checker), all scenarios together — faults included, so compare backends within a scenario in the cells below.</p>{{end}}
+
+<h2>Cells</h2>
+<table>
+<tr><th>scenario</th><th>backend</th><th>seed</th><th>verdict</th><th>expected</th><th>result</th><th>holds</th><th>violations</th><th>cycles/s</th><th>time</th><th>report</th></tr>
+{{range .Cells}}<tr class="{{.Class}}"><td>{{.Scenario}}</td><td><code>{{.Backend}}</code></td><td class="num">{{.Seed}}</td><td>{{.Verdict}}</td><td>{{.Expected}}</td><td class="res">{{.Result}}{{with .Why}}<br><small>{{.}}</small>{{end}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.Cycles}}</td><td class="num">{{.Time}}</td><td>{{with .Href}}<a href="{{.}}">run</a>{{end}}</td></tr>
+{{end}}</table>
+
+{{if .Skipped}}<h2>Not applicable</h2>
+<ul>{{range .Skipped}}<li><code>{{.Scenario}}</code> × <code>{{.Backend}}</code>: {{.Why}}</li>{{end}}</ul>{{end}}
+{{if .Shards}}<h2>Shards</h2>
+<ul>{{range .Shards}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+
+<h2>Files</h2>
+<ul><li><a href="results.json">results.json</a> — every cell, its verdict and expectation</li>
+<li><a href="junit.xml">junit.xml</a> — JUnit XML for CI, one testcase per cell</li>
+<li><a href="matrix.png">matrix.png</a> — the comparison picture</li></ul>
+</body>
+</html>
+`))

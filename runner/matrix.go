@@ -1,0 +1,514 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// MatrixOptions say which cells a matrix runs and how.
+type MatrixOptions struct {
+	// Scenarios are built-in scenario names or scenario file paths (ending
+	// in .yaml or .yml); empty means every built-in scenario.
+	Scenarios []string
+	// Backends narrows the backends; empty means every registered one.
+	// Each scenario runs with the backends its `backends:` list names
+	// (all, when the list is empty) that are also here.
+	Backends []string
+	// Seeds is the number of seeds per scenario/backend pair: the
+	// scenario's seed, seed+1, ... (zero means 1).
+	Seeds int
+	// Store is the store's root directory ("store"); runs go where run
+	// puts them, the matrix to store/matrix/<timestamp>/.
+	Store string
+	// Shard and Shards run only the shard-th of Shards shares of the plan
+	// (from 1); zero Shards runs the whole plan.
+	Shard, Shards int
+	// Overrides apply to every cell (Backend and Seed are set per cell).
+	Overrides scenarios.Overrides
+	// RunArgs are the overrides as command-line flags, added to each
+	// cell's repeat command.
+	RunArgs []string
+	// Command repeats the matrix, for its report.
+	Command string
+	// TempDir holds the servers' data directories.
+	TempDir string
+	// LinearizableTimeout bounds porcupine in each run.
+	LinearizableTimeout time.Duration
+	// Log receives the runs' log lines; nil for none.
+	Log io.Writer
+	// Observe sees every op of the running cell (see Options.Observe).
+	Observe func(history.Op)
+	// OnCell is called before each cell starts and after it ends.
+	OnCell func(CellEvent)
+}
+
+// CellEvent tells OnCell about a cell starting (Done false) or ending.
+type CellEvent struct {
+	// Index is the cell's position in this shard's share, from 0, of Total.
+	Index, Total int
+	// Key names the cell.
+	Key reports.CellKey
+	// Duration is how long the cell's clients run.
+	Duration time.Duration
+	// LockFree is set for a backend that takes no lock.
+	LockFree bool
+	// Done is set once the cell has ended; Cell is then its result and
+	// Dir its run directory (empty when none is left).
+	Done bool
+	Cell reports.MatrixCell
+	Dir  string
+}
+
+// MatrixOutcome is what a matrix or a merge produced.
+type MatrixOutcome struct {
+	// Matrix is the matrix's results.json.
+	Matrix *reports.Matrix
+	// Dir is store/matrix/<timestamp>/.
+	Dir string
+}
+
+// plannedCell is one cell to run.
+type plannedCell struct {
+	key      reports.CellKey
+	sc       *scenarios.Scenario
+	source   []string // --scenario NAME or --scenario-file PATH
+	expect   scenarios.Expectation
+	lockFree bool
+}
+
+// scenarioSource loads a fresh copy of one scenario each time.
+type scenarioSource struct {
+	load func() (*scenarios.Scenario, error)
+	args []string
+}
+
+func sourceFor(name string) (scenarioSource, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
+		if _, err := scenarios.LoadFile(name); err != nil {
+			return scenarioSource{}, err
+		}
+		return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.LoadFile(name) }, []string{"--scenario-file", name}}, nil
+	}
+	if _, err := scenarios.Builtin(name); err != nil {
+		return scenarioSource{}, err
+	}
+	return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.Builtin(name) }, []string{"--scenario", name}}, nil
+}
+
+// planMatrix lists every cell of the whole matrix (all shards), in order:
+// scenarios as given (built-ins sorted), then backends, then seeds. Pairs
+// whose scenario cannot take the backend are returned as skipped.
+func planMatrix(opt MatrixOptions) (m *reports.Matrix, cells []plannedCell, err error) {
+	names := opt.Scenarios
+	if len(names) == 0 {
+		names = scenarios.BuiltinNames()
+	}
+	selected := opt.Backends
+	if len(selected) == 0 {
+		selected = backends.Names()
+	}
+	infos := map[string]backends.Info{}
+	for _, b := range selected {
+		info, _, err := backends.Lookup(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --backends: %w", ErrBadInput, err)
+		}
+		infos[b] = info
+	}
+	seeds := max(opt.Seeds, 1)
+	m = &reports.Matrix{Kind: reports.MatrixKind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command}
+	seenScenario := map[string]bool{}
+	for _, name := range names {
+		src, err := sourceFor(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --scenarios: %w", ErrBadInput, err)
+		}
+		base, err := src.load()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		if seenScenario[base.Name] {
+			return nil, nil, fmt.Errorf("%w: --scenarios: %s named twice", ErrBadInput, base.Name)
+		}
+		seenScenario[base.Name] = true
+		m.Scenarios = append(m.Scenarios, base.Name)
+		applies := base.Backends
+		if len(applies) == 0 {
+			applies = backends.Names()
+		}
+		for _, b := range selected {
+			if !slices.Contains(applies, b) {
+				continue
+			}
+			for i := range seeds {
+				sc, err := src.load()
+				if err != nil {
+					return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+				}
+				o := opt.Overrides
+				bb, seed := b, base.Seed+int64(i)
+				o.Backend, o.Seed = &bb, &seed
+				if err := sc.Apply(o); err != nil {
+					m.Skipped = append(m.Skipped, reports.SkippedCell{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")})
+					break
+				}
+				key := reports.CellKey{Scenario: base.Name, Backend: b, Seed: seed}
+				m.Planned = append(m.Planned, key)
+				cells = append(cells, plannedCell{key: key, sc: sc, source: src.args, expect: sc.Expected(b), lockFree: infos[b].LockFree})
+			}
+		}
+	}
+	if len(cells) == 0 {
+		why := ""
+		if len(m.Skipped) > 0 {
+			why = fmt.Sprintf(" (%s × %s: %s)", m.Skipped[0].Scenario, m.Skipped[0].Backend, m.Skipped[0].Why)
+		}
+		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", ErrBadInput, why)
+	}
+	return m, cells, nil
+}
+
+// ParseShard reads "i/n" (1 <= i <= n).
+func ParseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(strings.TrimSpace(a))
+		if err == nil {
+			n, err = strconv.Atoi(strings.TrimSpace(b))
+		}
+	}
+	if !ok || err != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", ErrBadInput, s)
+	}
+	return i, n, nil
+}
+
+// PlanMatrix returns the cells the matrix would run (this shard's share)
+// and the pairs skipped, without running anything.
+func PlanMatrix(opt MatrixOptions) (share []reports.CellKey, skipped []reports.SkippedCell, err error) {
+	m, cells, err := planMatrix(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range shareOf(cells, opt.Shard, opt.Shards) {
+		share = append(share, c.key)
+	}
+	return share, m.Skipped, nil
+}
+
+// shareOf deals the plan's cells round-robin: the shard-th share of n.
+func shareOf(cells []plannedCell, shard, n int) []plannedCell {
+	if n <= 1 {
+		return cells
+	}
+	var out []plannedCell
+	for i, c := range cells {
+		if i%n == shard-1 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// cellCommand is the command line that repeats one cell.
+func cellCommand(c plannedCell, extra []string) string {
+	parts := append([]string{"locktorture", "run"}, c.source...)
+	parts = append(parts, "--backend", c.key.Backend, "--seed", strconv.FormatInt(c.key.Seed, 10))
+	parts = append(parts, extra...)
+	return shellJoin(parts)
+}
+
+// shellJoin quotes the words that need it for a POSIX shell.
+func shellJoin(parts []string) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		if p == "" || strings.ContainsAny(p, " \t'\"$`\\*?[]{}()<>|&;#~") {
+			p = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+		out[i] = p
+	}
+	return strings.Join(out, " ")
+}
+
+// RunMatrix runs the matrix's cells one after another (every run starts
+// its own servers; a 2-core machine runs one at a time), judges each
+// against its scenario's expectation for the backend, and writes
+// store/matrix/<timestamp>/: results.json after every cell, and the whole
+// report at the end. A run that fails with a harness error becomes an
+// "error" cell and the matrix goes on. When ctx is cancelled the matrix
+// stops, writes what it has, and returns its outcome with an error
+// wrapping ErrInterrupted.
+func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
+	if opt.Shards > 0 && (opt.Shard < 1 || opt.Shard > opt.Shards) {
+		return nil, fmt.Errorf("%w: shard %d of %d", ErrBadInput, opt.Shard, opt.Shards)
+	}
+	m, cells, err := planMatrix(opt)
+	if err != nil {
+		return nil, err
+	}
+	share := shareOf(cells, opt.Shard, opt.Shards)
+	if opt.Shards > 1 {
+		m.Shard = fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)
+	}
+	if opt.Store == "" {
+		opt.Store = "store"
+	}
+	dir, err := newRunDir(opt.Store, "matrix", "")
+	if err != nil {
+		return nil, err
+	}
+	m.Started = filepath.Base(dir)
+	began := time.Now()
+	save := func() {
+		m.Seconds = roundSeconds(time.Since(began))
+		m.Finish()
+		_ = reports.WriteMatrixResults(dir, m)
+	}
+	save()
+	var runErr error
+	for i, c := range share {
+		if ctx.Err() != nil {
+			m.Interrupted = true
+			break
+		}
+		ev := CellEvent{Index: i, Total: len(share), Key: c.key, Duration: c.sc.Duration.D(), LockFree: c.lockFree}
+		if opt.OnCell != nil {
+			opt.OnCell(ev)
+		}
+		start := time.Now()
+		out, err := Run(ctx, c.sc, Options{
+			Store: opt.Store, Command: cellCommand(c, opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
+			LinearizableTimeout: opt.LinearizableTimeout, Observe: opt.Observe,
+		})
+		var cell reports.MatrixCell
+		switch {
+		case err != nil && (errors.Is(err, ErrInterrupted) || ctx.Err() != nil):
+			m.Interrupted = true
+			runErr = err
+		case err != nil:
+			cell = reports.ErrorCell(c.key, c.expect.Valid, c.expect.Checkers, err)
+		default:
+			rel, rerr := filepath.Rel(dir, out.Dir)
+			if rerr != nil {
+				rel = out.Dir
+			}
+			cell = reports.NewCell(c.key, out.Results, c.expect.Valid, c.expect.Checkers, rel)
+			ev.Dir = out.Dir
+		}
+		if m.Interrupted {
+			break
+		}
+		cell.Seconds = roundSeconds(time.Since(start))
+		m.Cells = append(m.Cells, cell)
+		save()
+		if opt.OnCell != nil {
+			ev.Done, ev.Cell = true, cell
+			opt.OnCell(ev)
+		}
+	}
+	m.Seconds = roundSeconds(time.Since(began))
+	werr := reports.WriteMatrix(context.WithoutCancel(ctx), dir, m)
+	if err := linkLatest(filepath.Join(opt.Store, "matrix"), dir); err != nil && werr == nil {
+		werr = err
+	}
+	out := &MatrixOutcome{Matrix: m, Dir: dir}
+	if m.Interrupted {
+		if runErr == nil {
+			runErr = ctx.Err()
+		}
+		return out, fmt.Errorf("%w: the matrix stopped after %d of %d cells; what ran is in %s: %w", ErrInterrupted, len(m.Cells), len(share), dir, runErr)
+	}
+	if werr != nil {
+		return out, fmt.Errorf("matrix report: %w", werr)
+	}
+	return out, nil
+}
+
+func roundSeconds(d time.Duration) float64 {
+	return math.Round(d.Seconds()*1000) / 1000
+}
+
+// resolveMatrixDir finds the matrix a path names: a matrix directory, its
+// results.json, or a store whose newest matrix is taken.
+func resolveMatrixDir(p string) (string, error) {
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		p = filepath.Dir(p)
+	}
+	if reports.IsMatrixDir(p) {
+		return p, nil
+	}
+	root := filepath.Join(p, "matrix")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is neither a matrix directory nor a store holding one", ErrBadInput, p)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != "latest" && reports.IsMatrixDir(filepath.Join(root, e.Name())) {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("%w: no matrix in %s", ErrBadInput, root)
+	}
+	sort.Strings(names)
+	return filepath.Join(root, names[len(names)-1]), nil
+}
+
+// MergeMatrix joins the shards of one matrix (each path a matrix
+// directory, or a store whose newest matrix is taken) into one report in
+// store/matrix/<timestamp>/, as if one machine had run them all: the same
+// grid, junit.xml and plots, each cell linking to its run where the shard
+// left it. Shards of different plans, or a cell run twice, are bad input;
+// a planned cell no shard ran is "missing".
+func MergeMatrix(ctx context.Context, paths []string, store, command string) (*MatrixOutcome, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%w: merge needs the shards' matrix directories", ErrBadInput)
+	}
+	var dirs []string
+	for _, p := range paths {
+		d, err := resolveMatrixDir(p)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, d)
+	}
+	if store == "" {
+		store = "store"
+	}
+	dir, err := newRunDir(store, "matrix", "")
+	if err != nil {
+		return nil, err
+	}
+	m, err := reports.MergeMatrices(dirs, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	m.Started, m.Command = filepath.Base(dir), command
+	if err := reports.WriteMatrix(ctx, dir, m); err != nil {
+		return &MatrixOutcome{Matrix: m, Dir: dir}, fmt.Errorf("matrix report: %w", err)
+	}
+	if err := linkLatest(filepath.Join(store, "matrix"), dir); err != nil {
+		return &MatrixOutcome{Matrix: m, Dir: dir}, fmt.Errorf("matrix: %w", err)
+	}
+	return &MatrixOutcome{Matrix: m, Dir: dir}, nil
+}
+
+// Report draws every report file of a stored run or matrix again from what
+// the store holds (history.jsonl, results.json, run.json or scenario.yaml;
+// a matrix's results.json), with no servers. For a matrix, every run it
+// links to is redrawn too. The files depend only on those inputs, so
+// drawing twice gives the same bytes. It returns the directory and whether
+// it was a matrix; warn receives non-fatal remarks.
+func Report(ctx context.Context, path string, warn func(string)) (dir string, matrix bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	dir = path
+	if !st.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	if reports.IsMatrixDir(dir) {
+		m, err := reports.ReadMatrix(dir)
+		if err != nil {
+			return dir, true, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		for _, c := range m.Cells {
+			if c.Dir == "" {
+				continue
+			}
+			rd := filepath.Join(dir, filepath.FromSlash(c.Dir))
+			if _, err := os.Stat(filepath.Join(rd, reports.FileHistory)); err != nil {
+				warn(fmt.Sprintf("%s: run %s not found, its report not redrawn", c.CellKey, rd))
+				continue
+			}
+			if err := reportRun(ctx, rd, warn); err != nil {
+				warn(fmt.Sprintf("%s: %v", c.CellKey, err))
+			}
+		}
+		if err := reports.WriteMatrix(ctx, dir, m); err != nil {
+			return dir, true, err
+		}
+		return dir, true, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, reports.FileHistory)); err != nil {
+		return dir, false, fmt.Errorf("%w: %s holds neither a run (history.jsonl) nor a matrix (results.json of kind matrix)", ErrBadInput, dir)
+	}
+	return dir, false, reportRun(ctx, dir, warn)
+}
+
+// reportRun redraws one run's report from its store directory. Without a
+// results.json it analyzes the history first.
+func reportRun(ctx context.Context, dir string, warn func(string)) error {
+	if _, err := os.Stat(filepath.Join(dir, reports.FileResults)); err != nil {
+		warn(fmt.Sprintf("%s has no results.json: checking its history first", dir))
+		_, err := Analyze(ctx, dir, Options{}, warn)
+		return err
+	}
+	ops, err := history.ReadFile(filepath.Join(dir, reports.FileHistory))
+	if err != nil {
+		if !errors.Is(err, history.ErrTruncated) {
+			return fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		warn(fmt.Sprintf("%v: drew the %d complete ops before it", err, len(ops)))
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileResults))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	var sc *scenarios.Scenario
+	if data, err := os.ReadFile(filepath.Join(dir, reports.FileScenario)); err == nil {
+		sc, _ = scenarios.Parse(data, filepath.Join(dir, reports.FileScenario))
+	}
+	return writeRunReport(ctx, dir, ops, res, sc)
+}
+
+// writeRunReport draws a stored run's report with the RunInfo it was
+// first drawn with (run.json), or, for a run stored without one, with what
+// its scenario says.
+func writeRunReport(ctx context.Context, dir string, ops []history.Op, res *checker.Results, sc *scenarios.Scenario) error {
+	info, err := reports.ReadRunInfo(dir)
+	if err != nil {
+		info = fallbackInfo(dir, res, sc)
+	}
+	info.Summary = reports.Summary(res, 3)
+	return reports.WriteRun(ctx, dir, ops, res, info)
+}
+
+// fallbackInfo describes a run stored without run.json.
+func fallbackInfo(dir string, res *checker.Results, sc *scenarios.Scenario) reports.RunInfo {
+	info := reports.RunInfo{Scenario: res.Scenario, Backend: res.Backend, Resource: res.Resource, Seed: res.Seed}
+	if sc != nil {
+		info = reports.RunInfo{
+			Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
+			Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys,
+			Command:  shellJoin([]string{"locktorture", "run", "--scenario-file", filepath.Join(dir, reports.FileScenario)}),
+			Expected: sc.Expected(sc.Backend).Valid, Settings: settings(sc),
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		if b := filepath.Base(l); b != reports.FileRunLog {
+			info.Logs = append(info.Logs, b)
+		}
+	}
+	return info
+}
