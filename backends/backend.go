@@ -131,6 +131,12 @@ type Env struct {
 	Seed int64
 	// Persistence asks Redis servers to keep their keys across a kill.
 	Persistence bool
+	// Redis is the setup of single-Redis backends: single (default) or
+	// sentinel (primary, replica, three Sentinels).
+	Redis string
+	// WaitReplicas, when positive, makes single-Redis backends WAIT for
+	// that many replicas after acquiring, failing the acquire on a short count.
+	WaitReplicas int
 }
 
 // Info describes a backend for `locktorture list backends`.
@@ -151,6 +157,9 @@ type Info struct {
 	LockFree bool
 	// Resources lists the resources the backend works with; empty means any.
 	Resources []string
+	// Sentinel is set when the backend can run over a Sentinel group
+	// (Env.Redis = sentinel).
+	Sentinel bool
 	// Kinds names the kinds of server the backend runs ("redis",
 	// "postgres", "etcd"); empty means they are read off Servers.
 	Kinds []string

@@ -58,9 +58,10 @@ func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
 }
 
 // PGSetupResource creates the postgres resource's table with a row (value
-// 0, no fence, version 0) for each key; it runs once per server.
+// 0, no fence, version 0) for each key; it runs once per server and set
+// of keys.
 func PGSetupResource(ctx context.Context, pg *cluster.Postgres, keys []string) error {
-	return pg.Setup(ctx, PGResourceTable,
+	return pg.Setup(ctx, PGResourceTable+" "+keysID(keys),
 		`CREATE TABLE IF NOT EXISTS `+PGResourceTable+` (
 			key     text PRIMARY KEY,
 			value   bigint NOT NULL DEFAULT 0,
@@ -71,9 +72,19 @@ func PGSetupResource(ctx context.Context, pg *cluster.Postgres, keys []string) e
 
 // pgSetupLocks creates pg-skip-locked's table with a row for each key.
 func pgSetupLocks(ctx context.Context, pg *cluster.Postgres, keys []string) error {
-	return pg.Setup(ctx, PGLocksTable,
+	return pg.Setup(ctx, PGLocksTable+" "+keysID(keys),
 		`CREATE TABLE IF NOT EXISTS `+PGLocksTable+` (key text PRIMARY KEY)`,
 		`INSERT INTO `+PGLocksTable+` (key) SELECT unnest(`+sqlTextArray(keys)+`) ON CONFLICT DO NOTHING`)
+}
+
+// keysID names a set of keys for Setup.
+func keysID(keys []string) string {
+	h := fnv.New64a()
+	for _, k := range keys {
+		_, _ = h.Write([]byte(k))
+		_, _ = h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%d:%016x", len(keys), h.Sum64())
 }
 
 // sqlTextArray writes keys as an SQL text[] literal.
@@ -176,6 +187,14 @@ func pgBegin(ctx context.Context, s *pgSession, what string, claim func(context.
 	if err != nil {
 		return Grant{}, err
 	}
+	if conn.PgConn().TxStatus() != 'I' {
+		// A transaction left open by a critical section that never
+		// released (the run was ending): start from a fresh session.
+		s.drop()
+		if conn, err = s.get(ctx); err != nil {
+			return Grant{}, err
+		}
+	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		s.drop()
@@ -214,6 +233,11 @@ func pgCommit(ctx context.Context, s *pgSession, key string, g Grant) error {
 		return nil
 	case errors.Is(err, pgx.ErrTxClosed):
 		return fmt.Errorf("release %s: %w: the transaction had already ended", key, ErrNotHeld)
+	case errors.As(err, new(*pgconn.PgError)):
+		// The server answered COMMIT with an error (a terminated session
+		// gets FATAL): the transaction rolled back, freeing the lock.
+		s.drop()
+		return fmt.Errorf("release %s: %w: COMMIT failed, so the transaction rolled back: %w", key, ErrNotHeld, err)
 	case pgconn.SafeToRetry(err):
 		// COMMIT never left: dropping the session rolls it back.
 		s.drop()

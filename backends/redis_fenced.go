@@ -24,6 +24,7 @@ func init() {
 		Servers:     "1 redis-server",
 		Fencing:     true,
 		Lease:       true,
+		Sentinel:    true,
 	}, newRedisFenced)
 }
 
@@ -35,28 +36,28 @@ end
 return 0`)
 
 type redisFenced struct {
-	server *cluster.Redis
-	env    Env
+	target *redisTarget
 }
 
 func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
-	r, err := startOneRedis(ctx, env)
+	t, err := startRedisTarget(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &redisFenced{server: r, env: env}, nil
+	return &redisFenced{target: t}, nil
 }
 
 func (b *redisFenced) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return &redisFencedClient{rc: newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout), ttl: b.env.TTL, clock: c.Clock}, nil
+	return &redisFencedClient{rc: b.target.client(c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock}, nil
 }
 
 func (b *redisFenced) Close() error { return nil }
 
 type redisFencedClient struct {
-	rc    *redis.Client
-	ttl   time.Duration
-	clock *cluster.Clock
+	rc     *redis.Client
+	target *redisTarget
+	ttl    time.Duration
+	clock  *cluster.Clock
 }
 
 func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, error) {
@@ -69,6 +70,9 @@ func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, err
 	}
 	if fence == 0 {
 		return Grant{}, ErrBusy
+	}
+	if err := c.target.confirm(ctx, c.rc, key, token); err != nil {
+		return Grant{}, err
 	}
 	return Grant{Fence: &fence, Lease: leaseLeft(c.clock, c.ttl, start), HasLease: true, Token: token}, nil
 }

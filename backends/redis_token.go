@@ -20,38 +20,42 @@ func init() {
 		Description: "SET NX PX with a random token, released by an atomic compare-and-delete script",
 		Servers:     "1 redis-server",
 		Lease:       true,
+		Sentinel:    true,
 	}, newRedisToken)
 }
 
 type redisToken struct {
-	server *cluster.Redis
-	env    Env
+	target *redisTarget
 }
 
 func newRedisToken(ctx context.Context, env Env) (Backend, error) {
-	r, err := startOneRedis(ctx, env)
+	t, err := startRedisTarget(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &redisToken{server: r, env: env}, nil
+	return &redisToken{target: t}, nil
 }
 
 func (b *redisToken) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return &redisTokenClient{rc: newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout), ttl: b.env.TTL, clock: c.Clock}, nil
+	return &redisTokenClient{rc: b.target.client(c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock}, nil
 }
 
 func (b *redisToken) Close() error { return nil }
 
 type redisTokenClient struct {
-	rc    *redis.Client
-	ttl   time.Duration
-	clock *cluster.Clock
+	rc     *redis.Client
+	target *redisTarget
+	ttl    time.Duration
+	clock  *cluster.Clock
 }
 
 func (c *redisTokenClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
 	token := randomToken()
 	if err := setNX(ctx, c.rc, key, token, c.ttl); err != nil {
+		return Grant{}, err
+	}
+	if err := c.target.confirm(ctx, c.rc, key, token); err != nil {
 		return Grant{}, err
 	}
 	return Grant{Lease: leaseLeft(c.clock, c.ttl, start), HasLease: true, Token: token}, nil

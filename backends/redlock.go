@@ -202,7 +202,7 @@ func (c *redlockClient) Acquire(ctx context.Context, key string) (Grant, error) 
 	// answer (a timed-out SET may have landed). The cleanup runs even when
 	// the caller's deadline has passed.
 	un, _ := c.each(context.WithoutCancel(ctx), func(ctx context.Context, rc *redis.Client) error {
-		return nil // MUT
+		return redisTokenRelease(ctx, rc, key, token)
 	})
 	if got.n[nodeYes] >= c.quorum {
 		err := fmt.Errorf("redlock: acquire %s: %d of %d locked, but the acquire took %s of the %s ttl (drift %s): no validity left; unlocked: %s",

@@ -50,18 +50,19 @@ type Server interface {
 
 // Cluster owns the servers and simulated client processes of one run.
 type Cluster struct {
-	opt    Options
-	tmp    string
-	mu     sync.Mutex
-	procs  []*proc
-	redis  []*Redis
+	opt   Options
+	tmp   string
+	mu    sync.Mutex
+	procs []*proc
+	redis []*Redis
 	// servers lists every data server in start order (the targets of
 	// server faults: "A" is the first).
-	servers []Server
-	links   *links
-	etcd    etcdSlot     // the run's etcd, started once (etcd.go)
-	pg      postgresSlot // the run's one PostgreSQL (postgres.go)
-	closed  bool
+	servers  []Server
+	links    *links
+	sentinel *SentinelGroup
+	etcd     etcdSlot     // the run's etcd, started once (etcd.go)
+	pg       postgresSlot // the run's one PostgreSQL (postgres.go)
+	closed   bool
 }
 
 // New makes a cluster with its own temporary directory.

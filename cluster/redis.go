@@ -160,29 +160,12 @@ func (r *Redis) Stop(ctx context.Context) error { return r.p.stop() }
 // clock jump cannot be injected: libfaketime hangs Debian's redis-server.)
 // It returns how many keys it changed.
 func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
-	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", r.Addr())
+	v, err := redisCall(ctx, r.Addr(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", r.Name(), err)
+		return 0, fmt.Errorf("%s: clock jump: %w", r.Name(), err)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	args := []string{"EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10)}
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return 0, fmt.Errorf("%s: %w", r.Name(), err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", r.Name(), err)
-	}
-	if !strings.HasPrefix(line, ":") {
-		return 0, fmt.Errorf("%s: clock jump script: %s", r.Name(), strings.TrimSpace(line))
-	}
-	return strconv.Atoi(strings.TrimSpace(line[1:]))
+	n, _ := v.(int64)
+	return int(n), nil
 }
 
 const shortenTTLScript = `

@@ -184,8 +184,9 @@ type Step struct {
 	Target Target
 	// At is the offset from the run's start; used when On is empty.
 	At time.Duration
-	// On triggers the step on an event instead: the target process's next
-	// successful op with this f ("acquire", "read", "write"), at or after At.
+	// On triggers the step on an event instead: the target process's (or,
+	// with no target process, any client's) next successful op with this
+	// f ("acquire", "read", "write"), at or after At.
 	On string
 	// Duration is how long the fault lasts.
 	Duration time.Duration
@@ -396,7 +397,7 @@ func (e *Engine) Observe(op history.Op) {
 	rest := e.pending[:0]
 	for _, i := range e.pending {
 		s := e.steps[i]
-		if s.On == op.F && s.Target.Process == op.Process && op.Time >= int64(s.At) && !e.healed {
+		if s.On == op.F && (s.Target.Process < 0 || s.Target.Process == op.Process) && op.Time >= int64(s.At) && !e.healed {
 			fire = append(fire, i)
 		} else {
 			rest = append(rest, i)

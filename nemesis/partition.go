@@ -18,7 +18,8 @@ import (
 //   - halves: clients split in two halves, servers too; each client half
 //     loses the other server half;
 //   - ring: each client keeps a different majority of the servers
-//     (client i keeps servers i, i+1, ... mod n), so no two agree.
+//     (client i keeps servers i, i+1, ... mod n), so no two agree;
+//   - replication: the replica's link to its primary (Sentinel setups).
 //
 // Direction downstream makes it one-way: requests arrive and the server
 // acts, but the client never hears back.
@@ -49,9 +50,9 @@ func (partition) Validate(t Target, clients int) error {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	switch t.Topology {
-	case "", "cut", "isolate-client", "isolate-server", "halves", "ring":
+	case "", "cut", "isolate-client", "isolate-server", "halves", "ring", "replication":
 	default:
-		return fmt.Errorf("%w: unknown topology %q (isolate-client, isolate-server, cut, halves, ring)", ErrTarget, t.Topology)
+		return fmt.Errorf("%w: unknown topology %q (isolate-client, isolate-server, cut, halves, ring, replication)", ErrTarget, t.Topology)
 	}
 	return validateServerNames(t)
 }
@@ -130,6 +131,9 @@ func (pt partition) Start(ctx context.Context, env *Env, t Target, d time.Durati
 	if err != nil {
 		return nil, nil, err
 	}
+	if t.Topology == "replication" {
+		return cutReplication(ctx, env, dir, d)
+	}
 	cuts, err := pt.plan(env, t)
 	if err != nil {
 		return nil, nil, err
@@ -168,4 +172,22 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// cutReplication cuts the replica's link to the primary of the Sentinel
+// group: writes stop reaching the replica.
+func cutReplication(ctx context.Context, env *Env, dir cluster.Direction, d time.Duration) (map[string]any, Healer, error) {
+	g := env.Cluster.SentinelGroup()
+	if g == nil || g.Replication == nil {
+		return nil, nil, fmt.Errorf("%w: topology replication needs `redis: sentinel`", ErrTarget)
+	}
+	h, err := g.Replication.Cut(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	val := map[string]any{"topology": "replication", "cut": map[string][]string{letter(env, g.Replica): {letter(env, g.Primary)}}, "direction": string(dir), "ms": d.Milliseconds()}
+	heal := func(ctx context.Context) (map[string]any, error) {
+		return map[string]any{"topology": "replication"}, g.Replication.Heal(ctx, h)
+	}
+	return val, heal, nil
 }

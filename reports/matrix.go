@@ -143,10 +143,11 @@ func JudgeCell(res *checker.Results, expected string, expectedCheckers map[strin
 	if res == nil {
 		return false, "no results"
 	}
-	var diffs []string
+	overall := ""
 	if got := res.Valid.String(); got != expected {
-		diffs = append(diffs, fmt.Sprintf("expected %s, got %s", expected, got))
+		overall = fmt.Sprintf("expected %s, got %s", expected, got)
 	}
+	var diffs, differing []string
 	verdicts := res.Checkers.Verdicts()
 	names := make([]string, 0, len(expectedCheckers))
 	for n := range expectedCheckers {
@@ -160,7 +161,14 @@ func JudgeCell(res *checker.Results, expected string, expectedCheckers map[strin
 		}
 		if got := v.String(); got != expectedCheckers[n] {
 			diffs = append(diffs, fmt.Sprintf("%s: expected %s, got %s", n, expectedCheckers[n], got))
+			differing = append(differing, n)
 		}
+	}
+	switch {
+	case overall != "" && len(differing) > 0:
+		return false, overall + " (" + strings.Join(differing, ", ") + " too)"
+	case overall != "":
+		return false, overall
 	}
 	return len(diffs) == 0, strings.Join(diffs, "; ")
 }

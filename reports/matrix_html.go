@@ -307,10 +307,10 @@ h1{font-size:26px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bo
 .verdict.valid{background:#1a7f37}.verdict.invalid{background:#cf222e}.verdict.unknown{background:#bf8700}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 10px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 table.grid td{text-align:center;min-width:80px;padding:6px 8px}table.grid th.row{text-align:right}
-table.grid td.ok{background:#dafbe1}table.grid td.bad{background:#ffd8d3}table.grid td.error{background:#fff1c2}
+table.grid td.ok{background:#2da44e}table.grid td.bad{background:#cf222e}table.grid td.error{background:#d4a72c}
 table.grid td.na{background:#eaeef2;color:#57606a}table.grid td.none{background:#fff;color:#8c959f}
-a.run{display:block;font-weight:700;text-decoration:none;padding:1px 4px;border-radius:4px}
-a.run.ok,span.run.ok{color:#116329}a.run.bad,span.run.bad{color:#a40e26}a.run.error,span.run.error{color:#7d4e00}
+.run{display:block;font-weight:700;text-decoration:none;padding:1px 4px;border-radius:4px}
+.run.ok,.run.bad{color:#fff}.run.error{color:#1f2328}a.run:hover{text-decoration:underline}
 td.num{text-align:right}tr.ok td.res{color:#116329}tr.bad td.res{color:#a40e26;font-weight:700}tr.error td.res{color:#7d4e00;font-weight:700}
 pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;overflow-x:auto;white-space:pre-wrap}
 img{max-width:100%;border:1px solid #d0d7de;margin:6px 0}
@@ -328,7 +328,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace}
 {{with .Command}}<p>Repeat:</p><pre><code>{{.}}</code></pre>{{end}}
 
 <h2>Verdicts</h2>
-<p class="legend"><span style="background:#dafbe1">as expected</span><span style="background:#ffd8d3">NOT as expected (verdict ≠ expected)</span><span style="background:#fff1c2">harness error / not run</span><span style="background:#eaeef2">not applicable</span><span>— not one of the scenario's backends</span>
+<p class="legend"><span style="background:#2da44e;color:#fff">as expected</span><span style="background:#cf222e;color:#fff">NOT as expected (verdict ≠ expected)</span><span style="background:#d4a72c">harness error / not run</span><span style="background:#eaeef2">not applicable</span><span>— not one of the scenario's backends</span>
 Each verdict links to its run's report. A * marks a run whose verdict matches but a checker's does not.</p>
 <table class="grid">
 <tr><th>scenario \ backend</th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>

@@ -14,16 +14,13 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Colours of the grid squares, as on the page.
+// Colours of the grid squares: strong green and red, to see at a glance.
 var (
-	colSqOK    = color.RGBA{R: 218, G: 251, B: 225, A: 255}
-	colSqBad   = color.RGBA{R: 255, G: 216, B: 211, A: 255}
-	colSqError = color.RGBA{R: 255, G: 241, B: 194, A: 255}
+	colSqOK    = color.RGBA{R: 45, G: 164, B: 78, A: 255}
+	colSqBad   = color.RGBA{R: 207, G: 34, B: 46, A: 255}
+	colSqError = color.RGBA{R: 212, G: 167, B: 44, A: 255}
 	colSqNA    = color.RGBA{R: 234, G: 238, B: 242, A: 255}
 	colSqNone  = color.RGBA{R: 255, G: 255, B: 255, A: 255}
-	colTxtOK   = color.RGBA{R: 17, G: 99, B: 41, A: 255}
-	colTxtBad  = color.RGBA{R: 164, G: 14, B: 38, A: 255}
-	colTxtErr  = color.RGBA{R: 125, G: 78, B: 0, A: 255}
 	colTxtNA   = color.RGBA{R: 87, G: 96, B: 106, A: 255}
 	colBorder  = color.RGBA{R: 208, G: 215, B: 222, A: 255}
 	colBarViol = color.RGBA{R: 215, G: 25, B: 28, A: 255}
@@ -31,13 +28,14 @@ var (
 )
 
 func squareColours(class string) (fill, txt color.RGBA) {
+	white := color.RGBA{R: 255, G: 255, B: 255, A: 255}
 	switch class {
 	case "ok":
-		return colSqOK, colTxtOK
+		return colSqOK, white
 	case "bad":
-		return colSqBad, colTxtBad
+		return colSqBad, white
 	case "error":
-		return colSqError, colTxtErr
+		return colSqError, color.RGBA{A: 255}
 	case "na":
 		return colSqNA, colTxtNA
 	}
@@ -163,7 +161,7 @@ func matrixPNG(m *Matrix) ([]byte, error) {
 	}
 	top = gy0 - vg.Points(4)
 	noteSty.YAlign = text.YTop
-	note := "green: as expected · red: NOT as expected (verdict ≠ expected) · yellow: harness error · grey: not applicable · —: not one of the scenario's backends"
+	note := "green: as expected · red: NOT as expected (verdict ≠ expected) · yellow: harness error or not run · grey: not applicable · —: not one of the scenario's backends"
 	if len(rows) == 0 || len(cols) == 0 {
 		note = "no cells"
 	}

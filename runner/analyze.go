@@ -15,7 +15,8 @@ import (
 // Analyze re-checks a stored history with no servers. path is a run
 // directory, any directory holding a history.jsonl, or the file itself.
 // The directory's scenario.yaml, when present, says which checkers to run.
-// results.json is written beside the history. A history whose last line was
+// results.json and the report files (index.html, plots, junit.xml; see
+// reports.WriteRun) are written beside the history. A history whose last line was
 // cut off (the harness was killed) is checked without that line, and the
 // results say so. warn receives non-fatal remarks.
 func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (*Outcome, error) {

@@ -184,6 +184,12 @@ type Scenario struct {
 	// Persistence makes Redis servers keep their keys across a kill
 	// (appendonly, appendfsync always).
 	Persistence bool `yaml:"persistence,omitempty"`
+	// Redis is the setup single-Redis backends run over: single (the
+	// default) or sentinel (a primary, a replica and three Sentinels).
+	Redis string `yaml:"redis,omitempty"`
+	// WaitReplicas makes single-Redis backends WAIT for that many replicas
+	// after acquiring, and fail the acquire on a short count.
+	WaitReplicas int `yaml:"wait_replicas,omitempty"`
 	// ThinkMin and ThinkMax bound the random pause between rounds.
 	ThinkMin Duration `yaml:"think_min,omitempty"`
 	ThinkMax Duration `yaml:"think_max,omitempty"`
@@ -228,10 +234,20 @@ func (s *Scenario) Expected(backend string) Expectation {
 	return e
 }
 
+// suitedResource is res, unless the backend works only with other
+// resources (pg-optimistic: postgres), when it is the backend's first.
+// Only a resource nobody asked for is replaced this way.
+func suitedResource(backend, res string) string {
+	if info, _, err := backends.Lookup(backend); err == nil && len(info.Resources) > 0 && !contains(info.Resources, res) {
+		return info.Resources[0]
+	}
+	return res
+}
+
 // applyDefaults fills unset fields.
 func (s *Scenario) applyDefaults() {
 	if s.Resource == "" {
-		s.Resource = workload.ResourceMemory
+		s.Resource = suitedResource(s.Backend, workload.ResourceMemory)
 	}
 	if s.Fencing == "" {
 		s.Fencing = workload.FenceNone
@@ -340,6 +356,21 @@ func (s *Scenario) Validate() error {
 	if err := s.nemesisApplies(); err != nil {
 		return bad("nemesis", "%v", err)
 	}
+	switch s.Redis {
+	case "", backends.RedisSingle:
+		if s.usesFault("failover") {
+			return bad("nemesis", "failover needs `redis: sentinel` (a primary, a replica and Sentinels)")
+		}
+	case backends.RedisSentinel:
+		if info, _, _ := backends.Lookup(s.Backend); !info.Sentinel {
+			return bad("redis", "backend %s cannot run over Sentinel (single-Redis backends can: redis-naive, redis-token, redis-fenced, ...)", s.Backend)
+		}
+	default:
+		return bad("redis", "unknown redis setup %q (single, sentinel)", s.Redis)
+	}
+	if s.WaitReplicas < 0 || (s.WaitReplicas > 0 && s.Redis != backends.RedisSentinel) {
+		return bad("wait_replicas", "wait_replicas needs `redis: sentinel` (there is no replica otherwise)")
+	}
 	if err := validVerdicts(s.Expect.Expectation, nil); err != nil {
 		return err
 	}
@@ -389,6 +420,16 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 		sch.Random = &nemesis.Random{Faults: r.Faults, Interval: r.Interval.D(), Min: r.Min.D(), Max: r.Max.D()}
 	}
 	return sch
+}
+
+// usesFault reports whether the scenario's plan uses the named fault.
+func (s *Scenario) usesFault(name string) bool {
+	for _, st := range s.Nemesis.Script {
+		if st.Fault == name {
+			return true
+		}
+	}
+	return s.Nemesis.Random != nil && contains(s.Nemesis.Random.Faults, name)
 }
 
 // nemesisApplies refuses a fault that cannot act on the backend (a clock
@@ -571,6 +612,8 @@ func (s *Scenario) Apply(o Overrides) error {
 	}
 	if o.Resource != nil {
 		s.Resource = *o.Resource
+	} else if o.Backend != nil {
+		s.Resource = suitedResource(s.Backend, s.Resource)
 	}
 	if o.Fencing != nil {
 		s.Fencing = *o.Fencing

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ func init() {
 // comes from the etcd backend, whose Grant.Conn is a *backends.EtcdConn —
 // only if the lock key still exists with the fence as its create revision:
 //
-//	If(Compare(CreateRevision(lockKey), "=", fence), Compare(Value(fenceKey), "<=", fence))
+//	If(Compare(CreateRevision(lockKey), "=", fence), Compare(Value(fenceKey), "<", fence+1))
 //	.Then(Put(valueKey, v), Put(fenceKey, fence))
 //
 // That is the guard etcd's docs recommend: a holder whose lease ran out (its
@@ -132,11 +133,12 @@ func (r *Etcd) Write(ctx context.Context, key string, v int64, g backends.Grant)
 // guarded runs op in a transaction that checks the fence (and, with a lock
 // key, the lock's ownership) and records the fence as the highest seen.
 func (r *Etcd) guarded(ctx context.Context, cli *clientv3.Client, what, key, lockKey string, fence int64, op clientv3.Op) (*clientv3.TxnResponse, error) {
-	if fence < 0 {
-		return nil, fmt.Errorf("etcd resource: %s %s: negative fence %d", what, key, fence)
+	if fence < 0 || fence == math.MaxInt64 {
+		return nil, fmt.Errorf("etcd resource: %s %s: fence %d out of range", what, key, fence)
 	}
 	fk := etcdFencePrefix + key
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.Value(fk), "<=", fencePad(fence))}
+	// etcd compares with =, !=, < and >: highest <= fence is highest < fence+1.
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.Value(fk), "<", fencePad(fence+1))}
 	els := []clientv3.Op{clientv3.OpGet(fk)}
 	if lockKey != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(lockKey), "=", fence))

@@ -42,6 +42,10 @@ const usage = `locktorture — a torture harness for distributed locks
 Usage:
   locktorture run      --scenario NAME | --scenario-file PATH  [overrides]
   locktorture analyze  PATH        re-check a stored run (no servers needed)
+  locktorture matrix   [--scenarios a,b] [--backends x,y] [--seeds N] [--shard i/n]
+                                   run scenarios x backends, judge each against its expectation
+  locktorture merge    MATRIX...   join a matrix's shards into one report
+  locktorture report   PATH        redraw a stored run's or matrix's report (no servers needed)
   locktorture list     backends|scenarios|nemeses
   locktorture COMMAND --help
 
@@ -64,11 +68,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdAnalyze(args[1:], stdout, stderr)
 	case "list":
 		return cmdList(args[1:], stdout, stderr)
+	case "matrix":
+		return cmdMatrix(args[1:], stdout, stderr)
+	case "merge":
+		return cmdMerge(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, merge, report)\n", args[0])
 	return exitBadArgs
 }
 
@@ -177,7 +187,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		opt.Log = stderr
 	}
+	stopProgress := startRunProgress(&opt, sc, stderr, *quiet)
 	out, err := runner.Run(ctx, sc, opt)
+	stopProgress()
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
 		if errors.Is(err, runner.ErrBadInput) {

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SentinelMaster is the name the Sentinels monitor the primary under.
+const SentinelMaster = "locktorture"
+
+// Sentinel is one redis-sentinel process.
+type Sentinel struct {
+	p    *proc
+	port int
+	name string
+}
+
+// Name is the Sentinel's name.
+func (s *Sentinel) Name() string { return s.name }
+
+// Addr is its host:port.
+func (s *Sentinel) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// LogPath is its log file.
+func (s *Sentinel) LogPath() string { return s.p.logPath }
+
+// Stop ends it.
+func (s *Sentinel) Stop(ctx context.Context) error { return s.p.stop() }
+
+// SentinelGroup is a primary, a replica and three Sentinels, the setup of
+// the Redis docs' failover race. The replica replicates through a link, so
+// a nemesis can cut replication.
+type SentinelGroup struct {
+	// Primary and Replica are the servers in their initial roles.
+	Primary, Replica *Redis
+	// Sentinels watch the primary.
+	Sentinels []*Sentinel
+	// Replication is the replica's link to the primary (nil without links).
+	Replication *Link
+}
+
+// SentinelAddrs lists the Sentinels' addresses.
+func (g *SentinelGroup) SentinelAddrs() []string {
+	out := make([]string, len(g.Sentinels))
+	for i, s := range g.Sentinels {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// PrimaryAddr asks the Sentinels which server is the primary now.
+func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
+	var last error
+	for _, s := range g.Sentinels {
+		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "get-master-addr-by-name", SentinelMaster)
+		if err != nil {
+			last = err
+			continue
+		}
+		if a, ok := v.([]any); ok && len(a) == 2 {
+			host, _ := a[0].(string)
+			port, _ := a[1].(string)
+			return net.JoinHostPort(host, port), nil
+		}
+	}
+	return "", fmt.Errorf("cluster: no Sentinel names a primary: %v", last)
+}
+
+// SentinelGroup returns the cluster's Sentinel group, or nil.
+func (c *Cluster) SentinelGroup() *SentinelGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sentinel
+}
+
+// ServerByAddr finds a server (or Sentinel) by its real address.
+func (c *Cluster) ServerByAddr(addr string) Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.servers {
+		if s.Addr() == addr {
+			return s
+		}
+	}
+	if c.sentinel != nil {
+		for _, s := range c.sentinel.Sentinels {
+			if s.Addr() == addr {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// StartSentinelGroup starts a primary (A), a replica (B) replicating from
+// it — through a link when links are enabled — and three Sentinels, and
+// waits until the replica is in sync and every Sentinel knows it.
+func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*SentinelGroup, error) {
+	if g := c.SentinelGroup(); g != nil {
+		return g, nil
+	}
+	bin, err := lookBin("redis-sentinel", "redis-sentinel")
+	if err != nil {
+		return nil, err
+	}
+	primary, err := c.StartRedis(ctx, RedisOptions{Name: "redis-primary", Persistence: persistence})
+	if err != nil {
+		return nil, err
+	}
+	g := &SentinelGroup{Primary: primary}
+	upstream := primary.Addr()
+	if l, err := c.Link("redis-replica", primary); err != nil {
+		return nil, err
+	} else if l != nil {
+		g.Replication, upstream = l, l.Addr()
+	}
+	host, port, _ := net.SplitHostPort(upstream)
+	g.Replica, err = c.StartRedis(ctx, RedisOptions{Name: "redis-replica", Persistence: persistence,
+		Args: []string{"--replicaof", host, port, "--replica-announce-ip", "127.0.0.1"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 15*time.Second, func() error {
+		v, err := redisCall(ctx, g.Replica.Addr(), "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		if s, _ := v.(string); !strings.Contains(s, "master_link_status:up") {
+			return fmt.Errorf("replica not in sync yet")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: %w: replica: %w", ErrStart, err)
+	}
+	for i := range 3 {
+		s, err := c.startSentinel(ctx, bin, fmt.Sprintf("sentinel-%d", i), primary)
+		if err != nil {
+			return nil, err
+		}
+		g.Sentinels = append(g.Sentinels, s)
+	}
+	for _, s := range g.Sentinels {
+		if err := waitFor(ctx, 15*time.Second, func() error {
+			v, err := redisCall(ctx, s.Addr(), "SENTINEL", "replicas", SentinelMaster)
+			if err != nil {
+				return err
+			}
+			if a, _ := v.([]any); len(a) == 0 {
+				return fmt.Errorf("%s does not know the replica yet", s.name)
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("cluster: %w: %w", ErrStart, err)
+		}
+	}
+	c.mu.Lock()
+	c.sentinel = g
+	c.mu.Unlock()
+	return g, nil
+}
+
+func (c *Cluster) startSentinel(ctx context.Context, bin, name string, primary *Redis) (*Sentinel, error) {
+	dir := filepath.Join(c.tmp, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", name, err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "sentinel.conf")
+	text := fmt.Sprintf(`port %d
+bind 127.0.0.1
+protected-mode no
+dir %s
+sentinel monitor %s 127.0.0.1 %d 2
+sentinel down-after-milliseconds %s 1000
+sentinel failover-timeout %s 4000
+sentinel parallel-syncs %s 1
+`, port, dir, SentinelMaster, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", name, err)
+	}
+	s := &Sentinel{port: port, name: name}
+	s.p = &proc{name: name, bin: bin, args: []string{conf}, dir: dir, logPath: filepath.Join(c.opt.LogDir, name+".log")}
+	if err := c.track(s.p); err != nil {
+		return nil, err
+	}
+	if err := s.p.start(); err != nil {
+		return nil, err
+	}
+	if err := s.p.waitReady(ctx, func(ctx context.Context) error { return pingRedis(ctx, s.Addr()) }); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return s, nil
+}
+
+// waitFor polls f until it succeeds or the time runs out.
+func waitFor(ctx context.Context, limit time.Duration, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

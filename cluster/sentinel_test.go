@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/internal/leakcheck"
+)
+
+// TestSentinelFailover: the replica never gets a key written while
+// replication is cut; the primary dies; Sentinel promotes the replica,
+// which has no such key — the failover race in the Redis docs.
+func TestSentinelFailover(t *testing.T) {
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed (make deps)")
+	}
+	ctx := context.Background()
+	tmp := t.TempDir()
+	c, err := New(Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.EnableLinks()
+	g, err := c.StartSentinelGroup(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Primary.Addr() {
+		t.Fatalf("primary %s (%v), want %s", a, err, g.Primary.Addr())
+	}
+	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "before", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 5*time.Second, func() error {
+		v, err := redisCall(ctx, g.Replica.Addr(), "GET", "before")
+		if err != nil || v == nil {
+			return errNotYet
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("replication does not work before the cut")
+	}
+	if _, err := g.Replication.Cut(ctx, Both); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "lock", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Primary.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := waitFor(ctx, 30*time.Second, func() error {
+		a, err := g.PrimaryAddr(ctx)
+		if err != nil || a != g.Replica.Addr() {
+			return errNotYet
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("Sentinel never promoted the replica")
+	}
+	t.Logf("promoted after %s", time.Since(start).Round(time.Millisecond))
+	if v, err := redisCall(ctx, g.Replica.Addr(), "GET", "lock"); err != nil || v != nil {
+		t.Errorf("the promoted replica has the lock (%v, %v); it should never have got it", v, err)
+	}
+	if err := g.Primary.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+		t.Errorf("left: %v", left)
+	}
+}
+
+var errNotYet = context.DeadlineExceeded

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/runner"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// startRunProgress shows a run's progress on stderr (a bar on a terminal,
+// a line every few seconds otherwise) unless quiet; the returned function
+// stops it.
+func startRunProgress(opt *runner.Options, sc *scenarios.Scenario, stderr io.Writer, quiet bool) func() {
+	if quiet {
+		return func() {}
+	}
+	p := reports.NewProgress(stderr, 5*time.Second)
+	info, _, _ := backends.Lookup(sc.Backend)
+	p.StartRun(sc.Name+" / "+sc.Backend, sc.Duration.D(), !info.LockFree)
+	opt.Observe = p.Observe
+	if opt.Log != nil {
+		opt.Log = p.Writer()
+	}
+	return p.Close
+}
+
+// splitList splits "a,b, c" into its non-empty words.
+func splitList(s string) []string {
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// matrixExit is the exit code of a finished matrix: 255 when a run failed
+// with a harness error, 1 when a cell differs from its expectation (or is
+// missing), 0 when every cell is as expected.
+func matrixExit(m *reports.Matrix) int {
+	switch {
+	case m.HasErrors():
+		return exitHarness
+	case !m.Valid:
+		return exitInvalid
+	}
+	return exitValid
+}
+
+// commandLine rebuilds the command as typed, for repeat lines.
+func commandLine(args []string) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+func cmdMatrix(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scs := fs.String("scenarios", "", "comma-separated scenario `NAMES` or .yaml files (default: every built-in scenario)")
+	bks := fs.String("backends", "", "comma-separated backend `NAMES` (default: every backend each scenario applies to)")
+	seeds := fs.Int("seeds", 1, "seeds per scenario and backend: the scenario's seed, seed+1, ...")
+	store := fs.String("store", "store", "store `DIR` for the runs and store/matrix/<timestamp>/")
+	shard := fs.String("shard", "", "run only share `i/n` of the cells (e.g. 1/2), for splitting across CI machines; join with: locktorture merge")
+	quiet := fs.Bool("quiet", false, "no progress; print only the table")
+	duration := fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
+	linTimeout := fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
+	plan := fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
+
+Runs scenarios x backends one after another against real servers, judges each
+cell against the scenario's expectation for that backend, prints a table and
+writes STORE/matrix/<timestamp>/ (index.html, matrix.png, results.json,
+junit.xml). Exit 0 when every cell is as expected, 1 when one is not, 255 when
+a run failed with a harness error.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "locktorture matrix: unexpected argument %q\n", fs.Arg(0))
+		return exitBadArgs
+	}
+	if *seeds < 1 || *seeds > 1000 {
+		fmt.Fprintf(stderr, "locktorture matrix: --seeds must be from 1 to 1000, not %d\n", *seeds)
+		return exitBadArgs
+	}
+	opt := runner.MatrixOptions{
+		Scenarios: splitList(*scs), Backends: splitList(*bks), Seeds: *seeds, Store: *store,
+		LinearizableTimeout: *linTimeout, Command: commandLine(append([]string{"locktorture", "matrix"}, args...)),
+	}
+	if *shard != "" {
+		i, n, err := runner.ParseShard(*shard)
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
+			return exitBadArgs
+		}
+		opt.Shard, opt.Shards = i, n
+	}
+	if *duration != 0 {
+		if *duration < 0 {
+			fmt.Fprintln(stderr, "locktorture matrix: --duration must be positive")
+			return exitBadArgs
+		}
+		opt.Overrides.Duration = duration
+		opt.RunArgs = append(opt.RunArgs, "--duration", duration.String())
+	}
+	if *plan {
+		share, skipped, err := runner.PlanMatrix(opt)
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
+			return exitBadArgs
+		}
+		for _, k := range share {
+			fmt.Fprintln(stdout, k)
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(stdout, "not applicable: %s / %s: %s\n", s.Scenario, s.Backend, s.Why)
+		}
+		return exitValid
+	}
+
+	var prog *reports.Progress
+	if !*quiet {
+		prog = reports.NewProgress(stderr, 30*time.Second)
+		defer prog.Close()
+		opt.Observe = prog.Observe
+		opt.OnCell = func(ev runner.CellEvent) {
+			label := fmt.Sprintf("[%d/%d] %s / %s (seed %d)", ev.Index+1, ev.Total, ev.Key.Scenario, ev.Key.Backend, ev.Key.Seed)
+			if !ev.Done {
+				prog.SetCells(ev.Index, ev.Total)
+				prog.StartRun(label, ev.Duration, !ev.LockFree)
+				return
+			}
+			prog.EndRun()
+			prog.SetCells(ev.Index+1, ev.Total)
+			c := ev.Cell
+			res := "as expected"
+			switch {
+			case c.Verdict == reports.VerdictError:
+				res = "HARNESS ERROR: " + c.Error
+			case !c.AsExpected:
+				res = "NOT as expected: " + c.Why
+			}
+			line := fmt.Sprintf("%s: %s, %s (%.1fs)", label, c.Verdict, res, c.Seconds)
+			if ev.Dir != "" {
+				line += "  " + ev.Dir
+			}
+			prog.Printf("%s", line)
+		}
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	out, err := runner.RunMatrix(ctx, opt)
+	prog.Close()
+	if out == nil {
+		fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
+		if errors.Is(err, runner.ErrBadInput) {
+			return exitBadArgs
+		}
+		return exitHarness
+	}
+	printMatrix(stdout, out)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
+		return exitHarness
+	}
+	return matrixExit(out.Matrix)
+}
+
+// printMatrix prints the table and where the report is.
+func printMatrix(w io.Writer, out *runner.MatrixOutcome) {
+	fmt.Fprintln(w)
+	fmt.Fprint(w, reports.MatrixTable(out.Matrix))
+	fmt.Fprintf(w, "matrix:   %s\n", out.Dir)
+	fmt.Fprintf(w, "report:   %s\n", filepath.Join(out.Dir, reports.FileIndex))
+	fmt.Fprintf(w, "junit:    %s\n", filepath.Join(out.Dir, reports.FileJUnit))
+}
+
+func cmdMerge(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	store := fs.String("store", "store", "store `DIR`: the merged report goes to DIR/matrix/<timestamp>/")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: locktorture merge [--store DIR] MATRIX...
+
+Joins the shards of one matrix (run with --shard i/n) into one report, the same
+as a single run of the whole matrix would give. Each MATRIX is a shard's
+matrix directory, or a store whose newest matrix is taken. Exits like matrix:
+0 when every planned cell ran and is as expected.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitBadArgs
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	out, err := runner.MergeMatrix(ctx, fs.Args(), *store, commandLine(append([]string{"locktorture", "merge"}, args...)))
+	if out == nil {
+		fmt.Fprintf(stderr, "locktorture merge: %v\n", err)
+		if errors.Is(err, runner.ErrBadInput) {
+			return exitBadArgs
+		}
+		return exitHarness
+	}
+	printMatrix(stdout, out)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture merge: %v\n", err)
+		return exitHarness
+	}
+	return matrixExit(out.Matrix)
+}
+
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: locktorture report PATH
+
+Draws every report file of a stored run or matrix again (index.html, the plots,
+linearizability.html, junit.xml; for a matrix also each of its runs) from the
+store alone: history.jsonl and results.json, no servers. The same store gives
+the same bytes.
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitBadArgs
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	warn := func(s string) { fmt.Fprintf(stderr, "locktorture report: warning: %s\n", s) }
+	dir, isMatrix, err := runner.Report(ctx, fs.Arg(0), warn)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture report: %v\n", err)
+		if errors.Is(err, runner.ErrBadInput) {
+			return exitBadArgs
+		}
+		return exitHarness
+	}
+	what := "run"
+	if isMatrix {
+		what = "matrix (and its runs)"
+	}
+	fmt.Fprintf(stdout, "redrew the %s in %s\nreport:   %s\n", what, dir, filepath.Join(dir, reports.FileIndex))
+	return exitValid
+}
