@@ -137,6 +137,9 @@ func TestMutexDescriptions(t *testing.T) {
 			"process 0 held k0 (fence 33) until 2.61s, but process 1 acquired k0 (fence 34) at 1.30s: 1.31s of overlap — stale holder, its 1s lease had run out at 1.00s"},
 		{"double grant", newHistory().hold(0, "k0", 0.0, 2.0, lease(2500)).hold(1, "k0", 1.0, 1.5, lease(800)),
 			"process 0 held k0 until 2.00s, but process 1 acquired k0 at 1.00s: 0.50s of overlap — double grant, process 0's 2.5s lease was still valid until 2.50s"},
+		{"late reply: the later holder is the stale one", newHistory().hold(1, "k0", 3.9, 4.03, lease(499)).
+			inv(3.0, 0, acq, "k0").ok(4.0, 0, acq, "k0", lease(0)).inv(4.1, 0, rel, "k0").ok(5.1, 0, rel, "k0"),
+			"process 1 held k0 until 4.03s, but process 0 acquired k0 at 4.00s: 0.03s of overlap — stale holder, process 0's 0s lease had already run out at 4.00s when it heard it had the lock"},
 		{"double grant without lease, open", newHistory().hold(1, "k0", 1.0, 1.5).inv(0, 0, acq, "k0").ok(0.2, 0, acq, "k0"),
 			"process 0 held k0 to the end of the history, but process 1 acquired k0 at 1.00s: 0.50s of overlap — double grant, process 0's hold had no lease"},
 	}

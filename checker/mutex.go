@@ -55,7 +55,7 @@ func Mutex(ops []history.Op) *MutexResult {
 				continue
 			}
 			res.Count++
-			if a.LeaseEnd != nil && *a.LeaseEnd <= h.Start {
+			if staleAt(a, h.Start) || staleAt(h, h.Start) {
 				res.StaleHolders++
 			} else {
 				res.DoubleGrants++
@@ -77,6 +77,10 @@ func Mutex(ops []history.Op) *MutexResult {
 	return res
 }
 
+// staleAt reports whether hold h's lease had run out by time t (a hold
+// without a lease never runs out).
+func staleAt(h *Hold, t int64) bool { return h.LeaseEnd != nil && *h.LeaseEnd <= t }
+
 // overlap describes the conflict between an earlier hold a and a later hold h.
 func overlap(a, h *Hold) Overlap {
 	o := Overlap{
@@ -92,9 +96,14 @@ func overlap(a, h *Hold) Overlap {
 	}
 	var why string
 	switch {
-	case a.LeaseEnd != nil && *a.LeaseEnd <= h.Start:
+	case staleAt(a, h.Start):
 		o.Kind = StaleHolder
 		why = fmt.Sprintf("stale holder, its %s lease had run out at %s", leaseOf(a), secs(*a.LeaseEnd))
+	case staleAt(h, h.Start):
+		// The later holder heard of its grant only after its lease had
+		// run out (a delayed reply): it is the stale one.
+		o.Kind = StaleHolder
+		why = fmt.Sprintf("stale holder, process %d's %s lease had already run out at %s when it heard it had the lock", h.Process, leaseOf(h), secs(*h.LeaseEnd))
 	case a.LeaseEnd != nil:
 		o.Kind = DoubleGrant
 		why = fmt.Sprintf("double grant, process %d's %s lease was still valid until %s", a.Process, leaseOf(a), secs(*a.LeaseEnd))
