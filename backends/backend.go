@@ -75,6 +75,9 @@ type Grant struct {
 	Token string
 	// Lost, when not nil, is closed when a watchdog finds the lock lost.
 	Lost <-chan struct{}
+	// Nodes names the servers that granted the lock, for quorum locks
+	// (letters in start order: "A", "B", "C"); recorded with the acquire.
+	Nodes []string
 	// Conn is the backend's session for the critical section, when the
 	// resource should act inside it (a pgx.Tx for pg-advisory-xact with the
 	// postgres resource); nil otherwise. Resources type-assert what they know.

@@ -140,6 +140,10 @@ func TestMutexDescriptions(t *testing.T) {
 		{"late reply: the later holder is the stale one", newHistory().hold(1, "k0", 3.9, 4.03, lease(499)).
 			inv(3.0, 0, acq, "k0").ok(4.0, 0, acq, "k0", lease(0)).inv(4.1, 0, rel, "k0").ok(5.1, 0, rel, "k0"),
 			"process 1 held k0 until 4.03s, but process 0 acquired k0 at 4.00s: 0.03s of overlap — stale holder, process 0's 0s lease had already run out at 4.00s when it heard it had the lock"},
+		{"quorum grants name their nodes", newHistory().
+			inv(0.0, 0, acq, "k0").ok(0.1, 0, acq, "k0", nodes("A", "B", "C"), lease(1900)).inv(1.6, 0, rel, "k0").ok(1.7, 0, rel, "k0").
+			inv(0.5, 1, acq, "k0").ok(0.6, 1, acq, "k0", nodes("C", "D", "E"), lease(1900)).inv(2.1, 1, rel, "k0").ok(2.2, 1, rel, "k0"),
+			"process 0 held k0 (on A,B,C) until 1.60s, but process 1 acquired k0 (on C,D,E) at 0.60s: 1.00s of overlap — double grant, process 0's 1.9s lease was still valid until 2.00s"},
 		{"double grant without lease, open", newHistory().hold(1, "k0", 1.0, 1.5).inv(0, 0, acq, "k0").ok(0.2, 0, acq, "k0"),
 			"process 0 held k0 to the end of the history, but process 1 acquired k0 at 1.00s: 0.50s of overlap — double grant, process 0's hold had no lease"},
 	}
@@ -391,4 +395,9 @@ func TestCheck(t *testing.T) {
 	if c.Fencing.Valid != Unknown || !strings.Contains(c.Fencing.Error, "boom") || c.Verdict() != Unknown || c.Mutex.Valid != Valid {
 		t.Fatalf("got %+v, verdict %v", c.Fencing, c.Verdict())
 	}
+}
+
+// nodes sets an acquire's value to the servers that granted it.
+func nodes(ns ...string) opt {
+	return func(o *history.Op) { o.Value = history.ObjectValue(map[string]any{"nodes": ns}) }
 }

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,18 @@ func fenceSuffix(f *int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (fence %d)", *f)
+}
+
+// grantSuffix says where a hold was granted and its fence: " (on A,B,C)",
+// " (fence 34)", " (on A,B,C, fence 34)", or nothing.
+func grantSuffix(h *Hold) string {
+	switch {
+	case len(h.Nodes) > 0 && h.Fence != nil:
+		return fmt.Sprintf(" (on %s, fence %d)", strings.Join(h.Nodes, ","), *h.Fence)
+	case len(h.Nodes) > 0:
+		return " (on " + strings.Join(h.Nodes, ",") + ")"
+	}
+	return fenceSuffix(h.Fence)
 }
 
 // maxListed caps every list of violations in a result.

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -56,6 +57,7 @@ func Holds(ops []history.Op) []Hold {
 				h.LeaseMS = history.Int64(*op.LeaseMS)
 				h.LeaseEnd = history.Int64(op.Time + *op.LeaseMS*1e6)
 			}
+			h.Nodes = grantNodes(op)
 			open[hk] = len(holds)
 			holds = append(holds, h)
 		case history.Extend:
@@ -90,4 +92,19 @@ func Holds(ops []history.Op) []Hold {
 		return cmp.Compare(a.Process, b.Process)
 	})
 	return holds
+}
+
+// grantNodes reads the servers that granted a quorum lock from an acquire
+// ok's value ({"nodes": ["A", "B", "C"]}), if it has one.
+func grantNodes(op *history.Op) []string {
+	if len(op.Value) == 0 || op.Value[0] != '{' {
+		return nil
+	}
+	var v struct {
+		Nodes []string `json:"nodes"`
+	}
+	if json.Unmarshal(op.Value, &v) != nil {
+		return nil
+	}
+	return v.Nodes
 }

@@ -112,8 +112,8 @@ func overlap(a, h *Hold) Overlap {
 		why = fmt.Sprintf("double grant, process %d's hold had no lease", a.Process)
 	}
 	o.Description = fmt.Sprintf("process %d held %s%s %s, but process %d acquired %s%s at %s: %s of overlap — %s",
-		a.Process, a.Key, fenceSuffix(a.Fence), held,
-		h.Process, h.Key, fenceSuffix(h.Fence), secs(h.Start),
+		a.Process, a.Key, grantSuffix(a), held,
+		h.Process, h.Key, grantSuffix(h), secs(h.Start),
 		length(o.Length), why)
 	return o
 }

@@ -19,6 +19,9 @@ type Hold struct {
 	LeaseEnd *int64 `json:"lease_end,omitempty"`
 	// LeaseMS is the lease length granted by the acquire (nil without a lease).
 	LeaseMS *int64 `json:"lease_ms,omitempty"`
+	// Nodes are the servers that granted a quorum lock (from the acquire's
+	// value {"nodes": [...]}), when the backend says.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Overlap kinds.

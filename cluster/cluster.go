@@ -102,6 +102,19 @@ func (c *Cluster) Servers() []Server {
 	return append([]Server(nil), c.servers...)
 }
 
+// Label names a server by its letter in start order ("A" is the first),
+// the way faults and reports name servers; its name when it is not listed.
+func (c *Cluster) Label(s Server) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.servers {
+		if x.Name() == s.Name() && i < 26 {
+			return string(rune('A' + i))
+		}
+	}
+	return s.Name()
+}
+
 // Pauser is a server that can be frozen (SIGSTOP) and thawed (SIGCONT).
 type Pauser interface {
 	Server

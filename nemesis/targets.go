@@ -45,14 +45,7 @@ func findServer(all []cluster.Server, n string) (cluster.Server, error) {
 }
 
 // letter is a server's letter in start order, for readable history values.
-func letter(env *Env, s cluster.Server) string {
-	for i, x := range env.Cluster.Servers() {
-		if x.Name() == s.Name() && i < 26 {
-			return string(rune('A' + i))
-		}
-	}
-	return s.Name()
-}
+func letter(env *Env, s cluster.Server) string { return env.Cluster.Label(s) }
 
 // serverLabels names servers as "A (redis-0)".
 func serverLabels(env *Env, ss []cluster.Server) []string {

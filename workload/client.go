@@ -174,6 +174,9 @@ func (l *loop) round(ctx context.Context, key string) error {
 		return l.record(ctx, done)
 	}
 	done.Fence = g.Fence
+	if len(g.Nodes) > 0 {
+		done.Value = history.ObjectValue(map[string]any{"nodes": g.Nodes})
+	}
 	if g.HasLease {
 		done.LeaseMS = history.Int64(g.Lease.Milliseconds())
 	}
