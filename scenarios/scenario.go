@@ -417,9 +417,41 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 		sch.Script = append(sch.Script, nemesis.Step{Fault: st.Fault, Target: t, At: st.At.D(), On: st.On, Duration: st.For.D()})
 	}
 	if r := s.Nemesis.Random; r != nil {
-		sch.Random = &nemesis.Random{Faults: r.Faults, Interval: r.Interval.D(), Min: r.Min.D(), Max: r.Max.D()}
+		sch.Random = &nemesis.Random{Faults: s.randomFaults(), Interval: r.Interval.D(), Min: r.Min.D(), Max: r.Max.D()}
 	}
 	return sch
+}
+
+// AllFaults, as the only fault of a random mix, stands for every fault
+// that applies to the scenario's backend and setup.
+const AllFaults = "all"
+
+// randomFaults expands a random mix of [all] into every fault that
+// applies to the backend (failover only over Sentinel).
+func (s *Scenario) randomFaults() []string {
+	r := s.Nemesis.Random
+	if r == nil {
+		return nil
+	}
+	if len(r.Faults) != 1 || r.Faults[0] != AllFaults {
+		return r.Faults
+	}
+	info, _, err := backends.Lookup(s.Backend)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range nemesis.List() {
+		f, _ := nemesis.Lookup(n.Name)
+		if a, ok := f.(nemesis.Applier); ok && a.Applies(s.Backend, info.ServerKinds(), info.Lease) != nil {
+			continue
+		}
+		if n.Name == "failover" && s.Redis != backends.RedisSentinel {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	return out
 }
 
 // usesFault reports whether the scenario's plan uses the named fault.
@@ -429,7 +461,7 @@ func (s *Scenario) usesFault(name string) bool {
 			return true
 		}
 	}
-	return s.Nemesis.Random != nil && contains(s.Nemesis.Random.Faults, name)
+	return s.Nemesis.Random != nil && contains(s.randomFaults(), name)
 }
 
 // nemesisApplies refuses a fault that cannot act on the backend (a clock
@@ -444,7 +476,7 @@ func (s *Scenario) nemesisApplies() error {
 		names = append(names, st.Fault)
 	}
 	if s.Nemesis.Random != nil {
-		names = append(names, s.Nemesis.Random.Faults...)
+		names = append(names, s.randomFaults()...)
 	}
 	for _, n := range names {
 		f, err := nemesis.Lookup(n)
