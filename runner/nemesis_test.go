@@ -158,3 +158,41 @@ func TestInapplicableNemesisRefused(t *testing.T) {
 		t.Errorf("want a refusal naming the fault and backend, got %v", err)
 	}
 }
+
+// TestInterruptedDuringFaults: Ctrl-C in the middle of a partition and a
+// server pause leaves no proxy listener, no stopped process, no server.
+func TestInterruptedDuringFaults(t *testing.T) {
+	requireRedis(t)
+	sc := parse(t, strings.Replace(nemesisBase, "duration: 2s", "duration: 1m", 1)+`nemesis:
+  script:
+    - fault: partition
+      topology: isolate-client
+      process: 0
+      at: 100ms
+      for: 1m
+    - fault: server-pause
+      servers: [A]
+      at: 200ms
+      for: 1m
+`)
+	store, tmp := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once both faults are in place (the server is stopped).
+		for len(leakcheck.StoppedUnder(tmp)) == 0 {
+			waitTick()
+		}
+		cancel()
+	}()
+	_, err := Run(ctx, sc, Options{Store: store, TempDir: tmp})
+	if err == nil {
+		t.Fatal("an interrupted run reported success")
+	}
+	assertNothingLeft(t, tmp)
+	if st := leakcheck.StoppedUnder(tmp); len(st) > 0 {
+		t.Errorf("stopped processes left: %v", st)
+	}
+	if l := leakcheck.Listeners(os.Getpid()); len(l) > 0 {
+		t.Errorf("proxy listeners left: %v", l)
+	}
+}

@@ -285,3 +285,5 @@ func TestAnalyzeTruncatedHistory(t *testing.T) {
 		t.Errorf("results.json not written beside the history: %v", err)
 	}
 }
+
+func waitTick() { time.Sleep(5 * time.Millisecond) }
