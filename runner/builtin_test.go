@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// long lists built-in scenarios too long for `make test` (make soak runs them).
+var long = map[string]bool{"chaos": true, "chaos-pg": true}
+
+// needs skips a scenario whose servers are not installed.
+func needs(t *testing.T, sc *scenarios.Scenario) {
+	t.Helper()
+	info, _, err := backends.Lookup(sc.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "psql"}
+	for _, k := range info.ServerKinds() {
+		if _, err := exec.LookPath(bins[k]); err != nil {
+			t.Skipf("%s not installed (make deps)", bins[k])
+		}
+	}
+}
+
+// TestBuiltinScenarios runs every canonical scenario with its own backend
+// and seed: each must give the verdict its file expects — overall and per
+// checker. A scenario that expects invalid proves the checkers can see.
+func TestBuiltinScenarios(t *testing.T) {
+	for _, name := range scenarios.BuiltinNames() {
+		if long[name] {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			sc, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			needs(t, sc)
+			out, err := Run(context.Background(), sc, Options{Store: t.TempDir(), TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := out.Expected
+			if want.Valid == "" {
+				want.Valid = "valid"
+			}
+			if got := out.Results.Valid.String(); got != want.Valid {
+				t.Errorf("verdict %s, expected %s:\n%s", got, want.Valid, out.Summary)
+			}
+			got := out.Results.Checkers.Verdicts()
+			for c, v := range want.Checkers {
+				if g, ok := got[c]; !ok || g.String() != v {
+					t.Errorf("checker %s: %v, expected %s", c, got[c], v)
+				}
+			}
+			if out.Results.Valid == checker.Valid && out.Results.Note != "" && strings.Contains(out.Results.Note, "nothing was checked") {
+				t.Errorf("valid without checking anything: %s", out.Results.Note)
+			}
+		})
+	}
+}
