@@ -39,3 +39,11 @@ bench:
 
 clean:
 	rm -rf bin $(STORE)
+
+.PHONY: matrix
+MATRIX_FLAGS ?=
+
+## matrix: every built-in scenario with every backend it applies to, judged against its expectation;
+## the report lands in $(STORE)/matrix/latest/ (e.g. make matrix MATRIX_FLAGS="--shard 1/2")
+matrix: deps build
+	./$(BIN) matrix --store $(STORE) $(MATRIX_FLAGS)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,14 +15,18 @@ import (
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
 
-// etcdBenchClients is the number of concurrent lock clients, each cycling
-// on a key of its own (no contention: the lock service's own cost).
-const etcdBenchClients = 8
+// BenchmarkEtcdBareCycles is the etcd backend's own comparator: the cycles
+// of BenchmarkCycles/etcd (8 clients, a key each, acquire+release, no
+// faults) written directly against client/v3 as its docs show — a session
+// with the library's own keepalive, Mutex.TryLock and Mutex.Unlock — so the
+// harness's overhead on etcd is a ratio of two numbers from one run:
+//
+//	go test -run '^$' -bench 'Cycles/^(etcd|bare-etcd)$' -benchtime 3s -count 3 ./backends/
+func BenchmarkEtcdBareCycles(b *testing.B) {
+	b.Run("bare-etcd", benchBareEtcd)
+}
 
-// etcdBenchCluster starts a one-member etcd whose process is checked to be
-// gone when the benchmark ends.
-func etcdBenchCluster(b *testing.B) (*cluster.Cluster, *cluster.Etcd) {
-	b.Helper()
+func benchBareEtcd(b *testing.B) {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		b.Skip("etcd not installed (make deps: Debian package etcd-server)")
 	}
@@ -33,99 +35,20 @@ func etcdBenchCluster(b *testing.B) (*cluster.Cluster, *cluster.Etcd) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
+	defer func() {
 		if err := cl.Close(); err != nil {
 			b.Errorf("cluster close: %v", err)
 		}
 		if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
 			b.Errorf("servers left running: %v", left)
 		}
-	})
-	e, err := cl.Etcd(context.Background(), cluster.EtcdOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return cl, e
-}
-
-// runCycles shares b.N cycles among the clients and reports cycles/s.
-func runCycles(b *testing.B, cycle func(p int) error) {
-	b.Helper()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, etcdBenchClients)
-	b.ResetTimer()
-	start := time.Now()
-	for p := range etcdBenchClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				if err := cycle(p); err != nil {
-					errs[p] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
-}
-
-// BenchmarkEtcdCycles: acquire+release through the etcd backend (the
-// harness's path: TryLock over our own lease, conditional release), 8
-// clients, one key each, no faults.
-func BenchmarkEtcdCycles(b *testing.B) {
-	cl, _ := etcdBenchCluster(b)
+	}()
 	ctx := context.Background()
-	keys := make([]string, etcdBenchClients)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%d", i)
-	}
-	_, factory, err := Lookup("etcd")
+	e, err := cl.Etcd(ctx, cluster.EtcdOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	be, err := factory(ctx, Env{Cluster: cl, TTL: 10 * time.Second, OpTimeout: 2 * time.Second, Clients: etcdBenchClients, Keys: keys})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer be.Close()
-	clients := make([]Client, etcdBenchClients)
-	for p := range clients {
-		c, err := be.Client(ctx, ClientEnv{Process: p, Gate: cluster.NewGate(), Clock: cluster.NewClock()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		clients[p] = c
-	}
-	runCycles(b, func(p int) error {
-		g, err := clients[p].Acquire(ctx, keys[p])
-		if err != nil {
-			return fmt.Errorf("acquire: %w", err)
-		}
-		if err := clients[p].Release(ctx, keys[p], g); err != nil {
-			return fmt.Errorf("release: %w", err)
-		}
-		return nil
-	})
-}
-
-// BenchmarkEtcdBareCycles: the same cycles written directly against
-// client/v3 as its docs show (a session with the library's own keepalive,
-// Mutex.TryLock and Mutex.Unlock), for the harness's overhead as a ratio.
-func BenchmarkEtcdBareCycles(b *testing.B) {
-	_, e := etcdBenchCluster(b)
-	ctx := context.Background()
-	mus := make([]*concurrency.Mutex, etcdBenchClients)
+	mus := make([]*concurrency.Mutex, benchClients)
 	for p := range mus {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
@@ -137,9 +60,11 @@ func BenchmarkEtcdBareCycles(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		mus[p] = concurrency.NewMutex(s, fmt.Sprintf("bare/k%d", p))
+		mus[p] = concurrency.NewMutex(s, fmt.Sprintf("bare/bench%d", p))
 	}
-	runCycles(b, func(p int) error {
+	parallelCycles(b, func(p int) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		if err := mus[p].TryLock(ctx); err != nil {
 			return fmt.Errorf("trylock: %w", err)
 		}

@@ -24,7 +24,7 @@ import (
 // and fails. The grant's lease is that validity. Release is a
 // compare-and-delete on all 5; it counts when a majority deleted. There are
 // no retries inside an acquire: the workload's think time is the random
-// retry delay.
+// retry delay. No extension: a grant lasts its validity.
 //
 // What it guarantees: mutual exclusion while fewer than 3 nodes fail or
 // lose keys, and while the timing assumptions hold — bounded network delay,
@@ -87,7 +87,11 @@ func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	for i, s := range b.servers {
 		addrs[i] = b.env.Cluster.ClientAddr(c.Process, s)
 	}
-	return newRedlockClient(addrs, b.env.TTL, b.env.OpTimeout, c.Clock), nil
+	rc := newRedlockClient(addrs, b.env.TTL, b.env.OpTimeout, c.Clock)
+	for _, s := range b.servers {
+		rc.labels = append(rc.labels, b.env.Cluster.Label(s))
+	}
+	return rc, nil
 }
 
 func (b *redlock) Close() error { return nil }
@@ -105,6 +109,8 @@ type redlockClient struct {
 	nodeTimeout time.Duration
 	quorum      int
 	clock       *cluster.Clock
+	// labels name the nodes (A..E) for the grants' record.
+	labels []string
 }
 
 func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *cluster.Clock) *redlockClient {
@@ -191,12 +197,18 @@ func (c *redlockClient) each(ctx context.Context, f func(ctx context.Context, rc
 func (c *redlockClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	token := randomToken()
 	start := c.clock.Now()
-	got, _ := c.each(ctx, func(ctx context.Context, rc *redis.Client) error {
+	got, res := c.each(ctx, func(ctx context.Context, rc *redis.Client) error {
 		return setNX(ctx, rc, key, token, c.ttl)
 	})
 	validity := c.ttl - c.clock.Since(start) - c.drift
 	if got.n[nodeYes] >= c.quorum && validity > 0 {
-		return Grant{Lease: validity, HasLease: true, Token: token}, nil
+		var granted []string
+		for i, r := range res {
+			if r == nodeYes && i < len(c.labels) {
+				granted = append(granted, c.labels[i])
+			}
+		}
+		return Grant{Lease: validity, HasLease: true, Token: token, Nodes: granted}, nil
 	}
 	// Failed: unlock everywhere, even where the node said no or did not
 	// answer (a timed-out SET may have landed). The cleanup runs even when

@@ -137,7 +137,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
 		o := porcupine.Operation{ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret}
 		if meta {
-			o.Metadata = fmt.Sprintf("invoked at %.6fs, returned at %.6fs", float64(inv.Time)/1e9, float64(ret)/1e9)
+			o.Metadata = opTimes{call: inv.Time, ret: ret}
 		}
 		n := len(kl.ops)
 		kl.ops = append(kl.ops, o)
@@ -460,7 +460,9 @@ const maxVisualized = 2000
 // stretch (see splitKey) porcupine finds illegal, else the first stretch,
 // starting with a made-up acquire by whoever held the key before it.
 // It runs porcupine in verbose mode, with DefaultLinearizableTimeout.
-func LinearizableVisualization(ops []history.Op, w io.Writer) error {
+// Annotations (times in the history's nanoseconds), such as fault windows,
+// are drawn along the operations.
+func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...porcupine.Annotation) error {
 	var all []porcupine.Operation
 	byKey := lockOperations(ops, true)
 	for _, k := range sortedKeys(byKey) {
@@ -489,8 +491,65 @@ func LinearizableVisualization(ops []history.Op, w io.Writer) error {
 		all = append(all, show.ops...)
 	}
 	_, info := porcupine.CheckOperationsVerbose(lockModel, all, DefaultLinearizableTimeout)
+	info.AddAnnotations(annotationsOnOps(all, annotations))
 	if err := porcupine.Visualize(lockModel, info, w); err != nil {
 		return fmt.Errorf("linearizability visualization: %w", err)
 	}
 	return nil
+}
+
+// opTimes is a visualized operation's real times (history nanoseconds),
+// kept as its metadata: hovering shows them, and annotationsOnOps places
+// annotations by them.
+type opTimes struct{ call, ret int64 }
+
+func (t opTimes) String() string {
+	return fmt.Sprintf("invoked at %.6fs, returned at %.6fs", float64(t.call)/1e9, float64(t.ret)/1e9)
+}
+
+// annotationsOnOps moves annotations from history nanoseconds to the
+// numbering porcupine is given (see orderTies), along the operations of the
+// first key shown (keys are numbered apart, so other keys line up only
+// roughly): an annotation starts at the first operation event at or after
+// its start and ends at the last one at or before its end.
+func annotationsOnOps(ops []porcupine.Operation, anns []porcupine.Annotation) []porcupine.Annotation {
+	if len(anns) == 0 {
+		return nil
+	}
+	type point struct{ real, at int64 }
+	var pts []point
+	var key string
+	for _, o := range ops {
+		t, ok := o.Metadata.(opTimes)
+		in, isLock := o.Input.(lockInput)
+		if !ok || !isLock {
+			continue
+		}
+		if key == "" {
+			key = in.key
+		}
+		if in.key == key {
+			pts = append(pts, point{t.call, o.Call}, point{t.ret, o.Return})
+		}
+	}
+	if len(pts) == 0 {
+		return anns
+	}
+	slices.SortFunc(pts, func(a, b point) int { return cmp.Or(cmp.Compare(a.real, b.real), cmp.Compare(a.at, b.at)) })
+	out := make([]porcupine.Annotation, len(anns))
+	for i, a := range anns {
+		s, _ := slices.BinarySearchFunc(pts, a.Start, func(p point, t int64) int { return cmp.Compare(p.real, t) })
+		e, _ := slices.BinarySearchFunc(pts, a.End+1, func(p point, t int64) int { return cmp.Compare(p.real, t) })
+		e--
+		start, end := pts[len(pts)-1].at+1, pts[0].at-1
+		if s < len(pts) {
+			start = pts[s].at
+		}
+		if e >= 0 {
+			end = pts[e].at
+		}
+		a.Start, a.End = start, max(start, end)
+		out[i] = a
+	}
+	return out
 }

@@ -114,17 +114,23 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*Etcd, error) {
 	e := &Etcd{}
 	var peers []string
+	used := map[int]bool{}
+	port := func() (int, error) {
+		p, err := FreePort()
+		if err == nil && used[p] {
+			err = fmt.Errorf("etcd: the kernel gave port %d twice", p)
+		}
+		used[p] = true
+		return p, err
+	}
 	for i := range opt.Members {
-		cp, err := FreePort()
+		cp, err := port()
 		if err != nil {
 			return nil, err
 		}
-		pp, err := FreePort()
+		pp, err := port()
 		if err != nil {
 			return nil, err
-		}
-		if cp == pp {
-			return nil, fmt.Errorf("etcd: the kernel gave port %d twice", cp)
 		}
 		name := fmt.Sprintf("etcd-%d", i)
 		dir := filepath.Join(c.tmp, name)

@@ -71,6 +71,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	// Settings reach the server; the fast defaults are on.
 	for sql, want := range map[string]string{
 		"SHOW fsync":                "off",
+		"SHOW synchronous_commit":   "on",
 		"SHOW idle_session_timeout": "90s",
 		"SHOW lock_timeout":         "2s",
 		"SHOW listen_addresses":     "127.0.0.1",

@@ -108,6 +108,11 @@ func (p *proc) signal(sig syscall.Signal) error {
 		if err := signalTree(p.cmd.Process.Pid, sig); err != nil {
 			return fmt.Errorf("%s: %v: %w", p.name, sig, err)
 		}
+		if sig == syscall.SIGSTOP {
+			// Signals arrive asynchronously: return once the whole tree
+			// is frozen, so a pause is in force when the caller records it.
+			waitStopped(append(descendants(p.cmd.Process.Pid), procRef{pid: p.cmd.Process.Pid}), 2*time.Second)
+		}
 	} else if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("%s: %v: %w", p.name, sig, err)
 	}
@@ -278,6 +283,21 @@ func procStat(pid int) (procStatus, bool) {
 func (r procRef) gone() bool {
 	st, ok := procStat(r.pid)
 	return !ok || st.state == 'Z' || st.state == 'X' || st.start != r.start
+}
+
+// waitStopped waits until every process is stopped (or gone), or d has
+// passed. A ref without a start time matches any process with its pid.
+func waitStopped(ps []procRef, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for _, p := range ps {
+		for time.Now().Before(deadline) {
+			st, ok := procStat(p.pid)
+			if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' || (p.start != "" && st.start != p.start) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 // waitGone waits until every process has ended, or d has passed; it

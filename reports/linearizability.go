@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
@@ -47,7 +49,7 @@ func linearizabilityHTML(ctx context.Context, ops []history.Op, heading string) 
 	done := make(chan result, 1)
 	go func() {
 		var buf bytes.Buffer
-		err := safeVis(ops, &buf)
+		err := safeVis(ops, &buf, faultAnnotations(fs))
 		done <- result{buf.Bytes(), err}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, visTimeout)
@@ -74,19 +76,49 @@ func linearizabilityHTML(ctx context.Context, ops []history.Op, heading string) 
 }
 
 // safeVis runs the checker's visualisation, turning a panic into an error.
-func safeVis(ops []history.Op, buf *bytes.Buffer) (err error) {
+func safeVis(ops []history.Op, buf *bytes.Buffer, anns []porcupine.Annotation) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("visualisation crashed: %v", r)
 		}
 	}()
-	return checker.LinearizableVisualization(ops, buf)
+	return checker.LinearizableVisualization(ops, buf, anns...)
+}
+
+// maxAnnotations caps the fault annotations drawn in porcupine's view.
+const maxAnnotations = 200
+
+// faultAnnotations turns fault windows into porcupine annotations: on the
+// row of each client a fault targets, or on a "nemesis" row for faults of
+// the whole system, coloured as in the plots.
+func faultAnnotations(fs []fault) []porcupine.Annotation {
+	cols := faultColourMap(fs)
+	var out []porcupine.Annotation
+	for _, f := range fs {
+		if len(out) >= maxAnnotations {
+			break
+		}
+		c := cols[f.Kind]
+		bg := fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
+		a := porcupine.Annotation{Start: f.Start, End: f.End, Description: f.Kind,
+			Details: faultWhen(f) + " " + f.Label(), BackgroundColor: bg}
+		if len(f.Processes) == 0 {
+			a.Tag = "nemesis"
+			out = append(out, a)
+			continue
+		}
+		for _, p := range f.Processes {
+			a.ClientId = p
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // faultBanner lists the fault windows, as an HTML fragment with inline style.
 func faultBanner(heading string, fs []fault) string {
 	var b strings.Builder
-	b.WriteString(`<div style="font:13px sans-serif;margin:8px 0 12px;padding:8px 12px;background:#f6f6f6;border-left:4px solid #888">`)
+	b.WriteString(`<div style="font:13px sans-serif;margin:44px 0 12px;padding:8px 12px;background:#f6f6f6;border-left:4px solid #888">`)
 	fmt.Fprintf(&b, `<b>%s</b> — porcupine's view of the lock operations, per key. <a href="index.html">back to the report</a><br>`, html.EscapeString(heading))
 	if len(fs) == 0 {
 		b.WriteString("No faults were injected.")

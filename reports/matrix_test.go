@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,7 +128,7 @@ func TestWriteMatrix(t *testing.T) {
 	checkPNG(t, filepath.Join(dir, FileMatrixPNG))
 
 	idx := read(t, filepath.Join(dir, FileIndex))
-	for _, w := range []string{`src="matrix.png"`, `href="../../baseline/mutex/20260101T000000/index.html"`, "NOT AS EXPECTED",
+	for _, w := range []string{`src="matrix.png"`, `href="../../baseline/mutex/20260101T000000/index.html"`, "HARNESS ERRORS",
 		"valid ≠ invalid", "pause needs a lease", "n/a", `href="junit.xml"`, `href="results.json"`, "s1 invalid", "s2 invalid", m.Command} {
 		if !strings.Contains(idx, w) {
 			t.Errorf("matrix index.html lacks %q", w)
@@ -266,7 +267,7 @@ func shard(m *Matrix, i, n int) *Matrix {
 			s.Cells = append(s.Cells, c)
 		}
 	}
-	s.Shard = string(rune('1'+i)) + "/" + string(rune('0'+n))
+	s.Shard = fmt.Sprintf("%d/%d", i+1, n)
 	return &s
 }
 
@@ -281,12 +282,9 @@ func TestMergeMatrices(t *testing.T) {
 		for j := range s.Cells {
 			s.Cells[j].Dir = "../../" + s.Cells[j].Backend + "/run"
 		}
-		d := filepath.Join(root, "machine"+string(rune('1'+i)), "store", "matrix", "2026010"+string(rune('1'+i))+"T000000")
+		d := filepath.Join(root, fmt.Sprintf("machine%d", i+1), "store", "matrix", fmt.Sprintf("2026010%dT000000", i+1))
 		if err := WriteMatrix(context.Background(), d, s); err != nil {
 			t.Fatal(err)
-		}
-		if len(s.Cells) > 0 && s.Cells[0].AsExpected != whole.Cells[i].AsExpected {
-			t.Fatal("shard cells changed")
 		}
 		dirs = append(dirs, d)
 	}

@@ -245,7 +245,7 @@ func TestPostgresResourceFencing(t *testing.T) {
 	w := res("writes", "w")
 	ok(w.Write(ctx, "w", 1, fence(5)))
 	stale(w.Write(ctx, "w", 2, fence(3)), "stale fence 3 < 5")
-	ok(w.Write(ctx, "w", 3, fence(5)))       // an equal fence is the same holder
+	ok(w.Write(ctx, "w", 3, fence(5)))         // an equal fence is the same holder
 	ok(w.Write(ctx, "w", 4, backends.Grant{})) // no fence, no check
 	if _, err := w.Read(ctx, "w", fence(1)); err != nil {
 		t.Errorf("writes: a read with a low fence is not checked, got %v", err)
@@ -340,9 +340,14 @@ func TestPGAdvisoryXactWriteInLockTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	var killed int
-	if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND pg_terminate_backend(pid)", cluster.PostgresApplication(0)).Scan(&killed); err != nil || killed != 1 {
-		t.Fatalf("terminated %d sessions of process 0: %v", killed, err)
+	var killed []bool
+	// The timeout form waits until the backend has exited (and rolled back).
+	rows, err := admin.Query(ctx, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = $1", cluster.PostgresApplication(0))
+	if err == nil {
+		killed, err = pgx.CollectRows(rows, pgx.RowTo[bool])
+	}
+	if err != nil || len(killed) != 1 || !killed[0] {
+		t.Fatalf("terminating process 0's session: %v, %v", killed, err)
 	}
 	rerr := c0.Release(ctx, "k0", g)
 	if !errors.Is(rerr, backends.ErrNotHeld) || backends.Outcome(rerr) != history.Fail {

@@ -10,12 +10,14 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have redis-server   || missing+=(redis-server)
 have redis-sentinel || missing+=(redis-sentinel)
 have etcd           || missing+=(etcd-server)
+# Headless Chromium opens the HTML reports in the browser tests.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
   missing+=(postgresql)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: redis-server, redis-sentinel, etcd and postgres are installed"
+  echo "deps: redis-server, redis-sentinel, etcd, postgres and chromium are installed"
   exit 0
 fi
 

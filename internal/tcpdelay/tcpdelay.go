@@ -9,7 +9,6 @@
 package tcpdelay
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -26,9 +25,6 @@ const (
 	// Down is server to client: replies.
 	Down
 )
-
-// ErrClosed is returned by a Proxy used after Close.
-var ErrClosed = errors.New("tcpdelay: proxy is closed")
 
 // Proxy forwards every connection it accepts to one target address.
 type Proxy struct {

@@ -1,0 +1,51 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"testing"
+)
+
+// TestLinearizabilityAnnotations: porcupine's view carries the fault
+// windows as annotations on the paused client's row, placed among the lock
+// operations that happened during the pause.
+func TestLinearizabilityAnnotations(t *testing.T) {
+	ops := kleppmann()
+	page := string(linearizabilityHTML(context.Background(), ops, "kleppmann"))
+	m := regexp.MustCompile(`"Annotations":(\[[^]]*\])`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no annotations in linearizability.html")
+	}
+	var anns []struct {
+		ClientId        int
+		Tag             string
+		Start, End      int
+		Description     string
+		BackgroundColor string
+	}
+	if err := json.Unmarshal([]byte(m[1]), &anns); err != nil {
+		t.Fatal(err)
+	}
+	if len(anns) != 1 {
+		t.Fatalf("want the one pause, got %+v", anns)
+	}
+	a := anns[0]
+	if a.ClientId != 0 || a.Tag != "" || a.Description != "pause" || a.BackgroundColor == "" {
+		t.Errorf("annotation: %+v", a)
+	}
+	// The pause (70ms to 2570ms) spans p1's acquire and release at 1.1s
+	// and 1.5s, and ends before p0's release at 2.7s: in porcupine's
+	// numbering of the six lock operations' events, it covers the events
+	// from the third to the sixth.
+	if !(a.Start < a.End) {
+		t.Errorf("the pause should span operations: %+v", a)
+	}
+	hist := regexp.MustCompile(`"Description":"p1 acquire k0 -\\u003e ok \(fence 34\)"`).FindStringIndex(page)
+	if hist == nil {
+		t.Fatal("p1's acquire is not in the view")
+	}
+	if a.Start != 200 || a.End != 500 {
+		t.Errorf("pause drawn over %d..%d, want 200..500 (p1's acquire call to its release return)", a.Start, a.End)
+	}
+}

@@ -1,0 +1,369 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// realBackends are the registered backends but this package's test-only ones.
+func realBackends() []string {
+	var out []string
+	for _, b := range backends.Names() {
+		if !strings.HasPrefix(b, "test-") {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func TestPlanMatrix(t *testing.T) {
+	bs := realBackends()
+	share, skipped, err := PlanMatrix(MatrixOptions{Backends: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every built-in scenario runs with exactly the backends it applies
+	// to (its backends: list, or all), less the pairs it cannot take.
+	got := map[string][]string{}
+	for _, k := range share {
+		got[k.Scenario] = append(got[k.Scenario], k.Backend)
+		if k.Seed < 1 {
+			t.Errorf("cell %s has no seed", k)
+		}
+	}
+	skip := map[[2]string]bool{}
+	for _, s := range skipped {
+		skip[[2]string{s.Scenario, s.Backend}] = true
+		if s.Why == "" {
+			t.Errorf("skipped %s × %s without a reason", s.Scenario, s.Backend)
+		}
+	}
+	for _, name := range scenarios.BuiltinNames() {
+		sc, err := scenarios.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applies := sc.Backends
+		if len(applies) == 0 {
+			applies = bs
+		}
+		var want []string
+		for _, b := range bs {
+			if slices.Contains(applies, b) && !skip[[2]string{name, b}] {
+				want = append(want, b)
+			}
+		}
+		if !slices.Equal(got[name], want) {
+			t.Errorf("%s: planned backends %v, want %v", name, got[name], want)
+		}
+	}
+	if len(got["baseline"]) < 2 || !slices.Contains(got["baseline"], "mutex") {
+		t.Errorf("baseline should run with every backend, the mutex included: %v", got["baseline"])
+	}
+
+	// Seeds multiply the cells; shards deal them out, each exactly once.
+	opt := MatrixOptions{Scenarios: []string{"baseline"}, Backends: []string{"mutex", "redis-token", "redis-naive"}, Seeds: 3}
+	all, _, err := PlanMatrix(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 9 || all[0].Seed != 1 || all[2].Seed != 3 {
+		t.Fatalf("3 backends × 3 seeds: %v", all)
+	}
+	var union []reports.CellKey
+	for i := 1; i <= 4; i++ {
+		o := opt
+		o.Shard, o.Shards = i, 4
+		part, _, err := PlanMatrix(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(part) < 2 || len(part) > 3 {
+			t.Errorf("shard %d/4 of 9 cells has %d", i, len(part))
+		}
+		union = append(union, part...)
+	}
+	slices.SortFunc(union, func(a, b reports.CellKey) int { return strings.Compare(a.String(), b.String()) })
+	sorted := slices.Clone(all)
+	slices.SortFunc(sorted, func(a, b reports.CellKey) int { return strings.Compare(a.String(), b.String()) })
+	if !slices.Equal(union, sorted) {
+		t.Errorf("the shards' cells are not the plan's, once each:\n%v\n%v", union, sorted)
+	}
+
+	// A fault that cannot act on a backend makes the pair not applicable.
+	file := filepath.Join(t.TempDir(), "clocky.yaml")
+	os.WriteFile(file, []byte("name: clocky\nbackend: redis-token\nnemesis:\n  random: {faults: [clock], interval: 1s, min: 100ms, max: 200ms}\n"), 0o644)
+	share, skipped, err = PlanMatrix(MatrixOptions{Scenarios: []string{file}, Backends: []string{"mutex", "redis-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(share) != 1 || share[0].Backend != "redis-token" || len(skipped) != 1 || skipped[0].Backend != "mutex" || !strings.Contains(skipped[0].Why, "clock") {
+		t.Errorf("clock on the lease-less mutex should be skipped: %v %v", share, skipped)
+	}
+
+	for _, bad := range []MatrixOptions{
+		{Backends: []string{"zookeeper"}},
+		{Scenarios: []string{"no-such-scenario"}},
+		{Scenarios: []string{"kleppmann-pause"}, Backends: []string{"mutex"}}, // no cell at all
+		{Scenarios: []string{"baseline", "baseline"}},
+	} {
+		if _, _, err := PlanMatrix(bad); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%+v: want ErrBadInput, got %v", bad, err)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		i, n int
+		ok   bool
+	}{{"1/2", 1, 2, true}, {"2/2", 2, 2, true}, {" 3 / 5 ", 3, 5, true}, {"0/2", 0, 0, false}, {"3/2", 0, 0, false}, {"1", 0, 0, false}, {"a/b", 0, 0, false}, {"1/0", 0, 0, false}} {
+		i, n, err := ParseShard(tc.in)
+		if (err == nil) != tc.ok || i != tc.i || n != tc.n {
+			t.Errorf("ParseShard(%q) = %d, %d, %v", tc.in, i, n, err)
+		}
+	}
+}
+
+// snapshot reads every regular file under dir, by relative path.
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameFiles(t *testing.T, what string, before, after map[string][]byte) {
+	t.Helper()
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: %s is gone", what, name)
+		case !bytes.Equal(a, b):
+			t.Errorf("%s: %s differs (%d bytes, then %d)", what, name, len(b), len(a))
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s: %s appeared", what, name)
+		}
+	}
+}
+
+// TestMatrixShardsAndReport runs baseline with the in-process mutex and two
+// Redis locks: once whole, once as two shards on two "machines" (stores)
+// merged. The verdict grid is the same; every cell is as expected; report
+// redraws the stored matrix and its runs byte for byte.
+func TestMatrixShardsAndReport(t *testing.T) {
+	requireRedis(t)
+	tmp := t.TempDir()
+	dur := time.Second
+	opt := MatrixOptions{
+		Scenarios: []string{"baseline"}, Backends: []string{"mutex", "redis-token", "redis-naive"},
+		Overrides: scenarios.Overrides{Duration: &dur}, RunArgs: []string{"--duration", "1s"}, TempDir: tmp,
+		Command: "test matrix",
+	}
+	var events []CellEvent
+	whole := opt
+	whole.Store = t.TempDir()
+	whole.OnCell = func(ev CellEvent) { events = append(events, ev) }
+	out, err := RunMatrix(context.Background(), whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, tmp)
+	m := out.Matrix
+	if len(m.Cells) != 3 || !m.Valid {
+		t.Fatalf("want 3 cells, all as expected:\n%s", reports.MatrixTable(m))
+	}
+	if len(events) != 6 || events[0].Done || !events[1].Done || events[5].Cell.Backend != "redis-naive" {
+		t.Errorf("OnCell events: %+v", events)
+	}
+	for _, c := range m.Cells {
+		want := "valid"
+		if c.Backend == "mutex" {
+			want = "invalid" // the negative control is caught
+		}
+		if c.Verdict != want || c.Holds == 0 || c.Seconds <= 0 {
+			t.Errorf("cell %s: %+v", c.CellKey, c)
+		}
+		if _, err := os.Stat(filepath.Join(out.Dir, c.Dir, reports.FileIndex)); err != nil {
+			t.Errorf("cell %s links to a missing run: %v", c.CellKey, err)
+		}
+		if !strings.Contains(readString(t, filepath.Join(out.Dir, c.Dir, reports.FileIndex)), "locktorture run --scenario baseline --backend "+c.Backend+" --seed 1 --duration 1s") {
+			t.Errorf("cell %s: its run page lacks the repeat command", c.CellKey)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(whole.Store, "matrix", "latest")); err != nil || target != filepath.Base(out.Dir) {
+		t.Errorf("store/matrix/latest -> %q (%v)", target, err)
+	}
+
+	// report redraws every file of the matrix and of its runs identically.
+	before := snapshot(t, whole.Store)
+	for _, f := range []string{reports.FileIndex, reports.FileMatrixPNG, reports.FileJUnit} {
+		os.Remove(filepath.Join(out.Dir, f))
+	}
+	runDir := filepath.Join(out.Dir, m.Cells[1].Dir)
+	for _, f := range []string{reports.FileIndex, reports.FileTimeline, reports.FileLatency, reports.FileRate, reports.FileLinearizability, reports.FileJUnit} {
+		os.Remove(filepath.Join(runDir, f))
+	}
+	dir, isMatrix, err := Report(context.Background(), out.Dir, func(s string) { t.Error(s) })
+	if err != nil || !isMatrix || dir != out.Dir {
+		t.Fatalf("report: %v %v %v", dir, isMatrix, err)
+	}
+	sameFiles(t, "matrix report redrawn", before, snapshot(t, whole.Store))
+
+	// The same matrix as two shards on two machines, merged.
+	var shardDirs []string
+	for i := 1; i <= 2; i++ {
+		s := opt
+		s.Store = t.TempDir()
+		s.Shard, s.Shards = i, 2
+		so, err := RunMatrix(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if so.Matrix.Shard == "" || len(so.Matrix.Planned) != 3 {
+			t.Errorf("shard %d: %q, planned %d", i, so.Matrix.Shard, len(so.Matrix.Planned))
+		}
+		shardDirs = append(shardDirs, s.Store) // a store: its newest matrix is taken
+	}
+	assertNothingLeft(t, tmp)
+	mstore := t.TempDir()
+	merged, err := MergeMatrix(context.Background(), shardDirs, mstore, "test merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(merged.Matrix.Grid(), m.Grid()) {
+		t.Errorf("merged grid differs from the whole run's:\n%v\n%v", merged.Matrix.Grid(), m.Grid())
+	}
+	if !merged.Matrix.Valid || len(merged.Matrix.Shards) != 2 {
+		t.Errorf("merged: valid %v, shards %v", merged.Matrix.Valid, merged.Matrix.Shards)
+	}
+	for _, c := range merged.Matrix.Cells {
+		if _, err := os.Stat(filepath.Join(merged.Dir, c.Dir, reports.FileIndex)); err != nil {
+			t.Errorf("merged cell %s links to a missing run: %v", c.CellKey, err)
+		}
+	}
+	// Merging one shard alone leaves the other's cells missing: not valid.
+	half, err := MergeMatrix(context.Background(), shardDirs[:1], t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, missing := half.Matrix.Counts(); missing == 0 || half.Matrix.Valid {
+		t.Errorf("half a matrix merged should have missing cells:\n%s", reports.MatrixTable(half.Matrix))
+	}
+	if _, err := MergeMatrix(context.Background(), []string{t.TempDir()}, t.TempDir(), ""); !errors.Is(err, ErrBadInput) {
+		t.Errorf("merging a directory with no matrix: %v", err)
+	}
+}
+
+func readString(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMatrixHarnessError: a backend that fails to start is an error cell,
+// and the matrix goes on to the next cell.
+func TestMatrixHarnessError(t *testing.T) {
+	requireRedis(t)
+	tmp := t.TempDir()
+	dur := time.Second
+	out, err := RunMatrix(context.Background(), MatrixOptions{
+		Scenarios: []string{"baseline"}, Backends: []string{"test-fail-after-start", "mutex"},
+		Overrides: scenarios.Overrides{Duration: &dur}, Store: t.TempDir(), TempDir: tmp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, tmp)
+	m := out.Matrix
+	if len(m.Cells) != 2 || !m.HasErrors() || m.Valid {
+		t.Fatalf("want an error cell and a run after it:\n%s", reports.MatrixTable(m))
+	}
+	if c := m.Cells[0]; c.Verdict != reports.VerdictError || !strings.Contains(c.Error, "refused to start") || c.Dir != "" {
+		t.Errorf("error cell: %+v", c)
+	}
+	if c := m.Cells[1]; c.Backend != "mutex" || c.Verdict != "invalid" || !c.AsExpected {
+		t.Errorf("the cell after the error: %+v", c)
+	}
+	if !strings.Contains(readString(t, filepath.Join(out.Dir, reports.FileJUnit)), `type="harness"`) {
+		t.Error("junit.xml should carry the harness error")
+	}
+}
+
+// TestMatrixInterrupted: a cancelled matrix stops, keeps what ran, and
+// says so.
+func TestMatrixInterrupted(t *testing.T) {
+	tmp := t.TempDir()
+	dur := 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := RunMatrix(ctx, MatrixOptions{
+		Scenarios: []string{"baseline"}, Backends: []string{"mutex"}, Seeds: 3,
+		Overrides: scenarios.Overrides{Duration: &dur}, Store: t.TempDir(), TempDir: tmp,
+		OnCell: func(ev CellEvent) {
+			if ev.Done {
+				cancel()
+			}
+		},
+	})
+	if !errors.Is(err, ErrInterrupted) || out == nil {
+		t.Fatalf("want ErrInterrupted and an outcome, got %v", err)
+	}
+	m, rerr := reports.ReadMatrix(out.Dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !m.Interrupted || m.Valid || len(m.Cells) != 1 || len(m.Planned) != 3 {
+		t.Errorf("interrupted matrix: %+v", m)
+	}
+	assertNothingLeft(t, tmp)
+}
+
+// TestAnalyzeRedrawsReport: analyze writes the report files again, the
+// same as the run wrote them.
+func TestAnalyzeRedrawsReport(t *testing.T) {
+	dur := 500 * time.Millisecond
+	sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("mutex"), Duration: &dur})
+	out, _ := runIt(t, sc)
+	before := snapshot(t, out.Dir)
+	for _, f := range []string{reports.FileIndex, reports.FileTimeline, reports.FileJUnit, reports.FileLinearizability} {
+		if err := os.Remove(filepath.Join(out.Dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Analyze(context.Background(), out.Dir, Options{}, func(s string) { t.Error(s) }); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "analyze", before, snapshot(t, out.Dir))
+}
