@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -33,6 +32,7 @@ func init() {
 		Name:        "redis-renew",
 		Description: "redis-token plus a watchdog that extends the lease every TTL/3 and aborts the work when an extension fails",
 		Servers:     "1 redis-server",
+		Sentinel:    true,
 		Lease:       true,
 	}, newRedisRenew)
 }
@@ -45,21 +45,21 @@ end
 return 0`)
 
 type redisRenew struct {
-	server *cluster.Redis
+	target *redisTarget
 	env    Env
 }
 
 func newRedisRenew(ctx context.Context, env Env) (Backend, error) {
-	r, err := startOneRedis(ctx, env)
+	t, err := startRedisTarget(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &redisRenew{server: r, env: env}, nil
+	return &redisRenew{target: t, env: env}, nil
 }
 
 func (b *redisRenew) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	return &redisRenewClient{
-		rc:      newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout),
+		rc:      b.target.client(c),
 		ttl:     b.env.TTL,
 		timeout: b.env.OpTimeout,
 		env:     c,

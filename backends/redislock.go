@@ -30,25 +30,26 @@ func init() {
 		Name:        "redislock",
 		Description: "github.com/bsm/redislock: a single-instance token lock",
 		Servers:     "1 redis-server",
+		Sentinel:    true,
 		Lease:       true,
 	}, newRedislock)
 }
 
 type redislockBackend struct {
-	server *cluster.Redis
+	target *redisTarget
 	env    Env
 }
 
 func newRedislock(ctx context.Context, env Env) (Backend, error) {
-	r, err := startOneRedis(ctx, env)
+	t, err := startRedisTarget(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &redislockBackend{server: r, env: env}, nil
+	return &redislockBackend{target: t, env: env}, nil
 }
 
 func (b *redislockBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	rc := newRedisClient(b.env.Cluster.ClientAddr(c.Process, b.server), b.env.OpTimeout)
+	rc := b.target.client(c)
 	return &redislockClient{rc: rc, lc: redislock.New(rc), ttl: b.env.TTL, clock: c.Clock, locks: map[string]*redislock.Lock{}}, nil
 }
 
