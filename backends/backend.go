@@ -137,6 +137,8 @@ type Env struct {
 	// Redis is the setup of single-Redis backends: single (default) or
 	// sentinel (primary, replica, three Sentinels).
 	Redis string
+	// EtcdMembers is the size of the etcd cluster (0 means 1).
+	EtcdMembers int
 	// WaitReplicas, when positive, makes single-Redis backends WAIT for
 	// that many replicas after acquiring, failing the acquire on a short count.
 	WaitReplicas int

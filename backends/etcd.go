@@ -89,7 +89,7 @@ type etcdBackend struct {
 }
 
 func newEtcd(ctx context.Context, env Env) (Backend, error) {
-	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{})
+	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.EtcdMembers})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -187,6 +187,8 @@ type Scenario struct {
 	// Redis is the setup single-Redis backends run over: single (the
 	// default) or sentinel (a primary, a replica and three Sentinels).
 	Redis string `yaml:"redis,omitempty"`
+	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
+	EtcdMembers int `yaml:"etcd_members,omitempty"`
 	// WaitReplicas makes single-Redis backends WAIT for that many replicas
 	// after acquiring, and fail the acquire on a short count.
 	WaitReplicas int `yaml:"wait_replicas,omitempty"`
@@ -367,6 +369,9 @@ func (s *Scenario) Validate() error {
 		}
 	default:
 		return bad("redis", "unknown redis setup %q (single, sentinel)", s.Redis)
+	}
+	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
+		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
 	}
 	if s.WaitReplicas < 0 || (s.WaitReplicas > 0 && s.Redis != backends.RedisSentinel) {
 		return bad("wait_replicas", "wait_replicas needs `redis: sentinel` (there is no replica otherwise)")
