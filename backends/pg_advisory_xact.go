@@ -22,9 +22,9 @@ import (
 // resource, no write of a holder whose lock was lost can ever commit. Does
 // not guarantee anything for a resource outside the transaction (memory):
 // there, a holder whose session died keeps working unaware. No lease, no
-// fence. A write recorded ok becomes durable at the release's COMMIT; if
-// that COMMIT fails the write was rolled back although the history shows
-// it accepted.
+// fence. A write made in the transaction takes effect at the release's
+// COMMIT: the history marks it `tx`, and the checkers judge it by that
+// release's outcome (a failed COMMIT rolled it back).
 func init() {
 	Register(Info{
 		Name:        "pg-advisory-xact",

@@ -14,6 +14,7 @@ import (
 // judged. It also counts reads and writes the resource refused as stale (a
 // fail whose error mentions "stale"): there the fence did its job.
 func Fencing(ops []history.Op) *FencingResult {
+	ops = resolveTx(ops)
 	res := &FencingResult{Valid: Valid, Violations: []StaleWrite{}}
 	highest := map[string]int64{} // highest fence accepted so far, by key
 	type pend struct {

@@ -23,6 +23,7 @@ const (
 // Writes that completed info may or may not have happened: they never make
 // a violation. A key without a final-read is judged by duplicates only.
 func LostUpdate(ops []history.Op) *LostUpdateResult {
+	ops = resolveTx(ops)
 	res := &LostUpdateResult{Valid: Valid, Violations: []LostUpdateViolation{}}
 	type write struct {
 		process int

@@ -60,6 +60,12 @@ type Op struct {
 	LeaseMS *int64 `json:"lease_ms,omitempty"`
 	// Error says why, on fail and info.
 	Error string `json:"error,omitempty"`
+	// Tx marks a write made inside the lock's own transaction
+	// (pg-advisory-xact with the postgres resource): it takes effect only
+	// if the process's release of that key — the COMMIT — completes ok.
+	// Checkers judge such a write by its release's outcome. An extension
+	// of Jepsen's fields; absent everywhere else.
+	Tx bool `json:"tx,omitempty"`
 }
 
 // Int returns the Value as an integer, and whether it is one.

@@ -212,11 +212,15 @@ func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error
 		return nil
 	}
 	val := history.IntValue(v + 1)
-	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Write, Key: key, Fence: g.Fence, Value: val}); err != nil {
+	tx := false
+	if t, ok := l.res.(TxResource); ok {
+		tx = t.InTx(g)
+	}
+	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Write, Key: key, Fence: g.Fence, Value: val, Tx: tx}); err != nil {
 		return err
 	}
 	werr := l.res.Write(ctx, key, v+1, g)
-	done := history.Op{Type: resourceOutcome(werr), F: history.Write, Key: key, Fence: g.Fence, Value: val}
+	done := history.Op{Type: resourceOutcome(werr), F: history.Write, Key: key, Fence: g.Fence, Value: val, Tx: tx}
 	if werr != nil {
 		done.Error = errString(werr)
 	}

@@ -200,3 +200,11 @@ func (r *Postgres) Close() error {
 	r.pool.Close()
 	return nil
 }
+
+// InTx reports whether the resource acts inside the grant's transaction
+// (pg-advisory-xact, pg-skip-locked): its writes then commit, or not,
+// with the release.
+func (r *Postgres) InTx(g backends.Grant) bool {
+	_, ok := g.Conn.(pgx.Tx)
+	return ok
+}

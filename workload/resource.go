@@ -116,6 +116,13 @@ type Resource interface {
 	Close() error
 }
 
+// TxResource is a resource that can act inside the lock's own transaction
+// (the grant's Conn): its writes then take effect only when the release
+// commits, and are recorded with history's Tx mark.
+type TxResource interface {
+	InTx(g backends.Grant) bool
+}
+
 // Memory is the in-harness resource.
 type Memory struct {
 	mode    string
