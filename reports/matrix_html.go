@@ -301,12 +301,13 @@ var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1f2328;max-width:1400px;margin:0 auto;padding:16px 24px 48px}
+body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1f2328;max-width:1800px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:26px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 .verdict{display:inline-block;font-size:34px;font-weight:800;letter-spacing:1px;padding:6px 22px;border-radius:8px;color:#fff;margin:8px 0}
 .verdict.valid{background:#1a7f37}.verdict.invalid{background:#cf222e}.verdict.unknown{background:#bf8700}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 10px;text-align:left;vertical-align:top}th{background:#f6f8fa}
-table.grid td{text-align:center;min-width:80px;padding:6px 8px}table.grid th.row{text-align:right}
+.scroll{overflow-x:auto}table.grid{font-size:13px}table.grid td,table.grid th{white-space:nowrap;padding:4px 6px}
+table.grid td{text-align:center;min-width:56px}table.grid th.row{text-align:right}
 table.grid td.ok{background:#2da44e}table.grid td.bad{background:#cf222e}table.grid td.error{background:#d4a72c}
 table.grid td.na{background:#eaeef2;color:#57606a}table.grid td.none{background:#fff;color:#8c959f}
 .run{display:block;font-weight:700;text-decoration:none;padding:1px 4px;border-radius:4px}
@@ -330,10 +331,10 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace}
 <h2>Verdicts</h2>
 <p class="legend"><span style="background:#2da44e;color:#fff">as expected</span><span style="background:#cf222e;color:#fff">NOT as expected (verdict ≠ expected)</span><span style="background:#d4a72c">harness error / not run</span><span style="background:#eaeef2">not applicable</span><span>— not one of the scenario's backends</span>
 Each verdict links to its run's report. A * marks a run whose verdict matches but a checker's does not.</p>
-<table class="grid">
+<div class="scroll"><table class="grid">
 <tr><th>scenario \ backend</th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
 {{range $i, $row := .Rows}}<tr><th class="row">{{$row}}</th>{{range index $.Grid $i}}<td class="{{.Class}}" title="{{.Title}}">{{range .Runs}}{{if .Href}}<a class="run {{.Class}}" href="{{.Href}}" title="{{.Title}}">{{.Label}}</a>{{else}}<span class="run {{.Class}}" title="{{.Title}}">{{.Label}}</span>{{end}}{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 
 <h2>Comparison</h2>
 <p><a href="matrix.png"><img src="matrix.png" alt="the verdict grid, violations per 1,000 holds and lock cycles per second per backend"></a></p>

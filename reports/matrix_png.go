@@ -191,7 +191,9 @@ func matrixPNG(m *Matrix) ([]byte, error) {
 }
 
 // barPlot is a horizontal bar chart, one bar per name (the first on top),
-// each labelled with its value.
+// each labelled with its value. When one bar dwarfs the rest (the mutex
+// negative control does), the axis stops short of it and its bar is drawn
+// broken, so the others stay readable.
 func barPlot(title string, names []string, vals []float64, col color.Color, format string) *plot.Plot {
 	p := newPlot(title, "", "")
 	p.Title.TextStyle.Font.Size = 10
@@ -203,28 +205,52 @@ func barPlot(title string, names []string, vals []float64, col color.Color, form
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
-	hi := 0.0
+	hi, hi2 := 0.0, 0.0 // the largest value and the one below it
 	for _, v := range vals {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			hi = max(hi, v)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		switch {
+		case v > hi:
+			hi, hi2 = v, hi
+		case v > hi2:
+			hi2 = v
 		}
 	}
-	if hi == 0 {
-		hi = 1
+	top := hi
+	if hi2 > 0 && hi > 5*hi2 {
+		top = hi2 * 1.6
 	}
-	p.X.Min, p.X.Max = 0, hi*1.18
+	if top == 0 {
+		top = 1
+	}
+	p.X.Min, p.X.Max = 0, top*1.18
 	lbl := textStyle(8, color.Black)
 	lbl.YAlign = text.YCenter
 	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		for i, v := range vals {
 			y := float64(n - 1 - i)
-			x1 := trX(v)
+			broken := v > top*1.18
+			x1 := trX(min(v, top*1.12))
 			if v > 0 && x1-trX(0) < vg.Points(1) {
 				x1 = trX(0) + vg.Points(1)
 			}
-			rect(&c, col, trX(0), trY(y-0.32), x1, trY(y+0.32))
-			c.FillText(lbl, vg.Point{X: x1 + vg.Points(3), Y: trY(y)}, strings.TrimSpace(fmt.Sprintf(format, v)))
+			y0, y1 := trY(y-0.32), trY(y+0.32)
+			rect(&c, col, trX(0), y0, x1, y1)
+			txt := strings.TrimSpace(fmt.Sprintf(format, v))
+			if broken {
+				// A white gap across the bar says it goes on.
+				xb := trX(top * 0.9)
+				gap := vg.Points(3)
+				c.FillPolygon(color.White, []vg.Point{{X: xb, Y: y0 - 1}, {X: xb + gap, Y: y0 - 1}, {X: xb + gap + gap, Y: y1 + 1}, {X: xb + gap, Y: y1 + 1}})
+				in := lbl
+				in.Color, in.XAlign = color.White, text.XRight
+				in.Font.Weight = 700
+				c.FillText(in, vg.Point{X: xb - vg.Points(3), Y: trY(y)}, txt+" (bar cut)")
+				continue
+			}
+			c.FillText(lbl, vg.Point{X: x1 + vg.Points(3), Y: trY(y)}, txt)
 		}
 	}))
 	return p

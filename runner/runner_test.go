@@ -264,9 +264,10 @@ func TestAnalyzeTruncatedHistory(t *testing.T) {
 	// Cut the file in the middle of a line, as a killed harness would.
 	cut := filepath.Join(t.TempDir(), "history.jsonl")
 	n := len(data) * 3 / 4
-	for data[n-1] == '\n' {
+	for data[n-1] != '\n' { // back to a line's start, then 10 bytes into it
 		n--
 	}
+	n += 10
 	if err := os.WriteFile(cut, data[:n], 0o644); err != nil {
 		t.Fatal(err)
 	}
