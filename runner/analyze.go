@@ -40,6 +40,10 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 		truncated = true
 		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", err, len(ops)))
 	}
+	if err := history.Validate(ctx, ops); err != nil {
+		// Check what is there anyway, as Jepsen would, but say so.
+		warn(fmt.Sprintf("the history breaks the format (%v); checking it anyway", err))
+	}
 	out := &Outcome{Dir: dir}
 	var names []string
 	var sc *scenarios.Scenario
