@@ -491,6 +491,11 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 		all = append(all, show.ops...)
 	}
 	_, info := porcupine.CheckOperationsVerbose(lockModel, all, DefaultLinearizableTimeout)
+	for _, p := range info.PartialLinearizations() {
+		// Porcupine collects these from a map: put them in one order (longest
+		// first, as it shows them), so the same history gives the same page.
+		slices.SortFunc(p, func(a, b []int) int { return cmp.Or(cmp.Compare(len(b), len(a)), slices.Compare(a, b)) })
+	}
 	info.AddAnnotations(annotationsOnOps(all, annotations))
 	if err := porcupine.Visualize(lockModel, info, w); err != nil {
 		return fmt.Errorf("linearizability visualization: %w", err)

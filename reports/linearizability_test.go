@@ -1,10 +1,14 @@
 package reports
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/history"
 )
 
 // TestLinearizabilityAnnotations: porcupine's view carries the fault
@@ -47,5 +51,32 @@ func TestLinearizabilityAnnotations(t *testing.T) {
 	}
 	if a.Start != 200 || a.End != 500 {
 		t.Errorf("pause drawn over %d..%d, want 200..500 (p1's acquire call to its release return)", a.Start, a.End)
+	}
+}
+
+// TestLinearizabilityDeterministic: a history porcupine cannot linearize
+// in many equally long ways (four processes granted one key at once) draws
+// the same page every time, though porcupine collects those ways from a map.
+func TestLinearizabilityDeterministic(t *testing.T) {
+	var h hb
+	I, O := history.Invoke, history.OK
+	for p := range 4 {
+		h.add(float64(1+p), p, I, "acquire", "k0")
+	}
+	for p := range 4 {
+		h.add(float64(10+p), p, O, "acquire", "k0", lease(1000))
+	}
+	for p := range 4 {
+		h.add(float64(20+2*p), p, I, "release", "k0")
+		h.add(float64(21+2*p), p, O, "release", "k0")
+	}
+	first := linearizabilityHTML(context.Background(), h.ops, "four at once")
+	if !strings.Contains(string(first), `"PartialLinearizations":[[`) {
+		t.Fatal("no porcupine view drawn")
+	}
+	for i := range 20 {
+		if again := linearizabilityHTML(context.Background(), h.ops, "four at once"); !bytes.Equal(again, first) {
+			t.Fatalf("drawing %d differs from the first", i+2)
+		}
 	}
 }

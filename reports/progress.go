@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -300,14 +302,21 @@ func (p *Progress) drawLocked(now time.Time) {
 		b.WriteString(" · checking")
 	}
 	s := b.String()
-	if w := termWidth(); len([]rune(s)) > w+4 { // +4: the escape sequence
+	if w := termWidth(p.w); len([]rune(s)) > w+4 { // +4: the escape sequence
 		s = string([]rune(s)[:w+3])
 	}
 	io.WriteString(p.w, s)
 	p.drawn = true
 }
 
-func termWidth() int {
+// termWidth is the terminal's width less one (the bar must not wrap):
+// asked of the terminal, else $COLUMNS, else 120.
+func termWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 20 {
+			return int(ws.Col) - 1
+		}
+	}
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 20 {
 		return n - 1
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
 	"os"
 	"path/filepath"
 
@@ -56,12 +58,24 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			out.Expected = sc.Expected(sc.Backend)
 		}
 	}
+	var skipped []string
+	if sc != nil {
+		if binfo, _, err := backends.Lookup(sc.Backend); err == nil {
+			if len(names) == 0 {
+				names = checker.All
+			}
+			names, skipped = applicable(names, binfo)
+		}
+	}
 	res, err := check(ctx, ops, names, opt)
 	if err != nil {
 		return nil, err
 	}
 	if sc != nil {
 		res.Scenario, res.Backend, res.Resource, res.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+		if len(skipped) > 0 {
+			noteSkipped(res, sc.Backend, skipped)
+		}
 	}
 	res.Truncated = truncated
 	if truncated && res.Note == "" {

@@ -232,7 +232,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		return nil, err
 	}
 	if len(skipped) > 0 {
-		results.Note = strings.TrimPrefix(results.Note+"; "+sc.Backend+" takes no lock, so "+strings.Join(skipped, " and ")+" did not apply", "; ")
+		noteSkipped(results, sc.Backend, skipped)
 	}
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
 	out = &Outcome{Results: results, Dir: dir, Expected: sc.Expected(sc.Backend)}
@@ -257,6 +257,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		lg.Printf("store/latest: %v", err)
 	}
 	return out, nil
+}
+
+// noteSkipped says in the results which checkers did not apply.
+func noteSkipped(r *checker.Results, backend string, skipped []string) {
+	r.Note = strings.TrimPrefix(r.Note+"; "+backend+" takes no lock, so "+strings.Join(skipped, " and ")+" did not apply", "; ")
 }
 
 // applicable drops the lock checkers for a lock-free comparator, whose
