@@ -220,6 +220,16 @@ func Summary(res *checker.Results, maxViolations int) string {
 	if maxViolations == 0 {
 		return b.String()
 	}
+	if ws := staleWindows(res.Checkers.Mutex); len(ws) > 0 {
+		b.WriteString("in short:\n")
+		for i, w := range ws {
+			if maxViolations > 0 && i >= maxViolations {
+				fmt.Fprintf(&b, "  … and %d more stale holders\n", len(ws)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
 	groups := violationGroups(&res.Checkers)
 	if len(groups) > 0 {
 		b.WriteString("violations:\n")
@@ -237,4 +247,62 @@ func Summary(res *checker.Results, maxViolations int) string {
 		}
 	}
 	return b.String()
+}
+
+// staleWindows sums up the stale-holder overlaps per stale hold: how long
+// the holder went on after its lease ran out, and who took the lock
+// meanwhile — Kleppmann's picture in one line.
+func staleWindows(m *checker.MutexResult) []string {
+	if m == nil {
+		return nil
+	}
+	type holdID struct {
+		p     int
+		key   string
+		start int64
+	}
+	type window struct {
+		h      checker.Hold
+		takers map[int]int
+		order  []int
+	}
+	var ids []holdID
+	wins := map[holdID]*window{}
+	for _, v := range m.Violations {
+		e := v.Earlier
+		if v.Kind != checker.StaleHolder || e.LeaseEnd == nil || *e.LeaseEnd > v.Start {
+			continue
+		}
+		id := holdID{e.Process, e.Key, e.Start}
+		w, ok := wins[id]
+		if !ok {
+			w = &window{h: e, takers: map[int]int{}}
+			wins[id] = w
+			ids = append(ids, id)
+		}
+		if w.takers[v.Later.Process] == 0 {
+			w.order = append(w.order, v.Later.Process)
+		}
+		w.takers[v.Later.Process]++
+	}
+	var out []string
+	for _, id := range ids {
+		w := wins[id]
+		end := fmt.Sprintf("%.2fs", float64(w.h.End)/1e9)
+		if w.h.Open {
+			end = "the end of the history"
+		}
+		var who []string
+		for _, p := range w.order {
+			n := w.takers[p]
+			times := "once"
+			if n > 1 {
+				times = fmt.Sprintf("%d times", n)
+			}
+			who = append(who, fmt.Sprintf("process %d acquired it %s", p, times))
+		}
+		out = append(out, fmt.Sprintf("process %d went on holding %s for %.2fs after its lease ran out (%.2fs to %s); meanwhile %s",
+			w.h.Process, w.h.Key, float64(w.h.End-*w.h.LeaseEnd)/1e9, float64(*w.h.LeaseEnd)/1e9, end, strings.Join(who, ", ")))
+	}
+	return out
 }
