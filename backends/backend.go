@@ -137,6 +137,8 @@ type Env struct {
 	// Redis is the setup of single-Redis backends: single (default) or
 	// sentinel (primary, replica, three Sentinels).
 	Redis string
+	// Postgres are the PostgreSQL server's settings (timeouts, keepalives).
+	Postgres cluster.PostgresOptions
 	// EtcdMembers is the size of the etcd cluster (0 means 1).
 	EtcdMembers int
 	// WaitReplicas, when positive, makes single-Redis backends WAIT for

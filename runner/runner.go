@@ -118,7 +118,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		}
 		lg.Printf("servers stopped")
 	}()
-	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed, Persistence: sc.Persistence, Redis: sc.Redis, WaitReplicas: sc.WaitReplicas, EtcdMembers: sc.EtcdMembers}
+	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed, Persistence: sc.Persistence, Redis: sc.Redis, WaitReplicas: sc.WaitReplicas, EtcdMembers: sc.EtcdMembers, Postgres: sc.PostgresOptions()}
 	sch := sc.NemesisSchedule()
 	if nemesis.UsesLinks(sch.Script, sch.Random) {
 		// Every client's traffic to every server gets a link of its own,
@@ -136,7 +136,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	for _, l := range cl.Logs() {
 		lg.Printf("server up, log %s", filepath.Base(l))
 	}
-	res, err := workload.NewResource(ctx, sc.Resource, workload.ResourceEnv{Cluster: cl, Fencing: sc.Fencing, Keys: sc.KeyNames(), Backend: sc.Backend})
+	res, err := workload.NewResource(ctx, sc.Resource, workload.ResourceEnv{Cluster: cl, Fencing: sc.Fencing, Keys: sc.KeyNames(), Backend: sc.Backend, Postgres: sc.PostgresOptions()})
 	if err != nil {
 		return nil, fmt.Errorf("resource %s: %w", sc.Resource, err)
 	}

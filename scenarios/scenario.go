@@ -21,6 +21,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workload"
 )
@@ -102,6 +103,39 @@ type Step struct {
 	// Jump moves a clock (negative: backwards); Rate makes it drift.
 	Jump SignedDuration `yaml:"jump,omitempty"`
 	Rate float64        `yaml:"rate,omitempty"`
+}
+
+// PostgresSettings are the server-side settings a scenario may give the
+// run's PostgreSQL: they decide when the server itself ends a holder's
+// session (and so frees its locks).
+type PostgresSettings struct {
+	// IdleSessionTimeout ends a session idle outside a transaction.
+	IdleSessionTimeout Duration `yaml:"idle_session_timeout,omitempty"`
+	// IdleInTransactionSessionTimeout ends a session idle in a transaction.
+	IdleInTransactionSessionTimeout Duration `yaml:"idle_in_transaction_session_timeout,omitempty"`
+	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
+	// the server's keepalives on client connections.
+	TCPKeepalivesIdle     Duration `yaml:"tcp_keepalives_idle,omitempty"`
+	TCPKeepalivesInterval Duration `yaml:"tcp_keepalives_interval,omitempty"`
+	TCPKeepalivesCount    int      `yaml:"tcp_keepalives_count,omitempty"`
+	// Durable turns fsync back on.
+	Durable bool `yaml:"durable,omitempty"`
+	// Settings are any other server settings, as postgresql.conf spells them.
+	Settings map[string]string `yaml:"settings,omitempty"`
+}
+
+// PostgresOptions converts the settings for the cluster (zero when unset).
+func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
+	p := s.Postgres
+	if p == nil {
+		return cluster.PostgresOptions{}
+	}
+	return cluster.PostgresOptions{
+		Durable: p.Durable, IdleSessionTimeout: p.IdleSessionTimeout.D(),
+		IdleInTransactionSessionTimeout: p.IdleInTransactionSessionTimeout.D(),
+		TCPKeepalivesIdle:               p.TCPKeepalivesIdle.D(), TCPKeepalivesInterval: p.TCPKeepalivesInterval.D(),
+		TCPKeepalivesCount: p.TCPKeepalivesCount, Settings: p.Settings,
+	}
 }
 
 // SignedDuration is a duration that may be negative ("-2s").
@@ -187,6 +221,8 @@ type Scenario struct {
 	// Redis is the setup single-Redis backends run over: single (the
 	// default) or sentinel (a primary, a replica and three Sentinels).
 	Redis string `yaml:"redis,omitempty"`
+	// Postgres sets server-side settings of the run's PostgreSQL.
+	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
 	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
 	EtcdMembers int `yaml:"etcd_members,omitempty"`
 	// WaitReplicas makes single-Redis backends WAIT for that many replicas

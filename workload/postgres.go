@@ -59,7 +59,7 @@ func NewPostgres(ctx context.Context, env ResourceEnv) (*Postgres, error) {
 	if err := ValidFencing(env.Fencing); err != nil {
 		return nil, err
 	}
-	pg, err := env.Cluster.Postgres(ctx, cluster.PostgresOptions{})
+	pg, err := env.Cluster.Postgres(ctx, env.Postgres)
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}

@@ -46,6 +46,9 @@ type ResourceEnv struct {
 	Keys []string
 	// Backend is the name of the lock backend in use.
 	Backend string
+	// Postgres are the PostgreSQL server's settings, if the resource
+	// starts it.
+	Postgres cluster.PostgresOptions
 }
 
 // ResourceFactory builds a resource for a run.
