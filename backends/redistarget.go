@@ -116,3 +116,52 @@ func (t *redisTarget) confirm(ctx context.Context, rc *redis.Client, key, token 
 	}
 	return Certain(fmt.Errorf("acquire %s: only %d of %d replicas acknowledged the lock", key, got, n))
 }
+
+// setNXBackend is a single-Redis lock taken with SET key token NX PX ttl;
+// backends built on it differ in how they release.
+type setNXBackend struct {
+	target  *redisTarget
+	release func(ctx context.Context, rc *redis.Client, key, token string) error
+}
+
+// newSetNXBackend returns the factory of a SET NX PX lock with this release.
+func newSetNXBackend(release func(ctx context.Context, rc *redis.Client, key, token string) error) Factory {
+	return func(ctx context.Context, env Env) (Backend, error) {
+		t, err := startRedisTarget(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return &setNXBackend{target: t, release: release}, nil
+	}
+}
+
+func (b *setNXBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	return &setNXClient{b: b, rc: b.target.client(c), clock: c.Clock}, nil
+}
+
+func (b *setNXBackend) Close() error { return nil }
+
+type setNXClient struct {
+	b     *setNXBackend
+	rc    *redis.Client
+	clock *cluster.Clock
+}
+
+func (c *setNXClient) Acquire(ctx context.Context, key string) (Grant, error) {
+	start := c.clock.Now()
+	token := randomToken()
+	ttl := c.b.target.env.TTL
+	if err := setNX(ctx, c.rc, key, token, ttl); err != nil {
+		return Grant{}, err
+	}
+	if err := c.b.target.confirm(ctx, c.rc, key, token); err != nil {
+		return Grant{}, err
+	}
+	return Grant{Lease: leaseLeft(c.clock, ttl, start), HasLease: true, Token: token}, nil
+}
+
+func (c *setNXClient) Release(ctx context.Context, key string, g Grant) error {
+	return c.b.release(ctx, c.rc, key, g.Token)
+}
+
+func (c *setNXClient) Close() error { return c.rc.Close() }
