@@ -24,6 +24,7 @@ type holdKey struct {
 // process that already holds the key (its hold goes on). Nemesis ops are
 // ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
+	ops = resolveTx(ops)
 	var holds []Hold
 	open := map[holdKey]int{} // index into holds
 	var last int64

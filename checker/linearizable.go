@@ -123,6 +123,7 @@ type pendingLock struct {
 // Times are then renumbered (see orderTies); only their order matters to
 // porcupine.
 func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
+	ops = resolveTx(ops)
 	keys := map[string]*keyLocks{}
 	pending := map[int]pendingLock{} // each process's outstanding lock invoke
 	holding := map[holdKey]int{}     // open holds, as indexes into their key's holds

@@ -28,6 +28,7 @@ import (
 func Mutex(ops []history.Op) *MutexResult {
 	holds := Holds(ops)
 	res := &MutexResult{Valid: Valid, Holds: len(holds), Violations: []Overlap{}}
+	res.RolledBack = rolledBackHolds(ops, resolveTx(ops))
 	end := func(h *Hold) int64 {
 		if h.Open {
 			return math.MaxInt64

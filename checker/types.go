@@ -54,6 +54,10 @@ type MutexResult struct {
 	Valid Validity `json:"valid"`
 	// Holds counts every hold seen.
 	Holds int `json:"holds"`
+	// RolledBack counts grants made inside a transaction that then rolled
+	// back (the release's COMMIT certainly failed): void holds, not counted
+	// in Holds, since nothing done through them took effect.
+	RolledBack int `json:"rolled_back_holds,omitempty"`
 	// Count is the number of overlaps; Violations lists them, capped.
 	Count        int       `json:"count"`
 	StaleHolders int       `json:"stale_holders"`

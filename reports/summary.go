@@ -83,6 +83,9 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 		if m.Count == 0 {
 			d = fmt.Sprintf("no overlap in %s", plural(m.Holds, "hold", "holds"))
 		}
+		if m.RolledBack > 0 {
+			d += fmt.Sprintf("; %s rolled back with its transaction (void: nothing done through it took effect)", plural(m.RolledBack, "hold", "holds"))
+		}
 		out = append(out, checkerLine{checker.NameMutex, m.Valid, d, m.Error})
 	}
 	if l := c.Linearizable; l != nil {

@@ -174,6 +174,10 @@ func (l *loop) round(ctx context.Context, key string) error {
 		return l.record(ctx, done)
 	}
 	done.Fence = g.Fence
+	if t, ok := l.res.(TxResource); ok && t.InTx(g) {
+		// Everything done through this grant commits with its release.
+		done.Tx = true
+	}
 	if len(g.Nodes) > 0 {
 		done.Value = history.ObjectValue(map[string]any{"nodes": g.Nodes})
 	}
