@@ -118,7 +118,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		}
 		lg.Printf("servers stopped")
 	}()
-	env := backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed, Persistence: sc.Persistence, Redis: sc.Redis, WaitReplicas: sc.WaitReplicas, EtcdMembers: sc.EtcdMembers, Postgres: sc.PostgresOptions()}
+	env := backendEnv(sc, cl)
 	sch := sc.NemesisSchedule()
 	if nemesis.UsesLinks(sch.Script, sch.Random) {
 		// Every client's traffic to every server gets a link of its own,
@@ -257,6 +257,23 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		lg.Printf("store/latest: %v", err)
 	}
 	return out, nil
+}
+
+// backendEnv is what the scenario tells the backend.
+func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
+	return backends.Env{
+		Cluster:      cl,
+		TTL:          sc.TTL.D(),
+		OpTimeout:    sc.Timeout.D(),
+		Clients:      sc.Clients,
+		Keys:         sc.KeyNames(),
+		Seed:         sc.Seed,
+		Persistence:  sc.Persistence,
+		Redis:        sc.Redis,
+		WaitReplicas: sc.WaitReplicas,
+		EtcdMembers:  sc.EtcdMembers,
+		Postgres:     sc.PostgresOptions(),
+	}
 }
 
 // noteSkipped says in the results which checkers did not apply.
