@@ -150,6 +150,10 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 			Detail: l.detail, Error: l.err, Rows: checkerRows(&res.Checkers, l.name),
 		})
 	}
+	if ws := staleWindows(res.Checkers.Mutex); len(ws) > 0 {
+		k := min(len(ws), maxListed)
+		v.Violations = append(v.Violations, violationView{Title: "in short: stale holders", Class: "invalid", Texts: ws[:k], More: len(ws) - k})
+	}
 	for _, g := range violationGroups(&res.Checkers) {
 		class := "invalid"
 		if strings.Contains(g.title, "rejected") {
