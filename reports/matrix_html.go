@@ -18,6 +18,10 @@ type backendStat struct {
 	Ops        int
 	// Span is the cells' summed history span, in seconds.
 	Span float64
+	// BaseHolds and BaseSpan count the fault-free `baseline` cells only:
+	// the same workload for every backend, so their rates compare.
+	BaseHolds int
+	BaseSpan  float64
 }
 
 // PerThousand is the backend's safety violations per 1,000 holds over all
@@ -29,14 +33,21 @@ func (s backendStat) PerThousand() float64 {
 	return 1000 * float64(s.Violations) / float64(s.Holds)
 }
 
-// CyclesPerSecond is the backend's lock cycles (granted holds) per second
-// over all its cells, from the stats checker.
+// CyclesPerSecond is the backend's lock cycles (granted holds) per second,
+// from the stats checker: over its fault-free baseline cells, where every
+// backend runs the same workload, or over all its cells when it has none.
 func (s backendStat) CyclesPerSecond() float64 {
+	if s.BaseSpan > 0 {
+		return float64(s.BaseHolds) / s.BaseSpan
+	}
 	if s.Span <= 0 {
 		return 0
 	}
 	return float64(s.Holds) / s.Span
 }
+
+// baselineScenario is the fault-free scenario whose rates compare backends.
+const baselineScenario = "baseline"
 
 // backendStats sums the cells of each backend that ran, in column order.
 func backendStats(m *Matrix) []backendStat {
@@ -64,6 +75,10 @@ func backendStats(m *Matrix) []backendStat {
 		s.Violations += c.Violations
 		s.Ops += c.Ops
 		s.Span += sec(c.Span)
+		if c.Scenario == baselineScenario {
+			s.BaseHolds += c.Holds
+			s.BaseSpan += sec(c.Span)
+		}
 	}
 	kept := out[:0]
 	for _, s := range out {
@@ -342,7 +357,7 @@ Each verdict links to its run's report. A * marks a run whose verdict matches bu
 <tr><th>backend</th><th>cells</th><th>as expected</th><th>holds</th><th>violations</th><th>violations / 1,000 holds</th><th>lock cycles / s</th></tr>
 {{range .Backends}}<tr><td><code>{{.Backend}}</code></td><td class="num">{{.Cells}}</td><td class="num">{{.AsExpected}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.PerThousand}}</td><td class="num">{{.Cycles}}</td></tr>
 {{end}}</table>
-<p>Violations are mutex overlaps, stale writes accepted and lost updates, summed over the backend's cells; lock cycles per second are its granted holds over the runs' time (the stats checker), all scenarios together — faults included, so compare backends within a scenario in the cells below.</p>{{end}}
+<p>Violations are mutex overlaps, stale writes accepted and lost updates, summed over the backend's cells; lock cycles per second are its granted holds over the runs' time (the stats checker) in the fault-free baseline cells, where every backend runs the same workload (all its cells when it has no baseline cell).</p>{{end}}
 
 <h2>Cells</h2>
 <table>

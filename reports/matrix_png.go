@@ -180,7 +180,7 @@ func matrixPNG(m *Matrix) ([]byte, error) {
 		area := draw.Crop(dc, margin, -(width - margin - half), margin, -(dc.Max.Y - top))
 		barPlot("safety violations per 1,000 holds (all cells)", names, viol, colBarViol, "%.1f").Draw(area)
 		area = draw.Crop(dc, margin+half, -margin, margin, -(dc.Max.Y - top))
-		barPlot("lock cycles per second (stats checker, all cells)", names, rate, colBarRate, "%.1f").Draw(area)
+		barPlot("lock cycles per second (baseline cells: no faults)", names, rate, colBarRate, "%.1f").Draw(area)
 	}
 
 	var buf bytes.Buffer
