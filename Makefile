@@ -47,3 +47,10 @@ MATRIX_FLAGS ?=
 ## the report lands in $(STORE)/matrix/latest/ (e.g. make matrix MATRIX_FLAGS="--shard 1/2")
 matrix: deps build
 	./$(BIN) matrix --store $(STORE) $(MATRIX_FLAGS)
+
+.PHONY: soak
+SOAK_SEEDS ?= 3
+
+## soak: the minute-long random-fault scenarios (chaos, chaos-pg), several seeds each
+soak: deps build
+	./$(BIN) matrix --store $(STORE) --scenarios chaos,chaos-pg --seeds $(SOAK_SEEDS)
