@@ -235,6 +235,12 @@ func TestFencing(t *testing.T) {
 			inv(2.7, 0, rd, "k0", fence(33)).fail(2.71, 0, rd, "k0", errMsg("STALE token")).
 			inv(2.8, 0, wr, "k0", fence(33)).fail(2.81, 0, wr, "k0", errMsg("connection refused")), 0, 2, 1, 0,
 			"", "the resource rejected process 0's write to k0 with fence 33 (stale fence 33 < 34)"},
+		{"rejections in other words", newHistory().
+			inv(1.2, 1, rd, "k0", fence(34)).ok(1.3, 1, rd, "k0", fence(34)).
+			inv(2.6, 0, wr, "k0", fence(33)).fail(2.61, 0, wr, "k0", fence(33), errMsg("rejected")).
+			inv(2.7, 0, wr, "k0", fence(33)).fail(2.71, 0, wr, "k0", fence(33)).
+			inv(2.8, 0, wr, "k0", fence(34)).fail(2.81, 0, wr, "k0", fence(34)).
+			inv(2.9, 0, wr, "k0", fence(33)).fail(2.91, 0, wr, "k0", errMsg("fencing token too low")), 0, 3, 0, 0, "", ""},
 		{"indeterminate and failed writes are not accepted", newHistory().
 			inv(1.2, 1, wr, "k0", fence(34)).info(1.3, 1, wr, "k0", errMsg("timeout")).
 			inv(2.6, 0, wr, "k0", fence(33)).ok(2.61, 0, wr, "k0", fence(33)), 0, 0, 1, 0, "", ""},

@@ -11,16 +11,21 @@ import (
 // order, an accepted write (ok) whose fence is lower than the highest fence
 // among writes accepted before it was invoked is a stale write that got
 // through. Equal fences are fine; writes without a fence are counted but not
-// judged. It also counts reads and writes the resource refused as stale (a
-// fail whose error mentions "stale"): there the fence did its job.
+// judged. It also counts reads and writes the resource refused as stale —
+// a fail whose error mentions "stale", "fence", "token" or "reject", or one
+// with no error text whose fence is below the highest fence the resource had
+// seen (on accepted writes and, under fencing `all`, reads) when it was
+// invoked: there the fence did its job.
 func Fencing(ops []history.Op) *FencingResult {
 	ops = resolveTx(ops)
 	res := &FencingResult{Valid: Valid, Violations: []StaleWrite{}}
 	highest := map[string]int64{} // highest fence accepted so far, by key
+	seenFence := map[string]int64{} // highest fence on any accepted read or write, by key
 	type pend struct {
 		op      *history.Op
 		highest int64
-		seen    bool // some fenced write was accepted before the invoke
+		seen    bool  // some fenced write was accepted before the invoke
+		any     int64 // seenFence at the invoke (0 when none)
 	}
 	pending := map[int]pend{}
 	for i := range ops {
@@ -30,7 +35,7 @@ func Fencing(ops []history.Op) *FencingResult {
 		}
 		if op.Type == history.Invoke {
 			h, seen := highest[op.Key]
-			pending[op.Process] = pend{op, h, seen}
+			pending[op.Process] = pend{op, h, seen, seenFence[op.Key]}
 			continue
 		}
 		p, ok := pending[op.Process]
@@ -42,8 +47,11 @@ func Fencing(ops []history.Op) *FencingResult {
 		if fence == nil {
 			fence = p.op.Fence
 		}
+		if op.Type == history.OK && fence != nil && *fence > seenFence[op.Key] {
+			seenFence[op.Key] = *fence
+		}
 		switch {
-		case op.Type == history.Fail && strings.Contains(strings.ToLower(op.Error), "stale"):
+		case op.Type == history.Fail && staleRejection(op.Error, fence, p.any):
 			res.RejectedStale++
 			if len(res.Rejections) < maxListed {
 				res.Rejections = append(res.Rejections, rejection(op, fence))
@@ -74,6 +82,19 @@ func Fencing(ops []history.Op) *FencingResult {
 		res.Valid = Invalid
 	}
 	return res
+}
+
+// staleRejection reports whether a failed read or write was refused as
+// stale: its error says so or, with no error given, its fence was below one
+// the resource had already seen.
+func staleRejection(err string, fence *int64, seen int64) bool {
+	e := strings.ToLower(err)
+	for _, w := range []string{"stale", "fence", "token", "reject"} {
+		if strings.Contains(e, w) {
+			return true
+		}
+	}
+	return e == "" && fence != nil && *fence < seen
 }
 
 // rejection describes a read or write the resource refused as stale.
