@@ -19,7 +19,7 @@ import (
 func Fencing(ops []history.Op) *FencingResult {
 	ops = resolveTx(ops)
 	res := &FencingResult{Valid: Valid, Violations: []StaleWrite{}}
-	highest := map[string]int64{} // highest fence accepted so far, by key
+	highest := map[string]int64{}   // highest fence accepted so far, by key
 	seenFence := map[string]int64{} // highest fence on any accepted read or write, by key
 	type pend struct {
 		op      *history.Op
