@@ -594,11 +594,53 @@ func located(source string, err error) error {
 		line = m[1]
 		msg = strings.Replace(msg, m[0], "", 1)
 	}
-	msg = strings.Replace(msg, "in type scenarios.", "in ", 1)
-	if strings.Contains(msg, "not found in") {
-		msg = "unknown " + strings.Replace(msg, " not found in", " in", 1)
+	if m := yamlUnknown.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("unknown field %q%s", m[1], sectionNames[m[2]])
+	} else if m := yamlType.FindStringSubmatch(msg); m != nil {
+		got := fmt.Sprintf("%q", m[2])
+		if m[2] == "" {
+			got = map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
+			if got == "" {
+				got = "this value"
+			}
+		}
+		msg = fmt.Sprintf("%s is not %s", got, typeNames(m[3]))
 	}
 	return fmt.Errorf("%s:%s: %w: %s", source, line, ErrInvalid, msg)
+}
+
+var (
+	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type scenarios\.(\w+)`)
+	yamlType    = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
+	// sectionNames says where an unknown field was found, by Go type.
+	sectionNames = map[string]string{
+		"Scenario":         "",
+		"Step":             " in a nemesis script step",
+		"Random":           " in nemesis.random",
+		"Nemesis":          " in nemesis (want script, random)",
+		"PostgresSettings": " in postgres",
+		"Expectation":      " in an expectation (want valid, checkers)",
+		"Expect":           " in expect (want valid, checkers, backends)",
+	}
+)
+
+// typeNames says in plain words what a Go type wants.
+func typeNames(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list (write [a, b])"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "scenarios."):
+		return "a mapping of settings"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "a single value"
+	}
+	return "a " + goType
 }
 
 // lineOf finds the line of the deepest node on path (mapping keys, or
