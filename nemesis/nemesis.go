@@ -76,6 +76,53 @@ func (t Target) ClientList() []int {
 	return out
 }
 
+// String describes the target in a few words ("process 0",
+// "servers [C] topology cut", "latency 1s"), leaving out what is unset.
+func (t Target) String() string {
+	var parts []string
+	if cs := t.ClientList(); len(cs) == 1 {
+		parts = append(parts, fmt.Sprintf("process %d", cs[0]))
+	} else if len(cs) > 1 {
+		parts = append(parts, fmt.Sprintf("processes %v", cs))
+	}
+	if len(t.Servers) > 0 {
+		parts = append(parts, fmt.Sprintf("servers %v", t.Servers))
+	}
+	for _, kv := range [][2]string{{"topology", t.Topology}, {"direction", t.Direction}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	for _, kv := range []struct {
+		name string
+		d    time.Duration
+	}{{"latency", t.Latency}, {"jitter", t.Jitter}, {"jump", t.Jump}} {
+		if kv.d != 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", kv.name, kv.d))
+		}
+	}
+	if t.Rate != 0 {
+		parts = append(parts, fmt.Sprintf("rate %g", t.Rate))
+	}
+	if len(parts) == 0 {
+		return "(no target)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// String describes the step as run.log shows the plan: "pause process 0
+// on read for 2.5s", "kill servers [C] at 1.2s for 0s".
+func (s Step) String() string {
+	when := "at " + s.At.String()
+	if s.On != "" {
+		when = "on " + s.On
+		if s.At > 0 {
+			when += " after " + s.At.String()
+		}
+	}
+	return fmt.Sprintf("%s %s %s for %s", s.Fault, s.Target, when, s.Duration)
+}
+
 // OpNamer is a fault whose history ops are not start-<name>/stop-<name>:
 // an instant fault (kill, failover, terminate) names its op, and its stop
 // op, if any (kill's "restart"); an empty stop name records nothing.

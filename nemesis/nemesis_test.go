@@ -430,3 +430,28 @@ func TestRegistry(t *testing.T) {
 		t.Error("Empty() wrong")
 	}
 }
+
+func TestStepString(t *testing.T) {
+	tests := []struct {
+		step nemesis.Step
+		want string
+	}{
+		{nemesis.Step{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "read", Duration: 2500 * time.Millisecond},
+			"pause process 0 on read for 2.5s"},
+		{nemesis.Step{Fault: "kill", Target: nemesis.Target{Process: -1, Servers: []string{"C"}}, At: 1200 * time.Millisecond},
+			"kill servers [C] at 1.2s for 0s"},
+		{nemesis.Step{Fault: "partition", Target: nemesis.Target{Process: 1, Clients: []int{2}, Servers: []string{"A", "B"}, Topology: "cut", Direction: "downstream"}, At: time.Second, Duration: 2 * time.Second},
+			"partition processes [1 2], servers [A B], topology cut, direction downstream at 1s for 2s"},
+		{nemesis.Step{Fault: "clock", Target: nemesis.Target{Process: 0, Jump: 5 * time.Second, Rate: 1.5}, On: "acquire", At: time.Second, Duration: 100 * time.Millisecond},
+			"clock process 0, jump 5s, rate 1.5 on acquire after 1s for 100ms"},
+		{nemesis.Step{Fault: "latency", Target: nemesis.Target{Process: -1, Latency: time.Second, Jitter: 10 * time.Millisecond}, Duration: time.Hour},
+			"latency latency 1s, jitter 10ms at 0s for 1h0m0s"},
+		{nemesis.Step{Fault: "failover", Target: nemesis.Target{Process: -1}},
+			"failover (no target) at 0s for 0s"},
+	}
+	for _, tc := range tests {
+		if got := tc.step.String(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+}

@@ -173,7 +173,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		steps = append(steps, planned...)
 	}
 	for _, s := range steps {
-		lg.Printf("nemesis plan: %s %+v at %s on %q for %s", s.Fault, s.Target, s.At, s.On, s.Duration)
+		lg.Printf("nemesis plan: %s", s)
 	}
 	engine = nemesis.NewEngine(ctx, nenv, rec, steps)
 
