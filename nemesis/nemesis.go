@@ -142,6 +142,15 @@ type ZeroDuration interface {
 	AllowsZeroDuration() bool
 }
 
+// RandomEventer is a fault that a random mix fires on an event rather than
+// at a bare instant: the target process's next successful op with the f
+// RandomEvent names, at or after the planned time. A pause planned this way
+// strikes inside a critical section, where a stop-the-world pause matters,
+// instead of in think time, where it changes nothing.
+type RandomEventer interface {
+	RandomEvent() string
+}
+
 // Applier is a fault that does not apply to every backend: Applies says
 // why not (the run is refused rather than the fault silently skipped).
 type Applier interface {
@@ -298,7 +307,11 @@ func Plan(r Random, seed int64, length time.Duration, env *Env) ([]Step, error) 
 		if r.Max > r.Min {
 			d += time.Duration(rng.Int64N(int64(r.Max - r.Min)))
 		}
-		steps = append(steps, Step{Fault: name, Target: f.RandomTarget(rng, env), At: at, Duration: d})
+		st := Step{Fault: name, Target: f.RandomTarget(rng, env), At: at, Duration: d}
+		if e, ok := f.(RandomEventer); ok {
+			st.On = e.RandomEvent()
+		}
+		steps = append(steps, st)
 		// The next start comes after this fault ends, plus a jittered gap.
 		gap := r.Interval/2 + time.Duration(rng.Int64N(int64(r.Interval)))
 		at += d + gap

@@ -39,6 +39,11 @@ func (pause) RandomTarget(rng *rand.Rand, env *Env) Target {
 	return Target{Process: rng.IntN(max(1, len(env.Gates)))}
 }
 
+// RandomEvent makes a random pause strike right after the client's next
+// successful read at or after its planned time: holding the lock, between
+// reading the resource and writing it back, as in Kleppmann's example.
+func (pause) RandomEvent() string { return "read" }
+
 func (pause) Validate(t Target, clients int) error {
 	if t.Process < 0 || t.Process >= clients {
 		return fmt.Errorf("%w: pause needs a client process from 0 to %d, not %d", ErrTarget, clients-1, t.Process)
