@@ -65,12 +65,18 @@ type Cluster struct {
 	closed   bool
 }
 
-// New makes a cluster with its own temporary directory.
+// New makes a cluster with its own temporary directory, and removes those
+// that harnesses killed with SIGKILL left behind (see reapOrphans).
 func New(opt Options) (*Cluster, error) {
-	tmp, err := os.MkdirTemp(opt.TempDir, "locktorture-")
+	tmp, err := os.MkdirTemp(opt.TempDir, tempPattern)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: temp dir: %w", err)
 	}
+	if err := writeOwner(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	reapOrphans(filepath.Dir(tmp), tmp)
 	if opt.LogDir == "" {
 		opt.LogDir = tmp
 	}
