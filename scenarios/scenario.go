@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,7 +187,9 @@ type Expectation struct {
 // Expect is a scenario's expectation: a default and per-backend overrides.
 type Expect struct {
 	Expectation `yaml:",inline"`
-	// Backends overrides the expectation for named backends.
+	// Backends overrides the expectation for named backends. A key
+	// "backend/resource" (pg-advisory-xact/postgres) applies only when the
+	// run protects that resource, and wins over the plain backend's entry.
 	Backends map[string]Expectation `yaml:"backends,omitempty"`
 }
 
@@ -250,14 +253,19 @@ func (s *Scenario) KeyNames() []string {
 	return out
 }
 
-// Expected returns the expectation for backend: the per-backend entry
-// merged over the default. An empty Valid means no expectation.
+// Expected returns the expectation for backend on the scenario's resource:
+// the "backend/resource" entry, else the backend's entry, merged over the
+// default. An empty Valid means no expectation.
 func (s *Scenario) Expected(backend string) Expectation {
 	e := Expectation{Valid: s.Expect.Valid, Checkers: map[string]string{}}
 	for k, v := range s.Expect.Checkers {
 		e.Checkers[k] = v
 	}
-	if b, ok := s.Expect.Backends[backend]; ok {
+	b, ok := s.Expect.Backends[backend+"/"+s.Resource]
+	if !ok {
+		b, ok = s.Expect.Backends[backend]
+	}
+	if ok {
 		if b.Valid != "" {
 			e.Valid = b.Valid
 			if len(b.Checkers) > 0 || b.Valid != s.Expect.Valid {
@@ -416,8 +424,12 @@ func (s *Scenario) Validate() error {
 		return err
 	}
 	for b, e := range s.Expect.Backends {
-		if _, _, err := backends.Lookup(b); err != nil {
+		name, res, scoped := strings.Cut(b, "/")
+		if _, _, err := backends.Lookup(name); err != nil {
 			return &fieldError{field: "expect", path: []string{"backends", b}, msg: fmt.Sprintf("expect.backends: %v", err)}
+		}
+		if scoped && !slices.Contains(workload.ResourceNames(), res) {
+			return &fieldError{field: "expect", path: []string{"backends", b}, msg: fmt.Sprintf("expect.backends: unknown resource %q in %q (known: %s)", res, b, strings.Join(workload.ResourceNames(), ", "))}
 		}
 		if err := validVerdicts(e, []string{"backends", b}); err != nil {
 			return err

@@ -115,6 +115,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad expect verdict", base + "expect:\n  valid: maybe\n", 4, "maybe"},
 		{"bad per-checker verdict", base + "expect:\n  checkers: {mutex: perhaps}\n", 4, "perhaps"},
 		{"unknown expect backend", base + "expect:\n  valid: valid\n  backends:\n    nope: {valid: valid}\n", 6, "nope"},
+		{"unknown expect resource", base + "expect:\n  valid: valid\n  backends:\n    redis-token/disk: {valid: valid}\n", 6, "disk"},
+		{"unknown scoped expect backend", base + "expect:\n  valid: valid\n  backends:\n    nope/memory: {valid: valid}\n", 6, "nope"},
 		{"think_max below think_min", base + "think_min: 10ms\nthink_max: 5ms\n", 4, "think_max"},
 		{"empty file", "", 1, "empty"},
 		{"only a comment", "# nothing here\n", 1, "empty"},
@@ -302,6 +304,43 @@ func TestExpected(t *testing.T) {
 	sc.Expected("mutex").Checkers["mutex"] = "valid"
 	if sc.Expect.Checkers["mutex"] != "invalid" {
 		t.Error("Expected returned a map aliasing the scenario")
+	}
+}
+
+// TestExpectedByResource: an entry "backend/resource" applies only when the
+// run protects that resource, and wins over the backend's own entry.
+func TestExpectedByResource(t *testing.T) {
+	pg, err := scenarios.Builtin("pg-terminate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		backend, resource, valid string
+	}{
+		{"pg-advisory", "memory", "invalid"},
+		{"pg-advisory-xact", "memory", "invalid"}, // the scenario's default
+		{"pg-advisory-xact", "postgres", "valid"}, // pg-advisory-xact/postgres
+		{"pg-skip-locked", "postgres", "valid"},   // pg-skip-locked/postgres
+		{"pg-advisory", "postgres", "invalid"},    // no scoped entry
+	}
+	for _, tc := range tests {
+		sc := *pg
+		sc.Resource = tc.resource
+		if got := sc.Expected(tc.backend).Valid; got != tc.valid {
+			t.Errorf("pg-terminate with %s on %s: expected %q, want %q", tc.backend, tc.resource, got, tc.valid)
+		}
+	}
+	src := base + "expect:\n  valid: invalid\n  backends:\n    redis-token: {valid: valid}\n    redis-token/postgres: {valid: unknown}\n"
+	sc, err := scenarios.Parse([]byte(src), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Expected("redis-token").Valid; got != "valid" {
+		t.Errorf("on memory: %q, want the plain entry's valid", got)
+	}
+	sc.Resource = "postgres"
+	if got := sc.Expected("redis-token").Valid; got != "unknown" {
+		t.Errorf("on postgres: %q, want the scoped entry's unknown", got)
 	}
 }
 
