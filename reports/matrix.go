@@ -371,26 +371,12 @@ func WriteMatrix(ctx context.Context, dir string, m *Matrix) error {
 	if err := WriteMatrixResults(dir, m); err != nil {
 		return err
 	}
-	var errs []error
-	step := func(name string, render func() ([]byte, error)) {
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
-		}
-		b, err := render()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
-		}
-		if err := writeFileAtomic(filepath.Join(dir, name), b); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	step(FileMatrixPNG, func() ([]byte, error) { return matrixPNG(m) })
-	step(FileJUnit, func() ([]byte, error) { return matrixJUnit(m) })
-	step(FileIndex, func() ([]byte, error) { return matrixHTML(m) })
-	if len(errs) > 0 {
-		return fmt.Errorf("reports: %w", errors.Join(errs...))
+	w := &fileWriter{ctx: ctx, dir: dir}
+	w.write(FileMatrixPNG, func() ([]byte, error) { return matrixPNG(m) })
+	w.write(FileJUnit, func() ([]byte, error) { return matrixJUnit(m) })
+	w.write(FileIndex, func() ([]byte, error) { return matrixHTML(m) })
+	if err := w.err(); err != nil {
+		return err
 	}
 	return nil
 }

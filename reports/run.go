@@ -99,30 +99,16 @@ func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Re
 		return fmt.Errorf("reports: %w", err)
 	}
 	head := heading(res, info)
-	var errs []error
-	step := func(name string, render func() ([]byte, error)) {
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
-		}
-		b, err := render()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
-		}
-		if err := writeFileAtomic(filepath.Join(dir, name), b); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	step(FileTimeline, func() ([]byte, error) { return timelinePNG(ops, res, head) })
-	step(FileLatency, func() ([]byte, error) { return latencyPNG(ops, head) })
-	step(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
-	step(FileLinearizability, func() ([]byte, error) { return linearizabilityHTML(ctx, ops, head), nil })
-	step(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
-	step(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })
-	step(FileRunInfo, func() ([]byte, error) { return marshalRunInfo(info) })
-	if len(errs) > 0 {
-		return fmt.Errorf("reports: %w", errors.Join(errs...))
+	w := &fileWriter{ctx: ctx, dir: dir}
+	w.write(FileTimeline, func() ([]byte, error) { return timelinePNG(ops, res, head) })
+	w.write(FileLatency, func() ([]byte, error) { return latencyPNG(ops, head) })
+	w.write(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
+	w.write(FileLinearizability, func() ([]byte, error) { return linearizabilityHTML(ctx, ops, head), nil })
+	w.write(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
+	w.write(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })
+	w.write(FileRunInfo, func() ([]byte, error) { return marshalRunInfo(info) })
+	if err := w.err(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -148,4 +134,36 @@ func ReadRunInfo(dir string) (RunInfo, error) {
 		return info, fmt.Errorf("%s: %w", filepath.Join(dir, FileRunInfo), err)
 	}
 	return info, nil
+}
+
+// fileWriter renders a report's files one by one into dir, going on past a
+// file that fails so that one bad plot does not cost the others.
+type fileWriter struct {
+	ctx  context.Context
+	dir  string
+	errs []error
+}
+
+// write renders one file and writes it atomically, unless the context is done.
+func (w *fileWriter) write(name string, render func() ([]byte, error)) {
+	if err := w.ctx.Err(); err != nil {
+		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	b, err := render()
+	if err != nil {
+		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	if err := writeFileAtomic(filepath.Join(w.dir, name), b); err != nil {
+		w.errs = append(w.errs, err)
+	}
+}
+
+// err joins every failure, or is nil.
+func (w *fileWriter) err() error {
+	if len(w.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("reports: %w", errors.Join(w.errs...))
 }
