@@ -93,7 +93,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("scenario", "", "built-in scenario `NAME` (see: locktorture list scenarios)")
 	file := fs.String("scenario-file", "", "scenario file `PATH` (YAML)")
 	backend := fs.String("backend", "", "lock backend `NAME` (see: locktorture list backends)")
-	resource := fs.String("resource", "", "protected resource: memory")
+	resource := fs.String("resource", "", "protected resource: memory, postgres or etcd")
 	fencing := fs.String("fencing", "", "resource fencing: none, writes or all")
 	clients := fs.Int("clients", 0, "number of client processes")
 	keys := fs.Int("keys", 0, "number of lock keys")
@@ -101,9 +101,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	hold := fs.Duration("hold", 0, "work time inside the critical section")
 	duration := fs.Duration("duration", 0, "how long clients run")
 	timeout := fs.Duration("timeout", 0, "timeout of each lock request")
-	seed := fs.Int64("seed", 0, "random seed (repeat a run with the seed it printed)")
-	nem := fs.String("nemesis", "", "replace the scenario's faults: none, or a random mix such as pause")
-	nemInterval := fs.Duration("nemesis-interval", 0, "mean time between random faults")
+	seed := fs.Int64("seed", 0, "random seed of clients and faults (repeat a run with the seed it printed)")
+	nem := fs.String("nemesis", "", "replace the scenario's faults: none, or a seeded random mix such as pause,partition,clock (all: every fault that applies; see: locktorture list nemeses)")
+	nemInterval := fs.Duration("nemesis-interval", 0, "mean time between random faults (with --nemesis)")
 	store := fs.String("store", "store", "store `DIR` for runs")
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	fs.Usage = func() {
@@ -270,7 +270,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	linTimeout := fs.Duration("linearizable-timeout", 30*time.Second, "time limit for the linearizability checker")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it and exits\nwith the verdict's code.\n\n")
+		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it, redraws\nthe report (index.html, plots) and exits with the verdict's code.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
