@@ -144,6 +144,9 @@ type Env struct {
 	// WaitReplicas, when positive, makes single-Redis backends WAIT for
 	// that many replicas after acquiring, failing the acquire on a short count.
 	WaitReplicas int
+	// FenceStart is where a counter fence starts: the first grant on a key
+	// carries FenceStart+1 (redis-fenced).
+	FenceStart int64
 }
 
 // Info describes a backend for `locktorture list backends`.

@@ -28,9 +28,12 @@ func init() {
 	}, newRedisFenced)
 }
 
-// fencedAcquireScript returns the new fence, or 0 when the lock is busy.
+// fencedAcquireScript returns the new fence, or 0 when the lock is busy. A
+// key's counter starts at ARGV[3] (the scenario's fence_start), so its first
+// grant carries ARGV[3]+1; a server that lost its keys starts it there again.
 var fencedAcquireScript = redis.NewScript(`
 if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  redis.call("set", KEYS[2], ARGV[3], "NX")
   return redis.call("incr", KEYS[2])
 end
 return 0`)
@@ -64,7 +67,7 @@ func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, err
 	start := c.clock.Now()
 	token := randomToken()
 	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
-	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds()).Int64()
+	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.target.env.FenceStart).Int64()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire %s: %w", key, err)
 	}

@@ -271,6 +271,7 @@ func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 		Persistence:  sc.Persistence,
 		Redis:        sc.Redis,
 		WaitReplicas: sc.WaitReplicas,
+		FenceStart:   sc.FenceStart,
 		EtcdMembers:  sc.EtcdMembers,
 		Postgres:     sc.PostgresOptions(),
 	}

@@ -138,6 +138,19 @@ func TestKleppmannFenced(t *testing.T) {
 	if !strings.Contains(out.Summary, "rejected") {
 		t.Errorf("summary does not show the rejected write:\n%s", out.Summary)
 	}
+	// Kleppmann's figure: client 0 locks first with token 33 and pauses;
+	// client 1 takes the lock with 34; client 0's write with 33 is rejected.
+	if len(c.Mutex.Violations) == 0 {
+		t.Fatal("no overlap listed")
+	}
+	first := c.Mutex.Violations[0]
+	if first.Earlier.Process != 0 || first.Earlier.Fence == nil || *first.Earlier.Fence != 33 ||
+		first.Later.Process != 1 || first.Later.Fence == nil || *first.Later.Fence != 34 {
+		t.Errorf("first overlap %s, want process 0 with fence 33 against process 1 with fence 34", first.Description)
+	}
+	if len(c.Fencing.Rejections) == 0 || c.Fencing.Rejections[0].Process != 0 || c.Fencing.Rejections[0].Fence == nil || *c.Fencing.Rejections[0].Fence != 33 {
+		t.Errorf("rejections %+v, want process 0's write with fence 33", c.Fencing.Rejections)
+	}
 }
 
 // TestBaseline: no faults, contention on 2 keys. Every real lock is valid

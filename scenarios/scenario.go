@@ -231,6 +231,11 @@ type Scenario struct {
 	// WaitReplicas makes single-Redis backends WAIT for that many replicas
 	// after acquiring, and fail the acquire on a short count.
 	WaitReplicas int `yaml:"wait_replicas,omitempty"`
+	// FenceStart is where a counter fence starts: redis-fenced's first
+	// grant on a key carries FenceStart+1 (kleppmann-fenced starts at 32,
+	// so its tokens are Kleppmann's 33 and 34). Fences that are not a
+	// counter of ours (etcd's revisions) do not use it.
+	FenceStart int64 `yaml:"fence_start,omitempty"`
 	// ThinkMin and ThinkMax bound the random pause between rounds.
 	ThinkMin Duration `yaml:"think_min,omitempty"`
 	ThinkMax Duration `yaml:"think_max,omitempty"`
@@ -416,6 +421,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
 		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
+	}
+	if s.FenceStart < 0 {
+		return bad("fence_start", "fence_start must be 0 or more, not %d", s.FenceStart)
 	}
 	if s.WaitReplicas < 0 || (s.WaitReplicas > 0 && s.Redis != backends.RedisSentinel) {
 		return bad("wait_replicas", "wait_replicas needs `redis: sentinel` (there is no replica otherwise)")

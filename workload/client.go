@@ -78,6 +78,14 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 	}()
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Clients)
+	// Clients enter in order: each one's first request waits (up to
+	// entryWait) for the previous client's first reply, so that client 0
+	// asks first, as the canonical scenarios tell it ("client 0 acquires,
+	// then pauses"). After that, contention is the seeded random loop's.
+	entered := make([]chan struct{}, cfg.Clients)
+	for p := range entered {
+		entered[p] = make(chan struct{})
+	}
 	for p := range cfg.Clients {
 		wg.Add(1)
 		go func() {
@@ -90,13 +98,28 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 				}
 			}()
 			l := &loop{p: p, cfg: cfg, c: clients[p], res: res, h: procs.History[p], gate: procs.Gates[p],
-				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1))}
+				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1)), entered: entered[p]}
+			defer l.enter()
+			if p > 0 {
+				t := time.NewTimer(entryWait)
+				select {
+				case <-entered[p-1]:
+				case <-t.C:
+				case <-stop:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
 			errs[p] = l.run(ctx, stop)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// entryWait bounds how long a client waits for the previous one's first
+// reply before it starts anyway (the previous one may be paused or cut off).
+const entryWait = 100 * time.Millisecond
 
 type loop struct {
 	p    int
@@ -106,7 +129,14 @@ type loop struct {
 	h    *history.Proc
 	gate *cluster.Gate
 	rng  *rand.Rand
+	// entered is closed once this client's first acquire has completed
+	// (or its loop ended), letting the next client in.
+	entered   chan struct{}
+	enterOnce sync.Once
 }
+
+// enter lets the next client make its first request.
+func (l *loop) enter() { l.enterOnce.Do(func() { close(l.entered) }) }
 
 // record records an invocation or a completion of the process's op.
 func (l *loop) record(ctx context.Context, op history.Op) error {
@@ -171,7 +201,9 @@ func (l *loop) round(ctx context.Context, key string) error {
 	done := history.Op{Type: backends.Outcome(err), F: history.Acquire, Key: key}
 	if err != nil {
 		done.Error = errString(err)
-		return l.record(ctx, done)
+		err := l.record(ctx, done)
+		l.enter()
+		return err
 	}
 	done.Fence = g.Fence
 	if t, ok := l.res.(TxResource); ok && t.InTx(g) {
@@ -184,7 +216,9 @@ func (l *loop) round(ctx context.Context, key string) error {
 	if g.HasLease {
 		done.LeaseMS = history.Int64(g.Lease.Milliseconds())
 	}
-	if err := l.record(ctx, done); err != nil {
+	err = l.record(ctx, done)
+	l.enter()
+	if err != nil {
 		return err
 	}
 	// The critical section. Each step waits at the gate first: a paused

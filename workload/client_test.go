@@ -565,3 +565,73 @@ func TestRunClientErrors(t *testing.T) {
 		t.Errorf("panicking client: got %v", err)
 	}
 }
+
+// TestClientsEnterInOrder: each client's first acquire is invoked only after
+// the previous client's first acquire completed, so client 0 asks first.
+func TestClientsEnterInOrder(t *testing.T) {
+	const clients = 4
+	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
+	res, err := workload.NewMemory(workload.FenceNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := newRounds()
+	for p := range clients {
+		rs.target[p] = 1
+	}
+	stop := make(chan struct{})
+	go func() {
+		for range clients {
+			<-rs.reach
+		}
+		close(stop)
+	}()
+	if err := runW(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, newGates(clients), rs.observe); err != nil {
+		t.Fatal(err)
+	}
+	firstInvoke, firstDone := map[int]int64{}, map[int]int64{}
+	for _, op := range rec.History() {
+		if op.F != history.Acquire {
+			continue
+		}
+		m := firstDone
+		if op.Type == history.Invoke {
+			m = firstInvoke
+		}
+		if _, seen := m[op.Process]; !seen {
+			m[op.Process] = op.Index
+		}
+	}
+	for p := 1; p < clients; p++ {
+		if firstInvoke[p] < firstDone[p-1] {
+			t.Errorf("process %d asked first at op %d, before process %d's first reply at op %d", p, firstInvoke[p], p-1, firstDone[p-1])
+		}
+	}
+}
+
+// TestEntryDoesNotWaitForAPausedClient: client 0, paused from the start,
+// holds the others back only briefly.
+func TestEntryDoesNotWaitForAPausedClient(t *testing.T) {
+	const clients = 2
+	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
+	res, err := workload.NewMemory(workload.FenceNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := newGates(clients)
+	gates[0].Pause()
+	rs := newRounds()
+	rs.target[1] = 3
+	stop := make(chan struct{})
+	go func() {
+		<-rs.reach
+		close(stop)
+		gates[0].Resume()
+	}()
+	if err := runW(context.Background(), stop, cfg(clients), mutexBackend(t), res, rec, gates, rs.observe); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(byProcess(rec.History())[1]); n < 3 {
+		t.Errorf("process 1 recorded %d ops while process 0 was paused", n)
+	}
+}
