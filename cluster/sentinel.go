@@ -181,7 +181,7 @@ protected-mode no
 dir %s
 sentinel monitor %s 127.0.0.1 %d 2
 sentinel down-after-milliseconds %s 1000
-sentinel failover-timeout %s 4000
+sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
 `, port, dir, SentinelMaster, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
