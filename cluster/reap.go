@@ -34,13 +34,12 @@ func writeOwner(dir string) error {
 // their servers die with them, their data directories do not): every
 // locktorture-* directory but keep whose owner process is gone. A directory
 // without an owner file, or whose owner still runs, is left alone. It is
-// best effort and returns what it removed.
-func reapOrphans(parent, keep string) []string {
+// best effort.
+func reapOrphans(parent, keep string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
-		return nil
+		return
 	}
-	var removed []string
 	for _, e := range entries {
 		dir := filepath.Join(parent, e.Name())
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), tempPattern) || dir == keep {
@@ -53,11 +52,8 @@ func reapOrphans(parent, keep string) []string {
 		if ownerAlive(strings.TrimSpace(string(b))) {
 			continue
 		}
-		if os.RemoveAll(dir) == nil {
-			removed = append(removed, dir)
-		}
+		_ = os.RemoveAll(dir)
 	}
-	return removed
 }
 
 // ownerAlive reports whether the process an owner file names still runs.

@@ -375,10 +375,7 @@ func WriteMatrix(ctx context.Context, dir string, m *Matrix) error {
 	w.write(FileMatrixPNG, func() ([]byte, error) { return matrixPNG(m) })
 	w.write(FileJUnit, func() ([]byte, error) { return matrixJUnit(m) })
 	w.write(FileIndex, func() ([]byte, error) { return matrixHTML(m) })
-	if err := w.err(); err != nil {
-		return err
-	}
-	return nil
+	return w.err()
 }
 
 // MergeMatrices joins shards of one matrix (read from dirs) into one

@@ -107,10 +107,7 @@ func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Re
 	w.write(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
 	w.write(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })
 	w.write(FileRunInfo, func() ([]byte, error) { return marshalRunInfo(info) })
-	if err := w.err(); err != nil {
-		return err
-	}
-	return nil
+	return w.err()
 }
 
 func marshalRunInfo(info RunInfo) ([]byte, error) {

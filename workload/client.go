@@ -196,29 +196,27 @@ func (l *loop) round(ctx context.Context, key string) error {
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
-	g, err := l.c.Acquire(octx, key)
+	g, aerr := l.c.Acquire(octx, key)
 	cancel()
-	done := history.Op{Type: backends.Outcome(err), F: history.Acquire, Key: key}
-	if err != nil {
-		done.Error = errString(err)
-		err := l.record(ctx, done)
-		l.enter()
-		return err
+	done := history.Op{Type: backends.Outcome(aerr), F: history.Acquire, Key: key}
+	if aerr != nil {
+		done.Error = errString(aerr)
+	} else {
+		done.Fence = g.Fence
+		if t, ok := l.res.(TxResource); ok && t.InTx(g) {
+			// Everything done through this grant commits with its release.
+			done.Tx = true
+		}
+		if len(g.Nodes) > 0 {
+			done.Value = history.ObjectValue(map[string]any{"nodes": g.Nodes})
+		}
+		if g.HasLease {
+			done.LeaseMS = history.Int64(g.Lease.Milliseconds())
+		}
 	}
-	done.Fence = g.Fence
-	if t, ok := l.res.(TxResource); ok && t.InTx(g) {
-		// Everything done through this grant commits with its release.
-		done.Tx = true
-	}
-	if len(g.Nodes) > 0 {
-		done.Value = history.ObjectValue(map[string]any{"nodes": g.Nodes})
-	}
-	if g.HasLease {
-		done.LeaseMS = history.Int64(g.Lease.Milliseconds())
-	}
-	err = l.record(ctx, done)
-	l.enter()
-	if err != nil {
+	err := l.record(ctx, done)
+	l.enter() // the first reply is in: the next client may ask
+	if err != nil || aerr != nil {
 		return err
 	}
 	// The critical section. Each step waits at the gate first: a paused
