@@ -63,6 +63,12 @@ var mutexCases = []struct {
 	{"extend keeps the lease valid", newHistory().hold(0, "k0", 0.1, 2.6, lease(1000)).
 		inv(0.8, 0, ext, "k0").ok(0.9, 0, ext, "k0", lease(1000)).
 		hold(1, "k0", 1.3, 1.4), 0, 1},
+	{"a later extend does not rewrite the past", newHistory().hold(0, "k0", 0.0, 2.6, lease(100)).
+		hold(1, "k0", 0.12, 0.13, lease(1000)).
+		inv(0.14, 0, ext, "k0").ok(0.15, 0, ext, "k0", lease(1000)), 1, 0},
+	{"an extend before the later grant does count", newHistory().hold(0, "k0", 0.0, 2.6, lease(100)).
+		inv(0.05, 0, ext, "k0").ok(0.06, 0, ext, "k0", lease(1000)).
+		hold(1, "k0", 0.12, 0.13, lease(1000)), 0, 1},
 	{"failed extend does not", newHistory().hold(0, "k0", 0.1, 2.6, lease(1000)).
 		inv(0.8, 0, ext, "k0").fail(0.9, 0, ext, "k0", lease(1000)).
 		inv(1.0, 0, ext, "k0").info(1.1, 0, ext, "k0").

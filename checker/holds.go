@@ -21,8 +21,10 @@ type holdKey struct {
 // op's time). Acquires that completed fail or info are not holds. The fence
 // and lease come from the acquire ok; an extend ok carrying lease_ms moves
 // LeaseEnd to its own time plus that lease, and so does an acquire ok by a
-// process that already holds the key (its hold goes on). Nemesis ops are
-// ignored. The result is sorted by key, start and process.
+// process that already holds the key (its hold goes on). Each hold keeps its
+// lease's history too, so a checker can ask how the lease stood at any
+// moment (LeaseEndAt): a later extension does not rewrite the past. Nemesis
+// ops are ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
 	ops = resolveTx(ops)
 	var holds []Hold
@@ -46,7 +48,7 @@ func Holds(ops []history.Op) []Hold {
 				// Acquired again without a release: the client held the
 				// key all along; the new grant only renews its lease.
 				if op.LeaseMS != nil {
-					holds[j].LeaseEnd = history.Int64(op.Time + *op.LeaseMS*1e6)
+					holds[j].renew(op.Time, *op.LeaseMS)
 				}
 				continue
 			}
@@ -56,7 +58,7 @@ func Holds(ops []history.Op) []Hold {
 			}
 			if op.LeaseMS != nil {
 				h.LeaseMS = history.Int64(*op.LeaseMS)
-				h.LeaseEnd = history.Int64(op.Time + *op.LeaseMS*1e6)
+				h.renew(op.Time, *op.LeaseMS)
 			}
 			h.Nodes = grantNodes(op)
 			open[hk] = len(holds)
@@ -66,7 +68,7 @@ func Holds(ops []history.Op) []Hold {
 				continue
 			}
 			if j, ok := open[holdKey{op.Process, op.Key}]; ok {
-				holds[j].LeaseEnd = history.Int64(op.Time + *op.LeaseMS*1e6)
+				holds[j].renew(op.Time, *op.LeaseMS)
 			}
 		case history.Release:
 			if op.Type != history.Invoke {
@@ -93,6 +95,48 @@ func Holds(ops []history.Op) []Hold {
 		return cmp.Compare(a.Process, b.Process)
 	})
 	return holds
+}
+
+// leaseSpan is one grant or extension of a hold's lease: from at, it ran until
+// end, and was ms long.
+type leaseSpan struct{ at, end, ms int64 }
+
+// renew records a grant or extension of h's lease at time t for ms.
+func (h *Hold) renew(t, ms int64) {
+	end := t + ms*1e6
+	h.LeaseEnd = history.Int64(end)
+	h.leases = append(h.leases, leaseSpan{at: t, end: end, ms: ms})
+}
+
+// leaseAt returns the lease as it stood at time t: the latest grant or
+// extension completed at or before t. ok is false when the hold had no
+// lease by then (it never runs out).
+func (h *Hold) leaseAt(t int64) (l leaseSpan, ok bool) {
+	for i := len(h.leases) - 1; i >= 0; i-- {
+		if h.leases[i].at <= t {
+			return h.leases[i], true
+		}
+	}
+	if len(h.leases) == 0 && h.LeaseEnd != nil {
+		// A Hold made by hand, without its history: its last lease is all
+		// there is.
+		ms := int64(0)
+		if h.LeaseMS != nil {
+			ms = *h.LeaseMS
+		}
+		return leaseSpan{at: h.Start, end: *h.LeaseEnd, ms: ms}, true
+	}
+	return leaseSpan{}, false
+}
+
+// LeaseEndAt returns when h's lease ran out as it stood at time t (by the
+// grant or extension last completed at or before t), or nil when h had no
+// lease by then.
+func (h *Hold) LeaseEndAt(t int64) *int64 {
+	if l, ok := h.leaseAt(t); ok {
+		return history.Int64(l.end)
+	}
+	return nil
 }
 
 // grantNodes reads the servers that granted a quorum lock from an acquire

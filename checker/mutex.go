@@ -78,12 +78,27 @@ func Mutex(ops []history.Op) *MutexResult {
 	return res
 }
 
-// staleAt reports whether hold h's lease had run out by time t (a hold
-// without a lease never runs out).
-func staleAt(h *Hold, t int64) bool { return h.LeaseEnd != nil && *h.LeaseEnd <= t }
+// staleAt reports whether hold h's lease, as it stood at time t, had run out
+// by then (a hold without a lease never runs out).
+func staleAt(h *Hold, t int64) bool {
+	l, ok := h.leaseAt(t)
+	return ok && l.end <= t
+}
 
-// overlap describes the conflict between an earlier hold a and a later hold h.
+// asAt returns a copy of h whose lease is the one it had at time t.
+func asAt(h *Hold, t int64) *Hold {
+	c := *h
+	c.LeaseEnd, c.leases = nil, nil
+	if l, ok := h.leaseAt(t); ok {
+		c.LeaseEnd, c.LeaseMS = history.Int64(l.end), history.Int64(l.ms)
+	}
+	return &c
+}
+
+// overlap describes the conflict between an earlier hold a and a later hold h,
+// each judged by its lease as it stood when h began.
 func overlap(a, h *Hold) Overlap {
+	a, h = asAt(a, h.Start), asAt(h, h.Start)
 	o := Overlap{
 		Key:     h.Key,
 		Earlier: *a,

@@ -22,6 +22,8 @@ type Hold struct {
 	// Nodes are the servers that granted a quorum lock (from the acquire's
 	// value {"nodes": [...]}), when the backend says.
 	Nodes []string `json:"nodes,omitempty"`
+	// leases is every grant and extension of the lease, in order.
+	leases []leaseSpan
 }
 
 // Overlap kinds.
@@ -35,7 +37,10 @@ const (
 )
 
 // Overlap is one mutex violation: two holds of one key by different
-// processes overlapping in time. Earlier is the hold that began first.
+// processes overlapping in time. Earlier is the hold that began first. In an
+// Overlap, each hold's LeaseEnd (and LeaseMS) is its lease as it stood when
+// the overlap began, not as a later extension left it: that is what makes
+// the overlap a stale holder or a double grant.
 type Overlap struct {
 	Key     string `json:"key"`
 	Earlier Hold   `json:"earlier"`
