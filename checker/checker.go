@@ -164,6 +164,26 @@ type Results struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Note explains an unknown or surprising verdict (for example, nothing was checked).
 	Note string `json:"note,omitempty"`
+	// Warnings lists the rules of the history contract the history broke
+	// and the checkers worked around (history.Lint), up to MaxWarnings;
+	// WarningCount counts them all.
+	Warnings     []string `json:"warnings,omitempty"`
+	WarningCount int      `json:"warning_count,omitempty"`
+}
+
+// MaxWarnings caps the warnings listed in Results.
+const MaxWarnings = 100
+
+// AddWarnings lists the contract rules a history broke in r (the first
+// MaxWarnings) and counts them all.
+func (r *Results) AddWarnings(ps []history.Problem) {
+	r.WarningCount += len(ps)
+	for _, p := range ps {
+		if len(r.Warnings) >= MaxWarnings {
+			break
+		}
+		r.Warnings = append(r.Warnings, p.String())
+	}
 }
 
 // Check runs the named checkers (every one when names is empty) over ops and

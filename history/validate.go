@@ -2,8 +2,13 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// ErrContract is wrapped by every error about an op that breaks the
+// history contract (see DESIGN.md) so badly that it cannot be checked.
+var ErrContract = errors.New("breaks the history contract")
 
 // Validate checks the structural rules of a history: indexes from 0 without
 // gaps, time never going backwards, at most one outstanding op per client
@@ -47,4 +52,123 @@ func Validate(ctx context.Context, ops []Op) error {
 		}
 	}
 	return nil
+}
+
+// clientFs are the client operations of the contract, each on a key.
+var clientFs = map[string]bool{Acquire: true, Release: true, Extend: true, Read: true, Write: true, FinalRead: true}
+
+// valued are the client operations whose value, when given, is an integer.
+var valued = map[string]bool{Read: true, Write: true, FinalRead: true}
+
+// Conform checks the rules of the contract that no checker can work around,
+// op by op: the type is one of invoke, ok, fail and info; a client's lock or
+// resource op names its key; a read's, write's or final read's value, when
+// given, is an integer. A history that breaks one is refused: checking it
+// would file ops under the wrong key or drop them in silence.
+func Conform(op *Op) error {
+	switch op.Type {
+	case Invoke, OK, Fail, Info:
+	case "":
+		return fmt.Errorf("%w: no \"type\" (want invoke, ok, fail or info)", ErrContract)
+	default:
+		return fmt.Errorf("%w: type %q is not invoke, ok, fail or info", ErrContract, op.Type)
+	}
+	if op.F == "" {
+		return fmt.Errorf("%w: no \"f\" (what the op does)", ErrContract)
+	}
+	if op.IsNemesis() || !clientFs[op.F] {
+		return nil
+	}
+	if op.Key == "" {
+		return fmt.Errorf("%w: client %s with no \"key\"", ErrContract, op.F)
+	}
+	if valued[op.F] && len(op.Value) > 0 && string(op.Value) != "null" {
+		if _, ok := op.Int(); !ok {
+			return fmt.Errorf("%w: %s value %s is not an integer", ErrContract, op.F, op.Value)
+		}
+	}
+	return nil
+}
+
+// Problem is one way a history breaks a rule of the contract that the
+// checkers can still work around (they judge the history as it is, and the
+// results say what was wrong with it).
+type Problem struct {
+	// Op is the op's position in the history, from 0.
+	Op int
+	// Text says what is wrong, in plain words.
+	Text string
+}
+
+// String names the op and the problem.
+func (p Problem) String() string { return fmt.Sprintf("op %d: %s", p.Op, p.Text) }
+
+// Lint returns every rule of the contract that ops break and Conform does
+// not refuse, in history order: an index that is not the op's position, time
+// going backwards or below zero, a process below -1, a nemesis op that is
+// not info, a client invoking while its previous op is outstanding, a
+// completion with nothing outstanding or of another op, a client f outside
+// the contract, and ops still outstanding when the history ends.
+func Lint(ops []Op) []Problem {
+	var ps []Problem
+	add := func(i int, format string, args ...any) {
+		ps = append(ps, Problem{Op: i, Text: fmt.Sprintf(format, args...)})
+	}
+	type pending struct {
+		i int
+		f string
+	}
+	open := map[int]pending{}
+	var lastT int64
+	badIndex := false
+	for i := range ops {
+		op := &ops[i]
+		if op.Index != int64(i) && !badIndex {
+			add(i, "index is %d, not its position %d (indexes count from 0 without gaps)", op.Index, i)
+			badIndex = true // once: after a gap every index is off
+		}
+		switch {
+		case op.Time < 0:
+			add(i, "time %d is below zero", op.Time)
+		case op.Time < lastT:
+			add(i, "time goes backwards (%d after %d)", op.Time, lastT)
+		}
+		lastT = max(lastT, op.Time)
+		if op.Process < NemesisProcess {
+			add(i, "process %d is neither a client (0 and up) nor the nemesis (-1); checked as a client", op.Process)
+		}
+		if op.IsNemesis() {
+			if op.Type != Info {
+				add(i, "nemesis op %s has type %s (nemesis ops are info)", op.F, op.Type)
+			}
+			continue
+		}
+		if !clientFs[op.F] {
+			add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read)", op.Process, op.F)
+		}
+		switch op.Type {
+		case Invoke:
+			if p, ok := open[op.Process]; ok {
+				add(i, "process %d invokes %s while its %s (op %d) is outstanding: that op never completed", op.Process, op.F, p.f, p.i)
+			}
+			open[op.Process] = pending{i, op.F}
+		case OK, Fail, Info:
+			p, ok := open[op.Process]
+			switch {
+			case !ok:
+				add(i, "process %d completes %s with nothing outstanding", op.Process, op.F)
+			case p.f != op.F:
+				add(i, "process %d completes %s but invoked %s (op %d)", op.Process, op.F, p.f, p.i)
+			}
+			delete(open, op.Process)
+		}
+	}
+	if len(open) > 0 {
+		first := len(ops)
+		for _, p := range open {
+			first = min(first, p.i)
+		}
+		add(first, "%d op(s) never completed before the history ended (the first: process %d's %s)", len(open), ops[first].Process, ops[first].F)
+	}
+	return ps
 }

@@ -30,9 +30,13 @@ func completions(ops []history.Op) []completed {
 		if op.IsNemesis() {
 			continue
 		}
-		if op.Type == history.Invoke {
+		switch op.Type {
+		case history.Invoke:
 			pending[op.Process] = op.Time
 			continue
+		case history.OK, history.Fail, history.Info:
+		default:
+			continue // not an op type of the contract: nothing to draw
 		}
 		t0, ok := pending[op.Process]
 		if !ok {

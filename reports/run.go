@@ -135,6 +135,10 @@ func ReadRunInfo(dir string) (RunInfo, error) {
 
 // fileWriter renders a report's files one by one into dir, going on past a
 // file that fails so that one bad plot does not cost the others.
+// ErrDraw is wrapped by the error of a report file that panicked while it
+// was drawn: a bug in the report, never in the verdict.
+var ErrDraw = errors.New("reports: drawing failed")
+
 type fileWriter struct {
 	ctx  context.Context
 	dir  string
@@ -147,7 +151,7 @@ func (w *fileWriter) write(name string, render func() ([]byte, error)) {
 		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
 		return
 	}
-	b, err := render()
+	b, err := renderSafe(render)
 	if err != nil {
 		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
 		return
@@ -155,6 +159,18 @@ func (w *fileWriter) write(name string, render func() ([]byte, error)) {
 	if err := writeFileAtomic(filepath.Join(w.dir, name), b); err != nil {
 		w.errs = append(w.errs, err)
 	}
+}
+
+// renderSafe calls render and turns a panic into an error, so a report that
+// fails to draw never takes the verdict down with it (as Jepsen's check-safe
+// does for checkers).
+func renderSafe(render func() ([]byte, error)) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%w: %v", ErrDraw, r)
+		}
+	}()
+	return render()
 }
 
 // err joins every failure, or is nil.

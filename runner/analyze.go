@@ -4,34 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/checker"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
+// maxWarningLines is how many contract warnings Analyze prints one by one
+// before it only counts the rest (results.json lists more).
+const maxWarningLines = 5
+
 // Analyze re-checks a stored history with no servers. path is a run
 // directory, any directory holding a history.jsonl, or the file itself.
-// The directory's scenario.yaml, when present, says which checkers to run.
-// results.json and the report files (index.html, plots, junit.xml; see
-// reports.WriteRun) are written beside the history. A history whose last line was
-// cut off (the harness was killed) is checked without that line, and the
-// results say so. warn receives non-fatal remarks.
-func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (*Outcome, error) {
-	st, err := os.Stat(path)
+//
+// What the checkers run: opt.Checkers when given; else the directory's
+// scenario.yaml, which must load (a malformed one is bad input, naming the
+// file and line); else every checker. results.json and the report files
+// (index.html, plots, junit.xml; see reports.WriteRun) are written beside
+// the history.
+//
+// A history is judged against its contract (DESIGN.md): an op that cannot
+// be checked (bad JSON, a type outside invoke/ok/fail/info, a client lock op
+// without a key, a value that is not an integer; see history.Conform) is bad
+// input naming its line; a broken rule the checkers can work around (see
+// history.Lint) is a warning, listed in results.json. A history whose last
+// line was cut off (the harness was killed) is checked without that line,
+// and the results say so. warn receives the warnings.
+//
+// When the report fails to draw, Analyze returns the Outcome (results.json
+// is written) with an error wrapping ErrReport. A panic anywhere in
+// checking or drawing is an error, never a crash.
+func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (out *Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: analyze failed: %v", ErrReport, r)
+		}
+	}()
+	hpath, dir, err := historyPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		return nil, err
 	}
-	hpath, dir := path, filepath.Dir(path)
-	if st.IsDir() {
-		dir, hpath = path, filepath.Join(path, "history.jsonl")
-	}
-	if _, err := os.Stat(hpath); err != nil {
-		return nil, fmt.Errorf("%w: no history.jsonl in %s", ErrBadInput, dir)
+	names, sc, err := analyzeCheckers(dir, opt.Checkers, warn)
+	if err != nil {
+		return nil, err
 	}
 	ops, err := history.ReadFile(hpath)
 	truncated := false
@@ -42,25 +63,16 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 		truncated = true
 		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", err, len(ops)))
 	}
-	if err := history.Validate(ctx, ops); err != nil {
-		// Check what is there anyway, as Jepsen would, but say so.
-		warn(fmt.Sprintf("the history breaks the format (%v); checking it anyway", err))
-	}
-	out := &Outcome{Dir: dir}
-	var names []string
-	var sc *scenarios.Scenario
-	if data, err := os.ReadFile(filepath.Join(dir, "scenario.yaml")); err == nil {
-		if sc, err = scenarios.Parse(data, filepath.Join(dir, "scenario.yaml")); err != nil {
-			warn(fmt.Sprintf("ignoring %v; running every checker", err))
-			sc = nil
-		} else {
-			names = sc.Checkers
-			out.Expected = sc.Expected(sc.Backend)
+	for i := range ops {
+		if cerr := history.Conform(&ops[i]); cerr != nil {
+			return nil, fmt.Errorf("%w: %s: op %d: %w", ErrBadInput, hpath, i, cerr)
 		}
 	}
+	out = &Outcome{Dir: dir}
 	var skipped []string
 	if sc != nil {
-		if binfo, _, err := backends.Lookup(sc.Backend); err == nil {
+		out.Expected = sc.Expected(sc.Backend)
+		if binfo, _, err := backends.Lookup(sc.Backend); err == nil && len(opt.Checkers) == 0 {
 			if len(names) == 0 {
 				names = checker.All
 			}
@@ -70,6 +82,13 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	res, err := check(ctx, ops, names, opt)
 	if err != nil {
 		return nil, err
+	}
+	for i, w := range res.Warnings {
+		if i == maxWarningLines {
+			warn(fmt.Sprintf("… and %d more ways the history breaks its contract (see results.json)", res.WarningCount-maxWarningLines))
+			break
+		}
+		warn("the history breaks its contract: " + w)
 	}
 	if sc != nil {
 		res.Scenario, res.Backend, res.Resource, res.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
@@ -84,10 +103,67 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	if err := reports.WriteResults(filepath.Join(dir, "results.json"), res); err != nil {
 		return nil, err
 	}
-	if err := writeRunReport(ctx, dir, ops, res, sc); err != nil {
-		warn(fmt.Sprintf("report: %v", err))
-	}
 	out.Results = res
 	out.Summary = reports.Summary(res, 3)
+	if err := drawReport(ctx, dir, ops, res, sc); err != nil {
+		return out, fmt.Errorf("%w: %w", ErrReport, err)
+	}
 	return out, nil
+}
+
+// historyPath finds the history file and its directory from a path that
+// names either.
+func historyPath(path string) (hpath, dir string, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	hpath, dir = path, filepath.Dir(path)
+	if st.IsDir() {
+		dir, hpath = path, filepath.Join(path, "history.jsonl")
+	}
+	if _, err := os.Stat(hpath); err != nil {
+		return "", "", fmt.Errorf("%w: no history.jsonl in %s", ErrBadInput, dir)
+	}
+	return hpath, dir, nil
+}
+
+// analyzeCheckers decides which checkers Analyze runs: the ones named, else
+// those of dir's scenario.yaml (which must load unless checkers are named),
+// else none (every one).
+func analyzeCheckers(dir string, named []string, warn func(string)) ([]string, *scenarios.Scenario, error) {
+	for _, n := range named {
+		if !slices.Contains(checker.All, n) {
+			return nil, nil, fmt.Errorf("%w: --checkers: unknown checker %q (known: %s)", ErrBadInput, n, strings.Join(checker.All, ", "))
+		}
+	}
+	file := filepath.Join(dir, reports.FileScenario)
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return named, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	sc, err := scenarios.Parse(data, file)
+	switch {
+	case err == nil && len(named) > 0:
+		return named, sc, nil
+	case err == nil:
+		return sc.Checkers, sc, nil
+	case len(named) > 0:
+		warn(fmt.Sprintf("ignoring %v: checking with --checkers %s", err, strings.Join(named, ",")))
+		return named, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %w (or name the checkers with --checkers to analyze without it)", ErrBadInput, err)
+}
+
+// drawReport writes the report files, turning a panic into an error.
+func drawReport(ctx context.Context, dir string, ops []history.Op, res *checker.Results, sc *scenarios.Scenario) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", reports.ErrDraw, r)
+		}
+	}()
+	return writeRunReport(ctx, dir, ops, res, sc)
 }

@@ -32,6 +32,9 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrInterrupted is wrapped when the run was stopped by a signal.
 	ErrInterrupted = errors.New("interrupted")
+	// ErrReport is wrapped when the report could not be drawn: the verdict
+	// and results.json stand, but the harness failed (exit 255).
+	ErrReport = errors.New("report")
 )
 
 // Options are the run's settings outside the scenario.
@@ -44,6 +47,9 @@ type Options struct {
 	Log io.Writer
 	// LinearizableTimeout bounds porcupine (zero: 30s).
 	LinearizableTimeout time.Duration
+	// Checkers, for Analyze, replaces the checkers the stored scenario.yaml
+	// asks for (none given: the scenario's, or every checker without one).
+	Checkers []string
 	// TempDir holds the servers' data directories (default: the system's).
 	TempDir string
 	// Observe, when set, sees every op as it is recorded (on the
@@ -65,7 +71,8 @@ type Outcome struct {
 
 // Run performs one run of sc and stores it. The returned error wraps
 // ErrBadInput for bad settings; any other error is a harness failure. A
-// run that completes returns its Outcome whatever the verdict.
+// run that completes returns its Outcome whatever the verdict — together
+// with an error wrapping ErrReport when its report could not be drawn.
 func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome, err error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
@@ -249,14 +256,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: opt.Command,
 		Expected: out.Expected.Valid, Summary: out.Summary, Settings: settings(sc), Logs: logs,
 	}
+	var rerr error
 	if err := reports.WriteRun(ctx, dir, ops, results, info); err != nil {
 		lg.Printf("report: %v", err)
+		rerr = fmt.Errorf("%w: %w", ErrReport, err)
 	}
 	lg.Printf("verdict: %s", results.Valid)
 	if err := linkLatest(opt.Store, dir); err != nil {
 		lg.Printf("store/latest: %v", err)
 	}
-	return out, nil
+	return out, rerr
 }
 
 // backendEnv is what the scenario tells the backend.
@@ -316,6 +325,7 @@ func check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	r := &checker.Results{Checkers: cs, Ops: len(ops), Valid: cs.Verdict()}
+	r.AddWarnings(history.Lint(ops))
 	if !checkedSomething(ops) && r.Valid == checker.Valid {
 		r.Valid = checker.Unknown
 		r.Note = "no lock was granted and no write accepted: nothing was checked"

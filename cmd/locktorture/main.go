@@ -190,6 +190,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	stopProgress := startRunProgress(&opt, sc, stderr, *quiet)
 	out, err := runner.Run(ctx, sc, opt)
 	stopProgress()
+	if out != nil {
+		printOutcome(stdout, out)
+		fmt.Fprintf(stdout, "repeat:   %s\n", opt.Command)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
 		if errors.Is(err, runner.ErrBadInput) {
@@ -197,8 +201,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitHarness
 	}
-	printOutcome(stdout, out)
-	fmt.Fprintf(stdout, "repeat:   %s\n", opt.Command)
 	return exitCode(out.Results.Valid)
 }
 
@@ -269,6 +271,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	linTimeout := fs.Duration("linearizable-timeout", 30*time.Second, "time limit for the linearizability checker")
+	checkers := fs.String("checkers", "", "comma-separated checkers to run instead of what the directory's scenario.yaml asks for (mutex, linearizable, fencing, lost-update, stats)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it, redraws\nthe report (index.html, plots) and exits with the verdict's code.\n\n")
 		fs.PrintDefaults()
@@ -286,7 +289,14 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	warn := func(s string) { fmt.Fprintf(stderr, "locktorture analyze: warning: %s\n", s) }
-	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout}, warn)
+	var names []string
+	if *checkers != "" {
+		names = strings.Split(*checkers, ",")
+	}
+	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout, Checkers: names}, warn)
+	if out != nil {
+		printOutcome(stdout, out)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture analyze: %v\n", err)
 		if errors.Is(err, runner.ErrBadInput) {
@@ -294,7 +304,6 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitHarness
 	}
-	printOutcome(stdout, out)
 	return exitCode(out.Results.Valid)
 }
 
