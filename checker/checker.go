@@ -5,9 +5,9 @@ package checker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/history"
@@ -187,31 +187,46 @@ func (r *Results) AddWarnings(ps []history.Problem) {
 }
 
 // Check runs the named checkers (every one when names is empty) over ops and
-// merges their verdicts. A checker that panics yields unknown, as Jepsen's
-// check-safe does. An unknown name is an error.
+// merges their verdicts. The checkers are pure functions of ops, so they run
+// side by side, each on its own goroutine. A checker that panics yields
+// unknown, as Jepsen's check-safe does. An unknown name is an error.
 func Check(ctx context.Context, ops []history.Op, names []string, opt Options) (Checkers, error) {
 	if len(names) == 0 {
 		names = All
 	}
 	var c Checkers
+	var runs []func()
 	for _, n := range names {
 		switch n {
 		case NameMutex:
-			r := safe(func() *MutexResult { return runMutex(ops) }, func(e string) *MutexResult { return &MutexResult{Valid: Unknown, Error: e} })
-			c.Mutex = r
+			runs = append(runs, func() {
+				c.Mutex = safe(func() *MutexResult { return runMutex(ops) }, func(e string) *MutexResult { return &MutexResult{Valid: Unknown, Error: e} })
+			})
 		case NameLinearizable:
-			r := safe(func() *LinearizableResult { return runLinearizable(ctx, ops, opt.LinearizableTimeout) }, func(e string) *LinearizableResult { return &LinearizableResult{Valid: Unknown, Error: e} })
-			c.Linearizable = r
+			runs = append(runs, func() {
+				c.Linearizable = safe(func() *LinearizableResult { return runLinearizable(ctx, ops, opt.LinearizableTimeout) }, func(e string) *LinearizableResult { return &LinearizableResult{Valid: Unknown, Error: e} })
+			})
 		case NameFencing:
-			c.Fencing = safe(func() *FencingResult { return runFencing(ops) }, func(e string) *FencingResult { return &FencingResult{Valid: Unknown, Error: e} })
+			runs = append(runs, func() {
+				c.Fencing = safe(func() *FencingResult { return runFencing(ops) }, func(e string) *FencingResult { return &FencingResult{Valid: Unknown, Error: e} })
+			})
 		case NameLostUpdate:
-			c.LostUpdate = safe(func() *LostUpdateResult { return runLostUpdate(ops) }, func(e string) *LostUpdateResult { return &LostUpdateResult{Valid: Unknown, Error: e} })
+			runs = append(runs, func() {
+				c.LostUpdate = safe(func() *LostUpdateResult { return runLostUpdate(ops) }, func(e string) *LostUpdateResult { return &LostUpdateResult{Valid: Unknown, Error: e} })
+			})
 		case NameStats:
-			c.Stats = safe(func() *StatsResult { return runStats(ops) }, func(e string) *StatsResult { return &StatsResult{Valid: Unknown, Error: e} })
+			runs = append(runs, func() {
+				c.Stats = safe(func() *StatsResult { return runStats(ops) }, func(e string) *StatsResult { return &StatsResult{Valid: Unknown, Error: e} })
+			})
 		default:
-			return c, fmt.Errorf("unknown checker %q (known: %v)", n, All)
+			return Checkers{}, fmt.Errorf("unknown checker %q (known: %v)", n, All)
 		}
 	}
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(run)
+	}
+	wg.Wait()
 	return c, nil
 }
 
@@ -253,4 +268,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-var _ = json.Marshal

@@ -85,16 +85,50 @@ func Holds(ops []history.Op) []Hold {
 	for _, j := range open {
 		holds[j].End = last
 	}
-	slices.SortFunc(holds, func(a, b Hold) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
+	return sortHolds(holds)
+}
+
+// compareHolds orders holds by key, start and process.
+func compareHolds(a, b *Hold) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Process, b.Process)
+}
+
+// sortHolds orders holds by key, start and process. Holds are made in
+// history order, so within a key they are nearly always sorted already:
+// grouping by key and sorting only the groups that need it is linear where
+// sorting the whole slice of large structs is not.
+func sortHolds(holds []Hold) []Hold {
+	groups := map[string][]int{}
+	var keys []string
+	for i := range holds {
+		k := holds[i].Key
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
 		}
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
+		groups[k] = append(groups[k], i)
+	}
+	slices.Sort(keys)
+	out := make([]Hold, 0, len(holds))
+	for _, k := range keys {
+		from := len(out)
+		for _, i := range groups[k] {
+			out = append(out, holds[i])
 		}
-		return cmp.Compare(a.Process, b.Process)
-	})
-	return holds
+		g := out[from:]
+		for i := 1; i < len(g); i++ {
+			if compareHolds(&g[i-1], &g[i]) > 0 {
+				slices.SortFunc(g, func(a, b Hold) int { return compareHolds(&a, &b) })
+				break
+			}
+		}
+	}
+	return out
 }
 
 // leaseSpan is one grant or extension of a hold's lease: from at, it ran until

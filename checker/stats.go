@@ -16,20 +16,34 @@ func Stats(ops []history.Op) *StatsResult {
 		return res
 	}
 	first, last := ops[0].Time, ops[0].Time
+	type fType struct {
+		f string
+		t history.Type
+	}
+	counts := map[fType]int{}
 	clients := map[int]bool{}
 	keys := map[string]bool{}
-	pending := map[int]*history.Op{}
+	// Pending invocations by process: a slice for the usual small process
+	// numbers, a map for the rest.
+	var pendSlice []*history.Op
+	pendMap := map[int]*history.Op{}
+	pending := func(p int) **history.Op {
+		if p >= 0 && p < 1<<16 {
+			if p >= len(pendSlice) {
+				pendSlice = append(pendSlice, make([]*history.Op, p+1-len(pendSlice))...)
+			}
+			return &pendSlice[p]
+		}
+		o := pendMap[p]
+		return &o
+	}
 	var okLat, allLat []int64
 	completions := 0
+	lastKey := ""
 	for i := range ops {
 		op := &ops[i]
 		first, last = min(first, op.Time), max(last, op.Time)
-		byType := res.Ops[op.F]
-		if byType == nil {
-			byType = map[string]int{}
-			res.Ops[op.F] = byType
-		}
-		byType[string(op.Type)]++
+		counts[fType{op.F, op.Type}]++
 		if op.IsNemesis() {
 			res.NemesisOps++
 			continue
@@ -37,19 +51,24 @@ func Stats(ops []history.Op) *StatsResult {
 		if op.Process >= 0 {
 			clients[op.Process] = true
 		}
-		if op.Key != "" {
-			keys[op.Key] = true
+		if op.Key != "" && op.Key != lastKey {
+			keys[op.Key], lastKey = true, op.Key
 		}
+		slot := pending(op.Process)
 		if op.Type == history.Invoke {
-			pending[op.Process] = op
+			*slot = op
+			if op.Process < 0 || op.Process >= 1<<16 {
+				pendMap[op.Process] = op
+			}
 			continue
 		}
 		completions++
-		inv, ok := pending[op.Process]
-		if !ok || inv.F != op.F {
+		inv := *slot
+		if inv == nil || inv.F != op.F {
 			continue
 		}
-		delete(pending, op.Process)
+		*slot = nil
+		delete(pendMap, op.Process)
 		if op.F == history.Acquire {
 			d := op.Time - inv.Time
 			allLat = append(allLat, d)
@@ -57,6 +76,14 @@ func Stats(ops []history.Op) *StatsResult {
 				okLat = append(okLat, d)
 			}
 		}
+	}
+	for ft, n := range counts {
+		byType := res.Ops[ft.f]
+		if byType == nil {
+			byType = map[string]int{}
+			res.Ops[ft.f] = byType
+		}
+		byType[string(ft.t)] += n
 	}
 	res.Clients = len(clients)
 	res.Span = last - first

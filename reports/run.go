@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
@@ -133,32 +135,45 @@ func ReadRunInfo(dir string) (RunInfo, error) {
 	return info, nil
 }
 
-// fileWriter renders a report's files one by one into dir, going on past a
-// file that fails so that one bad plot does not cost the others.
 // ErrDraw is wrapped by the error of a report file that panicked while it
 // was drawn: a bug in the report, never in the verdict.
 var ErrDraw = errors.New("reports: drawing failed")
 
+// fileWriter renders a report's files into dir, side by side (each file is
+// a pure function of the history and results), going on past a file that
+// fails so that one bad plot does not cost the others.
 type fileWriter struct {
 	ctx  context.Context
 	dir  string
+	wg   sync.WaitGroup
+	mu   sync.Mutex
 	errs []error
 }
 
-// write renders one file and writes it atomically, unless the context is done.
+// write renders one file on its own goroutine and writes it atomically,
+// unless the context is done. err waits for every file.
 func (w *fileWriter) write(name string, render func() ([]byte, error)) {
-	if err := w.ctx.Err(); err != nil {
-		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
-		return
-	}
-	b, err := renderSafe(render)
-	if err != nil {
-		w.errs = append(w.errs, fmt.Errorf("%s: %w", name, err))
-		return
-	}
-	if err := writeFileAtomic(filepath.Join(w.dir, name), b); err != nil {
-		w.errs = append(w.errs, err)
-	}
+	w.wg.Go(func() {
+		if err := w.ctx.Err(); err != nil {
+			w.fail(fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		b, err := renderSafe(render)
+		if err != nil {
+			w.fail(fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		if err := writeFileAtomic(filepath.Join(w.dir, name), b); err != nil {
+			w.fail(err)
+		}
+	})
+}
+
+// fail records one file's error.
+func (w *fileWriter) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.errs = append(w.errs, err)
 }
 
 // renderSafe calls render and turns a panic into an error, so a report that
@@ -173,8 +188,11 @@ func renderSafe(render func() ([]byte, error)) (b []byte, err error) {
 	return render()
 }
 
-// err joins every failure, or is nil.
+// err waits for every file, then joins every failure (sorted, so the
+// message does not depend on which file finished first), or is nil.
 func (w *fileWriter) err() error {
+	w.wg.Wait()
+	slices.SortFunc(w.errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	if len(w.errs) == 0 {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/locktorture/locktorture/backends"
@@ -133,7 +132,7 @@ func historyPath(path string) (hpath, dir string, err error) {
 // else none (every one).
 func analyzeCheckers(dir string, named []string, warn func(string)) ([]string, *scenarios.Scenario, error) {
 	for _, n := range named {
-		if !slices.Contains(checker.All, n) {
+		if !checker.IsKnown(n) {
 			return nil, nil, fmt.Errorf("%w: --checkers: unknown checker %q (known: %s)", ErrBadInput, n, strings.Join(checker.All, ", "))
 		}
 	}
