@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // ErrContract is wrapped by every error about an op that breaks the
@@ -108,7 +111,8 @@ func (p Problem) String() string { return fmt.Sprintf("op %d: %s", p.Op, p.Text)
 // going backwards or below zero, a process below -1, a nemesis op that is
 // not info, a client invoking while its previous op is outstanding, a
 // completion with nothing outstanding or of another op, a client f outside
-// the contract, and ops still outstanding when the history ends.
+// the contract, ops still outstanding when the history ends, and a fault
+// started (start-X) and never stopped (stop-X).
 func Lint(ops []Op) []Problem {
 	var ps []Problem
 	add := func(i int, format string, args ...any) {
@@ -119,6 +123,7 @@ func Lint(ops []Op) []Problem {
 		f string
 	}
 	open := map[int]pending{}
+	faults := map[string][]int{} // started and not yet stopped, by fault name
 	var lastT int64
 	badIndex := false
 	for i := range ops {
@@ -141,6 +146,11 @@ func Lint(ops []Op) []Problem {
 			if op.Type != Info {
 				add(i, "nemesis op %s has type %s (nemesis ops are info)", op.F, op.Type)
 			}
+			if name, ok := strings.CutPrefix(op.F, "start-"); ok {
+				faults[name] = append(faults[name], i)
+			} else if name, ok := strings.CutPrefix(op.F, "stop-"); ok && len(faults[name]) > 0 {
+				faults[name] = faults[name][1:]
+			}
 			continue
 		}
 		if !clientFs[op.F] {
@@ -161,6 +171,11 @@ func Lint(ops []Op) []Problem {
 				add(i, "process %d completes %s but invoked %s (op %d)", op.Process, op.F, p.f, p.i)
 			}
 			delete(open, op.Process)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(faults)) {
+		if is := faults[name]; len(is) > 0 {
+			add(is[0], "start-%s was never followed by stop-%s: the fault was never healed (the history ends first)", name, name)
 		}
 	}
 	if len(open) > 0 {

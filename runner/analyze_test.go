@@ -141,3 +141,48 @@ func TestAnalyzeRefusesBadScenario(t *testing.T) {
 		t.Errorf("unknown checker: want bad input, got %v", err)
 	}
 }
+
+// TestAnalyzeKilledRun: a history that ends before the run did (no final
+// reads, a fault never healed) says so and is never valid.
+func TestAnalyzeKilledRun(t *testing.T) {
+	const killed = `{"index":0,"time":100,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":200,"process":0,"type":"ok","f":"acquire","key":"k0","lease_ms":1000}
+{"index":2,"time":250,"process":-1,"type":"info","f":"start-pause","value":{"process":1,"ms":2500}}
+{"index":3,"time":300,"process":0,"type":"invoke","f":"read","key":"k0"}
+{"index":4,"time":400,"process":0,"type":"ok","f":"read","key":"k0","value":0}
+{"index":5,"time":500,"process":0,"type":"invoke","f":"write","key":"k0","value":1}
+{"index":6,"time":600,"process":0,"type":"ok","f":"write","key":"k0","value":1}
+{"index":7,"time":700,"process":0,"type":"invoke","f":"release","key":"k0"}
+{"index":8,"time":800,"process":0,"type":"ok","f":"release","key":"k0"}
+`
+	out, warned, err := analyzeText(t, killed, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Valid != checker.Unknown || !strings.Contains(out.Results.Note, "no final reads") {
+		t.Errorf("got %s (%q), want unknown: no final reads", out.Results.Valid, out.Results.Note)
+	}
+	if !strings.Contains(strings.Join(warned, "\n"), "never healed") {
+		t.Errorf("the unhealed pause is not reported: %q", warned)
+	}
+	// Without lost-update, nothing asked for needs the final reads.
+	out, _, err = analyzeText(t, killed, "", Options{Checkers: []string{"mutex", "fencing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Valid != checker.Valid {
+		t.Errorf("mutex and fencing alone: got %s, want valid", out.Results.Valid)
+	}
+	// With them, it is judged as usual.
+	whole := killed + `{"index":9,"time":900,"process":-1,"type":"info","f":"stop-pause","value":{"process":1}}
+{"index":10,"time":1000,"process":0,"type":"invoke","f":"final-read","key":"k0"}
+{"index":11,"time":1100,"process":0,"type":"ok","f":"final-read","key":"k0","value":1}
+`
+	out, warned, err = analyzeText(t, whole, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Valid != checker.Valid || len(warned) != 0 {
+		t.Errorf("a whole history: got %s with warnings %q, want valid and none", out.Results.Valid, warned)
+	}
+}

@@ -326,11 +326,26 @@ func check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 	}
 	r := &checker.Results{Checkers: cs, Ops: len(ops), Valid: cs.Verdict()}
 	r.AddWarnings(history.Lint(ops))
-	if !checkedSomething(ops) && r.Valid == checker.Valid {
+	switch {
+	case r.Valid != checker.Valid:
+	case !checkedSomething(ops):
 		r.Valid = checker.Unknown
 		r.Note = "no lock was granted and no write accepted: nothing was checked"
+	case cs.LostUpdate != nil && cs.LostUpdate.AcceptedWrites > 0 && !hasFinalReads(ops):
+		r.Valid = checker.Unknown
+		r.Note = "the history has no final reads (it ends before the run did: a killed harness?), so lost-update cannot tell whether an increment was lost"
 	}
 	return r, nil
+}
+
+// hasFinalReads reports whether the history read the keys at the end.
+func hasFinalReads(ops []history.Op) bool {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].F == history.FinalRead {
+			return true
+		}
+	}
+	return false
 }
 
 // checkedSomething reports whether the history gave the checkers anything

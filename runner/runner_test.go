@@ -57,6 +57,9 @@ func runIt(t *testing.T, sc *scenarios.Scenario) (*Outcome, string) {
 		t.Fatalf("run: %v", err)
 	}
 	assertNothingLeft(t, tmp)
+	if w := out.Results.Warnings; len(w) > 0 {
+		t.Errorf("the harness's own history breaks its contract: %q", w)
+	}
 	return out, store
 }
 
