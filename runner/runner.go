@@ -218,14 +218,23 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	}
 	wg.Wait()
 	lg.Printf("clients stopped; faults healed")
+	// An interrupt at any moment from here on is "interrupted" (exit 255),
+	// never a verdict on a half-read or half-checked history.
+	interrupted := func() error {
+		return fmt.Errorf("%w: the history so far is in %s (check it with: locktorture analyze %s)", ErrInterrupted, dir, dir)
+	}
 	if ctx.Err() != nil {
 		_ = rec.Close()
-		return nil, fmt.Errorf("%w: the history so far is in %s (check it with: locktorture analyze %s)", ErrInterrupted, dir, dir)
+		return nil, interrupted()
 	}
 	if werr != nil {
 		return nil, fmt.Errorf("runner: %w", werr)
 	}
 	if err := workload.FinalReads(ctx, sc.KeyNames(), res, rec); err != nil {
+		_ = rec.Close()
+		if ctx.Err() != nil {
+			return nil, interrupted()
+		}
 		return nil, fmt.Errorf("runner: final reads: %w", err)
 	}
 	if err := rec.Close(); err != nil {
@@ -235,6 +244,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	lg.Printf("history: %d ops; checking", len(ops))
 	names, skipped := applicable(sc.Checkers, binfo)
 	results, err := check(ctx, ops, names, opt)
+	if ctx.Err() != nil {
+		return nil, interrupted()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +272,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	if err := reports.WriteRun(ctx, dir, ops, results, info); err != nil {
 		lg.Printf("report: %v", err)
 		rerr = fmt.Errorf("%w: %w", ErrReport, err)
+	}
+	if ctx.Err() != nil {
+		return nil, interrupted()
 	}
 	lg.Printf("verdict: %s", results.Valid)
 	if err := linkLatest(opt.Store, dir); err != nil {
