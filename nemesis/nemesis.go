@@ -365,6 +365,7 @@ type Engine struct {
 	healLock sync.Mutex
 	firing   sync.WaitGroup
 	fired    map[int]bool
+	happened map[int]bool // steps whose fault started (see Missed)
 }
 
 type activeFault struct {
@@ -502,6 +503,10 @@ func (e *Engine) fire(i int) {
 	e.record(startName, val)
 	a := &activeFault{name: s.Fault, stopOp: stopName, heal: heal}
 	e.mu.Lock()
+	if e.happened == nil {
+		e.happened = map[int]bool{}
+	}
+	e.happened[i] = true
 	e.active[i] = a
 	a.timer = time.AfterFunc(s.Duration, func() { e.stopFault(i) })
 	e.mu.Unlock()

@@ -182,6 +182,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	for _, s := range steps {
 		lg.Printf("nemesis plan: %s", s)
 	}
+	if err := nemesis.CheckSteps(nenv, steps, sc.Duration.D()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
 	engine = nemesis.NewEngine(ctx, nenv, rec, steps)
 
 	wcfg := workload.Config{
@@ -253,6 +256,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	if len(skipped) > 0 {
 		noteSkipped(results, sc.Backend, skipped)
 	}
+	noteMissed(results, engine.Missed(len(sch.Script)))
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
 	out = &Outcome{Results: results, Dir: dir, Expected: sc.Expected(sc.Backend)}
 	out.Summary = reports.Summary(results, 3)
@@ -304,6 +308,23 @@ func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 // noteSkipped says in the results which checkers did not apply.
 func noteSkipped(r *checker.Results, backend string, skipped []string) {
 	r.Note = strings.TrimPrefix(r.Note+"; "+backend+" takes no lock, so "+strings.Join(skipped, " and ")+" did not apply", "; ")
+}
+
+// noteMissed says which scripted faults never happened. A run whose
+// scenario planned a fault that did not happen did not test what it says:
+// it is unknown, never valid.
+func noteMissed(r *checker.Results, missed []nemesis.Step) {
+	if len(missed) == 0 {
+		return
+	}
+	var what []string
+	for _, s := range missed {
+		what = append(what, s.String())
+	}
+	r.Note = strings.TrimPrefix(r.Note+"; planned fault(s) that never happened: "+strings.Join(what, "; "), "; ")
+	if r.Valid == checker.Valid {
+		r.Valid = checker.Unknown
+	}
 }
 
 // applicable drops the lock checkers for a lock-free comparator, whose
