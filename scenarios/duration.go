@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written as "1s", "250ms" in YAML.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses "1s"-style durations, naming the line when it fails.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. 500ms, 2.5s)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// ParseDuration parses a Go duration; a bare 0 is allowed.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("negative duration %s", s)
+	}
+	return v, nil
+}
+
+// SignedDuration is a duration that may be negative ("-2s").
+type SignedDuration time.Duration
+
+// D returns the time.Duration.
+func (d SignedDuration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML parses "-1.5s"-style durations, naming the line when it fails.
+func (d *SignedDuration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if n.Value == "0" {
+		v, err = 0, nil
+	}
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. 2s, -500ms)", n.Line, n.Value)
+	}
+	*d = SignedDuration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d SignedDuration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }

@@ -1,0 +1,176 @@
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// Parse reads a scenario from data; source names it in errors ("x.yaml").
+// Errors read "source:line: problem" and wrap ErrInvalid.
+func Parse(data []byte, source string) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, located(source, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s:1: %w: the file is empty", source, ErrInvalid)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, located(source, err)
+	}
+	s.applyDefaults()
+	if err := s.Validate(); err != nil {
+		var fe *fieldError
+		line := 1
+		if errors.As(err, &fe) {
+			line = lineOf(&root, append([]string{fe.field}, fe.path...))
+		}
+		return nil, fmt.Errorf("%s:%d: %w: %s", source, line, ErrInvalid, err.Error())
+	}
+	return &s, nil
+}
+
+// located turns a yaml error into "source:line: problem".
+func located(source string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
+	line := "1"
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line = m[1]
+		msg = strings.Replace(msg, m[0], "", 1)
+	}
+	if m := yamlUnknown.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("unknown field %q%s", m[1], sectionNames[m[2]])
+	} else if m := yamlType.FindStringSubmatch(msg); m != nil {
+		got := fmt.Sprintf("%q", m[2])
+		if m[2] == "" {
+			got = map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
+			if got == "" {
+				got = "this value"
+			}
+		}
+		msg = fmt.Sprintf("%s is not %s", got, typeNames(m[3]))
+	}
+	return fmt.Errorf("%s:%s: %w: %s", source, line, ErrInvalid, msg)
+}
+
+var (
+	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type scenarios\.(\w+)`)
+	yamlType    = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
+	// sectionNames says where an unknown field was found, by Go type.
+	sectionNames = map[string]string{
+		"Scenario":         "",
+		"Step":             " in a nemesis script step",
+		"Random":           " in nemesis.random",
+		"Nemesis":          " in nemesis (want script, random)",
+		"PostgresSettings": " in postgres",
+		"Expectation":      " in an expectation (want valid, checkers)",
+		"Expect":           " in expect (want valid, checkers, backends)",
+	}
+)
+
+// typeNames says in plain words what a Go type wants.
+func typeNames(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list (write [a, b])"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "scenarios."):
+		return "a mapping of settings"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "a single value"
+	}
+	return "a " + goType
+}
+
+// lineOf finds the line of the deepest node on path (mapping keys, or
+// sequence indexes as numbers) that exists, or 1.
+func lineOf(root *yaml.Node, path []string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 1
+	for _, p := range path {
+		switch n.Kind {
+		case yaml.MappingNode:
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		default:
+			return line
+		}
+	}
+	return line
+}
+
+// LoadFile reads and validates a scenario file.
+func LoadFile(p string) (*Scenario, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Parse(data, p)
+}
+
+// Builtin returns the built-in scenario with this name.
+func Builtin(name string) (*Scenario, error) {
+	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrNotFound, name, strings.Join(BuiltinNames(), ", "))
+	}
+	return Parse(data, "builtin/"+name+".yaml")
+}
+
+// BuiltinNames lists the built-in scenarios.
+func BuiltinNames() []string {
+	ents, _ := fs.ReadDir(builtinFS, "builtin")
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,205 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/workload"
+)
+
+// Validate checks every value, returning an error wrapping ErrInvalid
+// whose text starts with the field's name.
+func (s *Scenario) Validate() error {
+	bad := func(field, format string, a ...any) error {
+		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case s.Name == "":
+		return bad("name", "a scenario needs a name")
+	case s.Backend == "":
+		return bad("backend", "a scenario needs a backend (known: %s)", strings.Join(backends.Names(), ", "))
+	}
+	if _, _, err := backends.Lookup(s.Backend); err != nil {
+		return bad("backend", "%v", err)
+	}
+	for _, b := range s.Backends {
+		if _, _, err := backends.Lookup(b); err != nil {
+			return bad("backends", "%v", err)
+		}
+	}
+	if !contains(workload.ResourceNames(), s.Resource) {
+		return bad("resource", "unknown resource %q (known: %s)", s.Resource, strings.Join(workload.ResourceNames(), ", "))
+	}
+	if info, _, _ := backends.Lookup(s.Backend); len(info.Resources) > 0 && !contains(info.Resources, s.Resource) {
+		return bad("resource", "backend %s works with the resource %s, not %q", s.Backend, strings.Join(info.Resources, " or "), s.Resource)
+	}
+	if err := workload.ValidFencing(s.Fencing); err != nil {
+		return bad("fencing", "%v", err)
+	}
+	if s.Clients < 1 || s.Clients > 1000 {
+		return bad("clients", "clients must be from 1 to 1000, not %d", s.Clients)
+	}
+	if s.Keys < 1 || s.Keys > 100000 {
+		return bad("keys", "keys must be from 1 to 100000, not %d", s.Keys)
+	}
+	if s.TTL.D() < time.Millisecond {
+		return bad("ttl", "ttl must be at least 1ms, not %s", s.TTL)
+	}
+	if s.Duration.D() <= 0 {
+		return bad("duration", "duration must be positive")
+	}
+	if s.Timeout.D() <= 0 {
+		return bad("timeout", "timeout must be positive")
+	}
+	if s.ThinkMax < s.ThinkMin {
+		return bad("think_max", "think_max (%s) is below think_min (%s)", s.ThinkMax, s.ThinkMin)
+	}
+	for _, c := range s.Checkers {
+		if !checker.IsKnown(c) {
+			return bad("checkers", "unknown checker %q (known: %s)", c, strings.Join(checker.All, ", "))
+		}
+	}
+	for i, st := range s.Nemesis.Script {
+		at := func(key string) []string { return []string{"script", strconv.Itoa(i), key} }
+		if _, err := nemesis.Lookup(st.Fault); err != nil {
+			return &fieldError{field: "nemesis", path: at("fault"), msg: fmt.Sprintf("script step %d: %v", i+1, err)}
+		}
+		if f, _ := nemesis.Lookup(st.Fault); st.For.D() <= 0 {
+			if z, ok := f.(nemesis.ZeroDuration); !ok || !z.AllowsZeroDuration() {
+				return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
+			}
+		}
+		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
+			return &fieldError{field: "nemesis", path: at("on"), msg: fmt.Sprintf("script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)}
+		}
+		if st.Process != nil && (*st.Process < 0 || *st.Process >= s.Clients) {
+			return &fieldError{field: "nemesis", path: at("process"), msg: fmt.Sprintf("script step %d: no client process %d (clients are 0 to %d)", i+1, *st.Process, s.Clients-1)}
+		}
+	}
+	if err := s.NemesisSchedule().Validate(s.Clients); err != nil {
+		return bad("nemesis", "%v", err)
+	}
+	if err := s.nemesisApplies(); err != nil {
+		return bad("nemesis", "%v", err)
+	}
+	switch s.Redis {
+	case "", backends.RedisSingle:
+		if s.usesFault("failover") {
+			return bad("nemesis", "failover needs `redis: sentinel` (a primary, a replica and Sentinels)")
+		}
+	case backends.RedisSentinel:
+		if info, _, _ := backends.Lookup(s.Backend); !info.Sentinel {
+			return bad("redis", "backend %s cannot run over Sentinel (single-Redis backends can: redis-naive, redis-token, redis-fenced, ...)", s.Backend)
+		}
+	default:
+		return bad("redis", "unknown redis setup %q (single, sentinel)", s.Redis)
+	}
+	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
+		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
+	}
+	if s.FenceStart < 0 {
+		return bad("fence_start", "fence_start must be 0 or more, not %d", s.FenceStart)
+	}
+	if s.WaitReplicas < 0 || (s.WaitReplicas > 0 && s.Redis != backends.RedisSentinel) {
+		return bad("wait_replicas", "wait_replicas needs `redis: sentinel` (there is no replica otherwise)")
+	}
+	if err := validVerdicts(s.Expect.Expectation, nil); err != nil {
+		return err
+	}
+	for b, e := range s.Expect.Backends {
+		name, res, scoped := strings.Cut(b, "/")
+		if _, _, err := backends.Lookup(name); err != nil {
+			return &fieldError{field: "expect", path: []string{"backends", b}, msg: fmt.Sprintf("expect.backends: %v", err)}
+		}
+		if scoped && !slices.Contains(workload.ResourceNames(), res) {
+			return &fieldError{field: "expect", path: []string{"backends", b}, msg: fmt.Sprintf("expect.backends: unknown resource %q in %q (known: %s)", res, b, strings.Join(workload.ResourceNames(), ", "))}
+		}
+		if err := validVerdicts(e, []string{"backends", b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validVerdicts checks an expectation found at path below `expect`.
+func validVerdicts(e Expectation, path []string) error {
+	at := func(p ...string) []string { return append(append([]string(nil), path...), p...) }
+	if e.Valid != "" {
+		if _, err := checker.ParseValidity(e.Valid); err != nil {
+			return &fieldError{field: "expect", path: at("valid"), msg: err.Error()}
+		}
+	}
+	for c, v := range e.Checkers {
+		if !checker.IsKnown(c) {
+			return &fieldError{field: "expect", path: at("checkers", c), msg: fmt.Sprintf("unknown checker %q", c)}
+		}
+		if _, err := checker.ParseValidity(v); err != nil {
+			return &fieldError{field: "expect", path: at("checkers", c), msg: fmt.Sprintf("%s: %v", c, err)}
+		}
+	}
+	return nil
+}
+
+// usesFault reports whether the scenario's plan uses the named fault.
+func (s *Scenario) usesFault(name string) bool {
+	for _, st := range s.Nemesis.Script {
+		if st.Fault == name {
+			return true
+		}
+	}
+	return s.Nemesis.Random != nil && contains(s.randomFaults(), name)
+}
+
+// nemesisApplies refuses a fault that cannot act on the backend (a clock
+// jump on PostgreSQL) rather than skipping it silently.
+func (s *Scenario) nemesisApplies() error {
+	info, _, err := backends.Lookup(s.Backend)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, st := range s.Nemesis.Script {
+		names = append(names, st.Fault)
+	}
+	if s.Nemesis.Random != nil {
+		names = append(names, s.randomFaults()...)
+	}
+	for _, n := range names {
+		f, err := nemesis.Lookup(n)
+		if err != nil {
+			return err
+		}
+		if a, ok := f.(nemesis.Applier); ok {
+			if err := a.Applies(s.Backend, info.ServerKinds(), info.Lease); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type fieldError struct {
+	field string
+	// path leads below field to the node at fault (mapping keys, or
+	// sequence indexes as numbers), for the error's line number.
+	path []string
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+func (e *fieldError) Unwrap() error { return ErrInvalid }
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
