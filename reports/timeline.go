@@ -132,10 +132,14 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	d.holds = len(holds)
 	keySet := map[string]bool{}
 	perRow := make([][]checker.Hold, n)
+	rowOf := make(map[int]int, n)
+	for i, p := range d.procs {
+		rowOf[p] = i
+	}
 	for _, h := range holds {
 		keySet[h.Key] = true
-		i := slices.Index(d.procs, h.Process)
-		if i < 0 {
+		i, ok := rowOf[h.Process]
+		if !ok {
 			continue
 		}
 		perRow[i] = append(perRow[i], h)
@@ -148,7 +152,9 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	}
 	sort.Strings(d.keys)
 	for i := range perRow {
-		slices.SortFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) })
+		if !slices.IsSortedFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) }) {
+			slices.SortStableFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) })
+		}
 	}
 
 	// Merge holds closer than a pixel on the same row and key; widen the
@@ -176,7 +182,7 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 			}
 			d.nbars += len(d.bars[i])
 		}
-		if d.nbars <= maxPoints {
+		if d.nbars <= maxBars {
 			break
 		}
 		gap *= 2
@@ -184,6 +190,10 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	d.merged = d.nbars < d.holds
 	return d
 }
+
+// maxBars bounds the bars a timeline draws: about ten a pixel column across
+// the plot's width, far past what the eye tells apart.
+const maxBars = 8000
 
 // timelinePNG draws holds per process over time, overlaps in red on both
 // rows involved, fault windows shaded, and fencing marks.
