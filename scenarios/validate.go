@@ -14,7 +14,9 @@ import (
 )
 
 // Validate checks every value, returning an error wrapping ErrInvalid
-// whose text starts with the field's name.
+// that names the field. Parse runs it on every file; runner.Run and
+// Apply run it again, so a scenario made or changed in Go meets the same
+// rules.
 func (s *Scenario) Validate() error {
 	bad := func(field, format string, a ...any) error {
 		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
@@ -25,10 +27,22 @@ func (s *Scenario) Validate() error {
 	case s.Backend == "":
 		return bad("backend", "a scenario needs a backend (known: %s)", strings.Join(backends.Names(), ", "))
 	}
+	if err := plainName(s.Name); err != nil {
+		return bad("name", "name: %v", err)
+	}
+	if r := strings.ToLower(s.Name); slices.Contains(reservedNames, r) {
+		return bad("name", "name: %q is taken by the store (store/%s), choose another", s.Name, r)
+	}
+	if err := plainName(s.Backend); err != nil {
+		return bad("backend", "backend: %v", err)
+	}
 	if _, _, err := backends.Lookup(s.Backend); err != nil {
 		return bad("backend", "%v", err)
 	}
 	for _, b := range s.Backends {
+		if err := plainName(b); err != nil {
+			return bad("backends", "backends: %v", err)
+		}
 		if _, _, err := backends.Lookup(b); err != nil {
 			return bad("backends", "%v", err)
 		}
@@ -122,6 +136,29 @@ func (s *Scenario) Validate() error {
 		}
 		if err := validVerdicts(e, []string{"backends", b}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// reservedNames are store entries no scenario may be named (compared
+// without case: some disks do not tell Latest from latest).
+var reservedNames = []string{"latest", "matrix"}
+
+// maxName bounds a name's length.
+const maxName = 100
+
+// plainName refuses a name that cannot be one directory of the store:
+// only ASCII letters, digits, '-', '_' and '.' (not first), at most 100
+// characters. The error quotes the name, control characters escaped.
+func plainName(n string) error {
+	if len(n) > maxName {
+		return fmt.Errorf("%.20q... is %d characters long, more than %d", n, len(n), maxName)
+	}
+	for i, r := range n {
+		plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' && i > 0
+		if !plain {
+			return fmt.Errorf("%q is not a plain name (letters, digits, '-', '_' and '.', not first; it names a directory of the store)", n)
 		}
 	}
 	return nil
