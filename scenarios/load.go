@@ -22,7 +22,9 @@ var builtinFS embed.FS
 var yamlLine = regexp.MustCompile(`line (\d+): `)
 
 // Parse reads a scenario from data; source names it in errors ("x.yaml").
-// Errors read "source:line: problem" and wrap ErrInvalid.
+// Errors read "source:line: problem" and wrap ErrInvalid. A field the file leaves out (or gives no value: "hold:")
+// takes its default; one it gives a zero keeps it, or is refused where
+// zero means nothing (ttl: 0s).
 func Parse(data []byte, source string) (*Scenario, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -37,8 +39,13 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, located(source, err)
 	}
-	s.applyDefaults()
-	if err := s.Validate(); err != nil {
+	given := givenFields(&root)
+	s.applyDefaults(given)
+	err := s.checkGiven(given)
+	if err == nil {
+		err = s.Validate()
+	}
+	if err != nil {
 		var fe *fieldError
 		line := 1
 		if errors.As(err, &fe) {

@@ -7,19 +7,33 @@ import (
 	"time"
 )
 
-// Overrides are command-line settings that replace a scenario's own.
+// Overrides are command-line settings that replace a scenario's own. A
+// nil field is not set; a set one replaces the scenario's value as it is,
+// zero included (--hold 0s is no work at all). Apply refuses a value the
+// scenario file could not hold: --ttl 0s, --hold -1s.
 type Overrides struct {
-	Backend, Resource, Fencing   *string
-	Clients, Keys                *int
+	// Backend, Resource and Fencing name the lock, the protected resource
+	// and its fencing mode.
+	Backend, Resource, Fencing *string
+	// Clients and Keys are the numbers of client processes and lock keys.
+	Clients, Keys *int
+	// TTL, Hold, Duration and Timeout: the lease, the work inside the
+	// critical section, the clients' run time and each request's timeout.
 	TTL, Hold, Duration, Timeout *time.Duration
-	Seed                         *int64
+	// Seed seeds the clients and the faults.
+	Seed *int64
 	// Nemesis replaces the plan: "none", or a comma-separated random mix.
-	Nemesis         *string
+	Nemesis *string
+	// NemesisInterval is the mean time between random faults.
 	NemesisInterval *time.Duration
 }
 
-// Apply sets the overrides on s and validates the result.
+// Apply sets the overrides on s and validates the result. An error wraps
+// ErrInvalid and names the flag: "invalid scenario: --hold: ...".
 func (s *Scenario) Apply(o Overrides) error {
+	if o.NemesisInterval != nil && *o.NemesisInterval <= 0 {
+		return fmt.Errorf("%w: --nemesis-interval: must be positive, not %s", ErrInvalid, *o.NemesisInterval)
+	}
 	if o.Backend != nil {
 		s.Backend = *o.Backend
 	}

@@ -8,7 +8,8 @@
 //   - load.go: Parse, LoadFile and the embedded built-ins. Loading is strict:
 //     an unknown field or a bad value is one error, "file:line: invalid
 //     scenario: problem", wrapping ErrInvalid;
-//   - defaults.go: the values of fields a file leaves out;
+//   - defaults.go: the values of fields a file leaves out, and the zeros a
+//     file may not give;
 //   - validate.go: Validate, the checks every scenario passes before a run;
 //   - nemesis.go: the fault plan in the nemesis package's form;
 //   - overrides.go: command-line settings applied over a scenario.
@@ -56,12 +57,14 @@ type Step struct {
 	Topology string `yaml:"topology,omitempty"`
 	// Direction of a link fault: both, upstream (requests), downstream (replies).
 	Direction string `yaml:"direction,omitempty"`
-	// Latency and Jitter of a latency fault.
+	// Latency is the delay a latency fault adds to each reply.
 	Latency Duration `yaml:"latency,omitempty"`
-	Jitter  Duration `yaml:"jitter,omitempty"`
-	// Jump moves a clock (negative: backwards); Rate makes it drift.
+	// Jitter varies the latency fault's delay by up to this much.
+	Jitter Duration `yaml:"jitter,omitempty"`
+	// Jump moves a clock (negative: backwards).
 	Jump SignedDuration `yaml:"jump,omitempty"`
-	Rate float64        `yaml:"rate,omitempty"`
+	// Rate makes a client's clock drift (1.5: half again as fast).
+	Rate float64 `yaml:"rate,omitempty"`
 }
 
 // PostgresSettings are the server-side settings a scenario may give the
@@ -99,15 +102,21 @@ func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
 
 // Random is a seeded random nemesis mix.
 type Random struct {
-	Faults   []string `yaml:"faults"`
+	// Faults are the faults to draw from, or [all] (AllFaults).
+	Faults []string `yaml:"faults"`
+	// Interval is the mean gap between one fault's end and the next start.
 	Interval Duration `yaml:"interval"`
-	Min      Duration `yaml:"min"`
-	Max      Duration `yaml:"max"`
+	// Min and Max bound each fault's length.
+	Min Duration `yaml:"min"`
+	// Max: see Min.
+	Max Duration `yaml:"max"`
 }
 
 // Nemesis is a scenario's fault plan.
 type Nemesis struct {
-	Script []Step   `yaml:"script,omitempty"`
+	// Script are deterministic steps.
+	Script []Step `yaml:"script,omitempty"`
+	// Random is a seeded random mix, run alongside the script.
 	Random *Random  `yaml:"random,omitempty"`
 	_      struct{} `yaml:"-"`
 }
@@ -129,30 +138,40 @@ type Expect struct {
 	Backends map[string]Expectation `yaml:"backends,omitempty"`
 }
 
-// Scenario is one scenario file.
+// Scenario is one scenario file. Parse gives a field the file leaves out
+// its default (in the comments below); a zero the file gives is kept
+// where zero means something (hold, think_min, think_max, seed,
+// fence_start, wait_replicas) and refused where it does not.
 type Scenario struct {
-	Name        string `yaml:"name"`
+	// Name names the scenario and its directory in the store
+	// (store/<name>/...): letters, digits, '-', '_' and '.' (not first),
+	// at most 100 characters, not "latest" or "matrix". Required.
+	Name string `yaml:"name"`
+	// Description says what the scenario shows, for people.
 	Description string `yaml:"description,omitempty"`
 	// Backend is the lock implementation under test.
 	Backend string `yaml:"backend"`
 	// Backends lists the backends the scenario applies to (for matrices);
-	// empty means every backend.
+	// left out, every backend (an empty list in a file is refused).
 	Backends []string `yaml:"backends,omitempty"`
-	// Resource is what the lock protects: memory.
+	// Resource is what the lock protects: memory (the default, unless the
+	// backend works only with another), postgres or etcd.
 	Resource string `yaml:"resource,omitempty"`
-	// Fencing is the resource's fencing mode: none, writes or all.
+	// Fencing is the resource's fencing mode: none (the default), writes
+	// or all.
 	Fencing string `yaml:"fencing,omitempty"`
-	// Clients is the number of client processes.
+	// Clients is the number of client processes: 1 to 1000, default 2.
 	Clients int `yaml:"clients,omitempty"`
-	// Keys is the number of lock keys (k0, k1, ...).
+	// Keys is the number of lock keys (k0, k1, ...): 1 to 100000, default 1.
 	Keys int `yaml:"keys,omitempty"`
-	// TTL is the lock lease.
+	// TTL is the lock lease: at least 1ms, default 1s.
 	TTL Duration `yaml:"ttl,omitempty"`
-	// Hold is the work time inside the critical section.
-	Hold Duration `yaml:"hold,omitempty"`
-	// Duration is how long clients run.
+	// Hold is the work time inside the critical section: default 50ms;
+	// 0 is no work at all.
+	Hold Duration `yaml:"hold"`
+	// Duration is how long clients run: default 5s.
 	Duration Duration `yaml:"duration,omitempty"`
-	// Timeout bounds each lock request.
+	// Timeout bounds each lock request: default 500ms.
 	Timeout Duration `yaml:"timeout,omitempty"`
 	// Persistence makes Redis servers keep their keys across a kill
 	// (appendonly, appendfsync always).
@@ -172,14 +191,18 @@ type Scenario struct {
 	// so its tokens are Kleppmann's 33 and 34). Fences that are not a
 	// counter of ours (etcd's revisions) do not use it.
 	FenceStart int64 `yaml:"fence_start,omitempty"`
-	// ThinkMin and ThinkMax bound the random pause between rounds.
-	ThinkMin Duration `yaml:"think_min,omitempty"`
-	ThinkMax Duration `yaml:"think_max,omitempty"`
-	// Seed makes the run repeatable.
-	Seed int64 `yaml:"seed,omitempty"`
+	// ThinkMin and ThinkMax bound the random pause between rounds:
+	// 5ms to 25ms when both are left out; 0 to 0 is no pause.
+	ThinkMin Duration `yaml:"think_min"`
+	// ThinkMax: see ThinkMin. Left out alone, it is the larger of 25ms
+	// and ThinkMin; ThinkMin left out alone is 0.
+	ThinkMax Duration `yaml:"think_max"`
+	// Seed makes the run repeatable: default 1; 0 is a seed like any other.
+	Seed int64 `yaml:"seed"`
 	// Nemesis is the fault plan.
 	Nemesis Nemesis `yaml:"nemesis,omitempty"`
-	// Checkers to run; empty means all.
+	// Checkers to run: all when the file leaves them out (an empty list
+	// in a file is refused: it would check nothing).
 	Checkers []string `yaml:"checkers,omitempty"`
 	// Expect is the expected verdict.
 	Expect Expect `yaml:"expect,omitempty"`

@@ -166,7 +166,7 @@ func TestParseDefaults(t *testing.T) {
 	if got := s.KeyNames(); len(got) != s.Keys || got[0] != "k0" {
 		t.Errorf("KeyNames() = %v", got)
 	}
-	s2, err := scenarios.Parse([]byte(base+"ttl: 0\nhold: 2.5s\n"), "f.yaml")
+	s2, err := scenarios.Parse([]byte(base+"hold: 2.5s\n"), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,14 +65,23 @@ func (s *Scenario) Validate() error {
 	if s.TTL.D() < time.Millisecond {
 		return bad("ttl", "ttl must be at least 1ms, not %s", s.TTL)
 	}
+	if s.Hold < 0 {
+		return bad("hold", "hold must be 0 or more, not %s", s.Hold)
+	}
 	if s.Duration.D() <= 0 {
-		return bad("duration", "duration must be positive")
+		return bad("duration", "duration must be positive, not %s", s.Duration)
 	}
 	if s.Timeout.D() <= 0 {
-		return bad("timeout", "timeout must be positive")
+		return bad("timeout", "timeout must be positive, not %s", s.Timeout)
+	}
+	if s.ThinkMin < 0 {
+		return bad("think_min", "think_min must be 0 or more, not %s", s.ThinkMin)
 	}
 	if s.ThinkMax < s.ThinkMin {
 		return bad("think_max", "think_max (%s) is below think_min (%s)", s.ThinkMax, s.ThinkMin)
+	}
+	if r := s.Nemesis.Random; r != nil && (r.Interval < 0 || r.Min < 0 || r.Max < 0) {
+		return &fieldError{field: "nemesis", path: []string{"random"}, msg: fmt.Sprintf("nemesis.random: interval (%s), min (%s) and max (%s) must be 0 or more", r.Interval, r.Min, r.Max)}
 	}
 	for _, c := range s.Checkers {
 		if !checker.IsKnown(c) {
@@ -88,6 +97,9 @@ func (s *Scenario) Validate() error {
 			if z, ok := f.(nemesis.ZeroDuration); !ok || !z.AllowsZeroDuration() {
 				return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
 			}
+		}
+		if st.At < 0 || st.For < 0 || st.Latency < 0 || st.Jitter < 0 {
+			return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: at, for, latency and jitter must be 0 or more", i+1)}
 		}
 		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
 			return &fieldError{field: "nemesis", path: at("on"), msg: fmt.Sprintf("script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)}
