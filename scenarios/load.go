@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -22,16 +23,28 @@ var builtinFS embed.FS
 var yamlLine = regexp.MustCompile(`line (\d+): `)
 
 // Parse reads a scenario from data; source names it in errors ("x.yaml").
-// Errors read "source:line: problem" and wrap ErrInvalid. A field the file leaves out (or gives no value: "hold:")
+// Errors read "source:line: problem" and wrap ErrInvalid. A file over
+// 1 MiB, or past the limits on its mappings and lists, is refused before it
+// is decoded. A field the file leaves out (or gives no value: "hold:")
 // takes its default; one it gives a zero keeps it, or is refused where
 // zero means nothing (ttl: 0s).
 func Parse(data []byte, source string) (*Scenario, error) {
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s:1: %w: the file is over the 1 MiB limit (%d bytes)", source, ErrInvalid, len(data))
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, located(source, err)
 	}
 	if len(root.Content) == 0 {
 		return nil, fmt.Errorf("%s:1: %w: the file is empty", source, ErrInvalid)
+	}
+	if err := checkSizes(&root); err != nil {
+		var se *sizeError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%s:%d: %w: %s", source, se.line, ErrInvalid, se.msg)
+		}
+		return nil, fmt.Errorf("%s:1: %w: %w", source, ErrInvalid, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -151,11 +164,20 @@ func lineOf(root *yaml.Node, path []string) int {
 	return line
 }
 
-// LoadFile reads and validates a scenario file.
+// LoadFile reads and validates a scenario file. It reads no further than
+// the 1 MiB limit.
 func LoadFile(p string) (*Scenario, error) {
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s:1: %w: the file is over the 1 MiB limit", p, ErrInvalid)
 	}
 	return Parse(data, p)
 }

@@ -8,6 +8,8 @@
 //   - load.go: Parse, LoadFile and the embedded built-ins. Loading is strict:
 //     an unknown field or a bad value is one error, "file:line: invalid
 //     scenario: problem", wrapping ErrInvalid;
+//   - limits.go: the size limits, checked before a file is decoded (1 MiB,
+//     1000 entries in a mapping, 10000 items in a list);
 //   - defaults.go: the values of fields a file leaves out, and the zeros a
 //     file may not give;
 //   - validate.go: Validate, the checks every scenario passes before a run;
@@ -114,7 +116,7 @@ type Random struct {
 
 // Nemesis is a scenario's fault plan.
 type Nemesis struct {
-	// Script are deterministic steps.
+	// Script are deterministic steps (at most 10000).
 	Script []Step `yaml:"script,omitempty"`
 	// Random is a seeded random mix, run alongside the script.
 	Random *Random  `yaml:"random,omitempty"`

@@ -56,11 +56,11 @@ func (s *Scenario) Validate() error {
 	if err := workload.ValidFencing(s.Fencing); err != nil {
 		return bad("fencing", "%v", err)
 	}
-	if s.Clients < 1 || s.Clients > 1000 {
-		return bad("clients", "clients must be from 1 to 1000, not %d", s.Clients)
+	if s.Clients < 1 || s.Clients > maxClients {
+		return bad("clients", "clients must be from 1 to %d, not %d", maxClients, s.Clients)
 	}
-	if s.Keys < 1 || s.Keys > 100000 {
-		return bad("keys", "keys must be from 1 to 100000, not %d", s.Keys)
+	if s.Keys < 1 || s.Keys > maxKeys {
+		return bad("keys", "keys must be from 1 to %d, not %d", maxKeys, s.Keys)
 	}
 	if s.TTL.D() < time.Millisecond {
 		return bad("ttl", "ttl must be at least 1ms, not %s", s.TTL)
@@ -79,6 +79,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.ThinkMax < s.ThinkMin {
 		return bad("think_max", "think_max (%s) is below think_min (%s)", s.ThinkMax, s.ThinkMin)
+	}
+	if n := len(s.Nemesis.Script); n > maxSteps {
+		return &fieldError{field: "nemesis", path: []string{"script"}, msg: fmt.Sprintf("nemesis.script has %d steps, more than the limit of %d", n, maxSteps)}
 	}
 	if r := s.Nemesis.Random; r != nil && (r.Interval < 0 || r.Min < 0 || r.Max < 0) {
 		return &fieldError{field: "nemesis", path: []string{"random"}, msg: fmt.Sprintf("nemesis.random: interval (%s), min (%s) and max (%s) must be 0 or more", r.Interval, r.Min, r.Max)}
