@@ -398,6 +398,9 @@ func checkedSomething(ops []history.Op) bool {
 // newRunDir makes store/<scenario>/<backend>/<YYYYMMDDTHHMMSS>/, adding a
 // suffix when a run in the same second took the name.
 func newRunDir(store, scenario, backend string) (string, error) {
+	if st, err := os.Stat(store); err == nil && !st.IsDir() {
+		return "", fmt.Errorf("%w: --store %s is a file, not a directory", ErrBadInput, store)
+	}
 	base := filepath.Join(store, scenario, backend, time.Now().Format("20060102T150405"))
 	dir := base
 	for i := 1; ; i++ {

@@ -46,3 +46,20 @@ func TestAnalyzeExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagErrorsAreOneLine: a bad flag is one line and a hint, not the
+// whole usage; --store naming a file is bad input.
+func TestFlagErrorsAreOneLine(t *testing.T) {
+	file := writeFile(t, "not-a-dir", "x")
+	for _, args := range [][]string{
+		{"run", "--frobs"},
+		{"run", "--hold", "x"},
+		{"analyze", "--frobs", "x"},
+		{"run", "--scenario", "baseline", "--backend", "mutex", "--store", file},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 254 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 254 and one line", args, code, stderr)
+		}
+	}
+}
