@@ -16,9 +16,12 @@ deps:
 build:
 	$(GO) build -o $(BIN) ./cmd/locktorture
 
-## vet: go vet, and fail when go.mod/go.sum are not tidy
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+## vet: go vet, staticcheck, and fail when go.mod/go.sum are not tidy
 vet:
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; $(GO) mod tidy -diff; exit 1; }
 
 ## test: unit and integration tests (real servers on loopback)

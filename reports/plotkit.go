@@ -26,15 +26,13 @@ const bandAlpha = 70
 
 // Colours shared by the plots.
 var (
-	colOverlap   = color.RGBA{R: 215, G: 25, B: 28, A: 255}
-	colHold      = color.RGBA{R: 49, G: 110, B: 180, A: 255}
-	colOK        = color.RGBA{R: 44, G: 160, B: 44, A: 255}
-	colFail      = color.RGBA{R: 90, G: 110, B: 200, A: 255}
-	colInfo      = color.RGBA{R: 255, G: 127, B: 14, A: 255}
-	colRejected  = color.RGBA{R: 0, G: 120, B: 60, A: 255}
-	colStale     = color.RGBA{R: 20, G: 20, B: 20, A: 255}
-	colGrid      = color.RGBA{R: 225, G: 225, B: 225, A: 255}
-	colLeaseGone = color.RGBA{R: 49, G: 110, B: 180, A: 90}
+	colOverlap  = color.RGBA{R: 215, G: 25, B: 28, A: 255}
+	colHold     = color.RGBA{R: 49, G: 110, B: 180, A: 255}
+	colOK       = color.RGBA{R: 44, G: 160, B: 44, A: 255}
+	colFail     = color.RGBA{R: 90, G: 110, B: 200, A: 255}
+	colInfo     = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	colRejected = color.RGBA{R: 0, G: 120, B: 60, A: 255}
+	colStale    = color.RGBA{R: 20, G: 20, B: 20, A: 255}
 )
 
 // keyColours colour holds by key when a run has several keys (no reds:
@@ -56,7 +54,6 @@ var faultColours = map[string]color.RGBA{
 	"server-pause": {R: 196, G: 156, B: 148, A: 255},
 	"partition":    {R: 255, G: 170, B: 60, A: 255},
 	"latency":      {R: 220, G: 200, B: 40, A: 255},
-	"delay":        {R: 220, G: 200, B: 40, A: 255},
 	"clock":        {R: 23, G: 190, B: 207, A: 255},
 	"kill":         {R: 60, G: 60, B: 60, A: 255},
 	"restart":      {R: 110, G: 110, B: 110, A: 255},

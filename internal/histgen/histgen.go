@@ -24,7 +24,6 @@ func Realistic(seed uint64, procs, keys, n int) []history.Op {
 		key   string
 		fence int64
 		value int64
-		ok    bool
 	}
 	cs := make([]client, procs)
 	for i := range cs {
@@ -126,4 +125,3 @@ func Realistic(seed uint64, procs, keys, n int) []history.Op {
 	}
 	return ops
 }
-
