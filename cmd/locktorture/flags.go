@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/locktorture/locktorture/runner"
 )
 
 // parseArgs parses a command's flags. --help prints the command's usage
@@ -26,4 +28,14 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok 
 	}
 	fs.Usage = usage
 	return 0, true
+}
+
+// fail prints a command's error on one line and returns its exit code:
+// 254 for bad input, 255 for anything else (the harness failed).
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "locktorture %s: %v\n", cmd, err)
+	if errors.Is(err, runner.ErrBadInput) {
+		return exitBadArgs
+	}
+	return exitHarness
 }

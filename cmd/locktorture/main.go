@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/shell"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/runner"
 	"github.com/locktorture/locktorture/scenarios"
@@ -180,7 +180,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	opt := runner.Options{Store: *store, Command: repeatCommand(sc, *name, *file, set, args)}
+	opt := runner.Options{Store: *store, Command: repeatCommand(sc, *name, *file, args)}
 	if !*quiet {
 		opt.Log = stderr
 	}
@@ -192,17 +192,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "repeat:   %s\n", opt.Command)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
-		if errors.Is(err, runner.ErrBadInput) {
-			return exitBadArgs
-		}
-		return exitHarness
+		return fail(stderr, "run", err)
 	}
 	return exitCode(out.Results.Valid)
 }
 
 // repeatCommand is the command line that repeats this run, seed included.
-func repeatCommand(sc *scenarios.Scenario, name, file string, set map[string]bool, args []string) string {
+func repeatCommand(sc *scenarios.Scenario, name, file string, args []string) string {
 	parts := []string{"locktorture", "run"}
 	if name != "" {
 		parts = append(parts, "--scenario", name)
@@ -226,12 +222,7 @@ func repeatCommand(sc *scenarios.Scenario, name, file string, set map[string]boo
 		parts = append(parts, a)
 	}
 	parts = append(parts, "--seed", fmt.Sprint(sc.Seed))
-	for i, p := range parts {
-		if p == "" || strings.ContainsAny(p, " \t'\"") {
-			parts[i] = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(parts, " ")
+	return shell.Join(parts)
 }
 
 func printOutcome(w io.Writer, out *runner.Outcome) {
@@ -292,11 +283,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 		printOutcome(stdout, out)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture analyze: %v\n", err)
-		if errors.Is(err, runner.ErrBadInput) {
-			return exitBadArgs
-		}
-		return exitHarness
+		return fail(stderr, "analyze", err)
 	}
 	return exitCode(out.Results.Valid)
 }
