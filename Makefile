@@ -38,9 +38,10 @@ demo: deps build
 	echo "open the report: $(STORE)/latest/index.html"; \
 	test $$code -eq 1
 
-## bench: checker benchmarks on a generated 1,000,000-op history
+## bench: checker benchmarks on a generated 1,000,000-op history; the harness's cost on redis-token (harness/bare)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
+	$(GO) test -run '^$$' -bench Harness -benchtime 1x ./workload/
 
 clean:
 	rm -rf bin $(STORE)
