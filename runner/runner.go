@@ -24,6 +24,7 @@ import (
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/scenarios"
 	"github.com/locktorture/locktorture/workload"
+	"gopkg.in/yaml.v3"
 )
 
 // Sentinel errors of this package.
@@ -343,13 +344,44 @@ func applicable(names []string, b backends.Info) (run, skipped []string) {
 	return run, skipped
 }
 
+// settings is the report's settings table, drawn from the effective
+// scenario.yaml (what the run stored to repeat itself), so that it cannot
+// leave a setting out: every top-level field but the name, description,
+// the backends list and the expectations (shown elsewhere in the report).
 func settings(sc *scenarios.Scenario) map[string]string {
-	return map[string]string{
-		"backend": sc.Backend, "resource": sc.Resource, "fencing": sc.Fencing,
-		"clients": fmt.Sprint(sc.Clients), "keys": fmt.Sprint(sc.Keys), "ttl": sc.TTL.String(),
-		"hold": sc.Hold.String(), "duration": sc.Duration.String(), "timeout": sc.Timeout.String(),
-		"think": sc.ThinkMin.String() + ".." + sc.ThinkMax.String(), "seed": fmt.Sprint(sc.Seed),
-		"checkers": strings.Join(sc.Checkers, ","),
+	out := map[string]string{}
+	b, err := sc.Marshal()
+	if err != nil {
+		return out
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	m := doc.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		k, v := m[i].Value, m[i+1]
+		switch k {
+		case "name", "description", "backends", "expect":
+			continue
+		}
+		if v.Kind == yaml.ScalarNode {
+			out[k] = v.Value
+			continue
+		}
+		setFlow(v)
+		if fb, err := yaml.Marshal(v); err == nil {
+			out[k] = strings.TrimSpace(string(fb))
+		}
+	}
+	return out
+}
+
+// setFlow makes a YAML node print on one line.
+func setFlow(n *yaml.Node) {
+	n.Style |= yaml.FlowStyle
+	for _, c := range n.Content {
+		setFlow(c)
 	}
 }
 

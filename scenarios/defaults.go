@@ -96,6 +96,12 @@ func (s *Scenario) applyDefaults(given fieldSet) {
 	if !given["seed"] {
 		s.Seed = defaultSeed
 	}
+	if !given["redis"] {
+		s.Redis = backends.RedisSingle
+	}
+	if !given["etcd_members"] {
+		s.EtcdMembers = 1
+	}
 	if !given["checkers"] {
 		s.Checkers = append([]string(nil), checker.All...)
 	}

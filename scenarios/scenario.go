@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/locktorture/locktorture/backends"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -177,22 +178,22 @@ type Scenario struct {
 	Timeout Duration `yaml:"timeout,omitempty"`
 	// Persistence makes Redis servers keep their keys across a kill
 	// (appendonly, appendfsync always).
-	Persistence bool `yaml:"persistence,omitempty"`
+	Persistence bool `yaml:"persistence"`
 	// Redis is the setup single-Redis backends run over: single (the
 	// default) or sentinel (a primary, a replica and three Sentinels).
-	Redis string `yaml:"redis,omitempty"`
+	Redis string `yaml:"redis"`
 	// Postgres sets server-side settings of the run's PostgreSQL.
 	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
 	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
-	EtcdMembers int `yaml:"etcd_members,omitempty"`
+	EtcdMembers int `yaml:"etcd_members"`
 	// WaitReplicas makes single-Redis backends WAIT for that many replicas
 	// after acquiring, and fail the acquire on a short count.
-	WaitReplicas int `yaml:"wait_replicas,omitempty"`
+	WaitReplicas int `yaml:"wait_replicas"`
 	// FenceStart is where a counter fence starts: redis-fenced's first
 	// grant on a key carries FenceStart+1 (kleppmann-fenced starts at 32,
 	// so its tokens are Kleppmann's 33 and 34). Fences that are not a
 	// counter of ours (etcd's revisions) do not use it.
-	FenceStart int64 `yaml:"fence_start,omitempty"`
+	FenceStart int64 `yaml:"fence_start"`
 	// ThinkMin and ThinkMax bound the random pause between rounds:
 	// 5ms to 25ms when both are left out; 0 to 0 is no pause.
 	ThinkMin Duration `yaml:"think_min"`
@@ -251,7 +252,15 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(s); err != nil {
+	// What an unset field means, written out, so the file loads again.
+	eff := *s
+	if eff.Redis == "" {
+		eff.Redis = backends.RedisSingle
+	}
+	if eff.EtcdMembers == 0 {
+		eff.EtcdMembers = 1
+	}
+	if err := enc.Encode(&eff); err != nil {
 		return nil, fmt.Errorf("scenarios: encode: %w", err)
 	}
 	return buf.Bytes(), enc.Close()
