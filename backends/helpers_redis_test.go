@@ -2,9 +2,10 @@ package backends
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,9 +18,7 @@ import (
 // be gone, when the test ends.
 func testCluster(t testing.TB) *cluster.Cluster {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed (make deps)")
-	}
+	testenv.Require(t, "redis-server")
 	tmp := t.TempDir()
 	cl, err := cluster.New(cluster.Options{TempDir: tmp})
 	if err != nil {

@@ -3,10 +3,11 @@ package runner
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
@@ -19,9 +20,7 @@ import (
 
 func requireEtcd(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skip("etcd not installed (make deps: Debian package etcd-server)")
-	}
+	testenv.Require(t, "etcd")
 }
 
 // TestBaselineEtcd: no faults, 5 clients on 2 keys, one etcd member. The

@@ -2,11 +2,11 @@ package runner
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,12 +20,7 @@ import (
 
 func requirePostgres(t *testing.T) {
 	t.Helper()
-	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres"); len(m) > 0 {
-		return
-	}
-	if _, err := exec.LookPath("postgres"); err != nil {
-		t.Skip("postgres not installed (make deps)")
-	}
+	testenv.Require(t, "postgres")
 }
 
 // TestBaselinePostgres: no faults, 5 clients on 2 keys. Each PostgreSQL

@@ -2,9 +2,10 @@ package runner
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
@@ -21,11 +22,9 @@ func needs(t *testing.T, sc *scenarios.Scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "psql"}
+	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "postgres"}
 	for _, k := range info.ServerKinds() {
-		if _, err := exec.LookPath(bins[k]); err != nil {
-			t.Skipf("%s not installed (make deps)", bins[k])
-		}
+		testenv.Require(t, bins[k])
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
@@ -20,19 +21,11 @@ import (
 
 func requireRedis(t *testing.T) {
 	t.Helper()
-	if !haveRedis() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server not installed, and CI is set: CI must test against real servers (make deps)")
-		}
-		t.Skip("redis-server not installed (make deps)")
-	}
+	testenv.Require(t, "redis-server")
 }
 
 // haveRedis reports whether redis-server is installed.
-func haveRedis() bool {
-	_, err := exec.LookPath("redis-server")
-	return err == nil
-}
+func haveRedis() bool { return testenv.Has("redis-server") }
 
 // assertNothingLeft checks no server runs from tmp and the cluster's
 // temporary directories are gone.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/internal/testenv"
+
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -50,7 +52,7 @@ const inspect = `(async () => {
 func openInChromium(t *testing.T, file string) pageCheck {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("headless Chromium not installed (%s; `make deps` installs Debian's chromium)", chromiumPath)
+		testenv.Missing(t, "headless Chromium ("+chromiumPath+")")
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -136,7 +138,7 @@ func checkRendered(t *testing.T, name string, pc pageCheck, minImages int, texts
 // to a run page that exists, and nothing is fetched from the network.
 func TestReportsInBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("headless Chromium not installed (%s; `make deps` installs Debian's chromium)", chromiumPath)
+		testenv.Missing(t, "headless Chromium ("+chromiumPath+")")
 	}
 	store := t.TempDir()
 	code, out, stderr := runCLI(t, "matrix", "--scenarios", "baseline", "--backends", "mutex", "--duration", "500ms", "--store", store, "--quiet")
