@@ -23,7 +23,7 @@ func safe(s string) bool {
 }
 
 // Quote returns s as one shell word: itself when it is plain, else in
-// single quotes (a single quote inside written as '\'').
+// single quotes (a single quote inside written as '\”).
 func Quote(s string) string {
 	if safe(s) {
 		return s
