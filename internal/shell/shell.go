@@ -23,7 +23,8 @@ func safe(s string) bool {
 }
 
 // Quote returns s as one shell word: itself when it is plain, else in
-// single quotes (a single quote inside written as '\”).
+// single quotes, each single quote inside written as the four characters
+// quote, backslash, quote, quote.
 func Quote(s string) string {
 	if safe(s) {
 		return s
