@@ -160,6 +160,24 @@ func (l *loop) think() time.Duration {
 	return lo + time.Duration(l.rng.Int64N(int64(hi-lo)))
 }
 
+// spinBelow is the shortest wait sleep gives a timer: below it, a timer
+// costs more than the wait itself.
+const spinBelow = time.Microsecond
+
+// sleep waits d and then at the process's gate, as cluster.Gate.Sleep
+// does. A wait shorter than spinBelow (a hold or think of 1ns) is spun out
+// on the clock instead of a timer: parking the goroutine for it hands the
+// CPU to others mid-hold, and the key stays held until the scheduler
+// comes back.
+func (l *loop) sleep(ctx context.Context, d time.Duration) error {
+	if d > 0 && d < spinBelow {
+		for start := time.Now(); time.Since(start) < d; {
+		}
+		d = 0
+	}
+	return l.gate.Sleep(ctx, d)
+}
+
 func stopped(stop <-chan struct{}) bool {
 	select {
 	case <-stop:
@@ -183,7 +201,7 @@ func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
 		if err := l.round(ctx, key); err != nil {
 			return err
 		}
-		if err := l.gate.Sleep(ctx, l.think()); err != nil {
+		if err := l.sleep(ctx, l.think()); err != nil {
 			return nil
 		}
 	}
@@ -244,7 +262,7 @@ func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error
 	if err := l.record(ctx, history.Op{Type: history.OK, F: history.Read, Key: key, Fence: g.Fence, Value: history.IntValue(v)}); err != nil {
 		return err
 	}
-	if l.gate.Sleep(ctx, l.cfg.Hold) != nil || l.lost(g) {
+	if l.sleep(ctx, l.cfg.Hold) != nil || l.lost(g) {
 		return nil
 	}
 	val := history.IntValue(v + 1)
