@@ -171,23 +171,14 @@ type Info struct {
 	// (Env.Redis = sentinel).
 	Sentinel bool
 	// Kinds names the kinds of server the backend runs ("redis",
-	// "postgres", "etcd"); empty means they are read off Servers.
+	// "postgres", "etcd"); required ([]string{} for none): faults that act
+	// on servers ask it, so a backend that left it out would be refused
+	// every partition, kill and delay.
 	Kinds []string
 }
 
 // ServerKinds returns the kinds of server the backend runs.
-func (i Info) ServerKinds() []string {
-	if len(i.Kinds) > 0 {
-		return i.Kinds
-	}
-	var out []string
-	for _, k := range []string{"redis", "postgres", "etcd"} {
-		if strings.Contains(strings.ToLower(i.Servers), k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
+func (i Info) ServerKinds() []string { return i.Kinds }
 
 // Factory builds a backend for a run.
 type Factory func(ctx context.Context, env Env) (Backend, error)
@@ -208,6 +199,9 @@ func Register(info Info, f Factory) {
 	defer regMu.Unlock()
 	if _, dup := registry[info.Name]; dup {
 		panic("backends: duplicate backend " + info.Name)
+	}
+	if info.Kinds == nil {
+		panic("backends: " + info.Name + " does not say which servers it needs (Kinds; []string{} for none)")
 	}
 	registry[info.Name] = entry{info, f}
 }

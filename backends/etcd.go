@@ -62,6 +62,7 @@ func init() {
 		Name:        "etcd",
 		Description: "go.etcd.io/etcd/client/v3/concurrency Mutex over a session lease; fence = the lock key's create revision",
 		Servers:     "1 etcd (etcd-server 3.4)",
+		Kinds:       []string{"etcd"},
 		Fencing:     true,
 		Lease:       true,
 	}, newEtcd)

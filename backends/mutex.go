@@ -15,6 +15,7 @@ func init() {
 		Name:        "mutex",
 		Description: "an in-process mutex per simulated process (negative control: must fail)",
 		Servers:     "none",
+		Kinds:       []string{},
 	}, func(ctx context.Context, env Env) (Backend, error) { return mutexBackend{}, nil })
 }
 

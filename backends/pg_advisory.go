@@ -26,6 +26,7 @@ func init() {
 		Name:        "pg-advisory",
 		Description: "PostgreSQL session-level advisory lock (pg_try_advisory_lock / pg_advisory_unlock), one connection per client",
 		Servers:     "1 postgres",
+		Kinds:       []string{"postgres"},
 	}, newPGAdvisory)
 }
 

@@ -30,6 +30,7 @@ func init() {
 		Name:        "pg-advisory-xact",
 		Description: "PostgreSQL transaction-level advisory lock held in an open transaction; with the postgres resource the write commits with the release",
 		Servers:     "1 postgres",
+		Kinds:       []string{"postgres"},
 	}, newPGAdvisoryXact)
 }
 

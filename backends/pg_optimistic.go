@@ -25,6 +25,7 @@ func init() {
 		Name:        "pg-optimistic",
 		Description: "no lock: read the row's version, write with a compare-and-set on it (the lock-free comparator)",
 		Servers:     "1 postgres",
+		Kinds:       []string{"postgres"},
 		Fencing:     true,
 		LockFree:    true,
 		Resources:   []string{"postgres"},

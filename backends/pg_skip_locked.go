@@ -27,6 +27,7 @@ func init() {
 		Name:        "pg-skip-locked",
 		Description: "claim the key's row with SELECT ... FOR UPDATE SKIP LOCKED in a transaction held for the critical section",
 		Servers:     "1 postgres",
+		Kinds:       []string{"postgres"},
 	}, newPGSkipLocked)
 }
 

@@ -22,6 +22,7 @@ func init() {
 		Name:        "redis-fenced",
 		Description: "one script does SET NX PX and INCR of a per-key counter: every grant carries a fencing token",
 		Servers:     "1 redis-server",
+		Kinds:       []string{"redis"},
 		Fencing:     true,
 		Lease:       true,
 		Sentinel:    true,

@@ -16,6 +16,7 @@ func init() {
 		Name:        "redis-naive",
 		Description: "SET NX PX, released with plain DEL (may delete another client's lock)",
 		Servers:     "1 redis-server",
+		Kinds:       []string{"redis"},
 		Lease:       true,
 		Sentinel:    true,
 	}, newSetNXBackend(plainDelete))

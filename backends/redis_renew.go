@@ -32,6 +32,7 @@ func init() {
 		Name:        "redis-renew",
 		Description: "redis-token plus a watchdog that extends the lease every TTL/3 and aborts the work when an extension fails",
 		Servers:     "1 redis-server",
+		Kinds:       []string{"redis"},
 		Sentinel:    true,
 		Lease:       true,
 	}, newRedisRenew)

@@ -10,6 +10,7 @@ func init() {
 		Name:        "redis-token",
 		Description: "SET NX PX with a random token, released by an atomic compare-and-delete script",
 		Servers:     "1 redis-server",
+		Kinds:       []string{"redis"},
 		Lease:       true,
 		Sentinel:    true,
 	}, newSetNXBackend(redisTokenRelease))

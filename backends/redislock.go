@@ -30,6 +30,7 @@ func init() {
 		Name:        "redislock",
 		Description: "github.com/bsm/redislock: a single-instance token lock",
 		Servers:     "1 redis-server",
+		Kinds:       []string{"redis"},
 		Sentinel:    true,
 		Lease:       true,
 	}, newRedislock)

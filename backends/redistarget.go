@@ -71,24 +71,14 @@ func (t *redisTarget) client(c ClientEnv) *redis.Client {
 	}
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
-	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    cluster.SentinelMaster,
-		SentinelAddrs: t.group.SentinelAddrs(),
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if s := cl.ServerByAddr(addr); s != nil {
-				addr = cl.ClientAddr(c.Process, s)
-			}
-			return d.DialContext(ctx, network, addr)
-		},
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           timeout,
-		ReadTimeout:           timeout,
-		WriteTimeout:          timeout,
-		PoolSize:              2,
-		DisableIdentity:       true,
-		Protocol:              2,
-	})
+	o := lockFailoverOptions(cluster.SentinelMaster, t.group.SentinelAddrs(), timeout)
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if s := cl.ServerByAddr(addr); s != nil {
+			addr = cl.ClientAddr(c.Process, s)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	return redis.NewFailoverClient(o)
 }
 
 // confirm runs after a successful SET: with Env.WaitReplicas it asks the

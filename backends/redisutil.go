@@ -15,12 +15,14 @@ import (
 // redisKeyPrefix namespaces the harness's keys in Redis.
 const redisKeyPrefix = "locktorture:lock:"
 
-// newRedisClient returns a go-redis client for a lock client: no retries (a
-// retried SET can run twice) and context deadlines honoured for socket I/O.
-// A refused connection is reported at once, not redialled for 100ms at a
-// time, so a request to a dead server fails certainly within its timeout.
-func newRedisClient(addr string, timeout time.Duration) *redis.Client {
-	return redis.NewClient(&redis.Options{
+// lockClientOptions are the go-redis settings of every lock client, the
+// one place they are written: no retries (a retried SET can run twice, so
+// MaxRetries is -1), context deadlines honoured for socket I/O
+// (ContextTimeoutEnabled), every timeout the op timeout, and a refused
+// connection reported at once rather than redialled for 100ms at a time,
+// so a request to a dead server fails certainly within its timeout.
+func lockClientOptions(addr string, timeout time.Duration) *redis.Options {
+	return &redis.Options{
 		Addr:                  addr,
 		MaxRetries:            -1,
 		DialerRetries:         1,
@@ -31,7 +33,30 @@ func newRedisClient(addr string, timeout time.Duration) *redis.Client {
 		PoolSize:              2,
 		DisableIdentity:       true,
 		Protocol:              2,
-	})
+	}
+}
+
+// lockFailoverOptions are lockClientOptions for a Sentinel-managed group.
+func lockFailoverOptions(master string, sentinels []string, timeout time.Duration) *redis.FailoverOptions {
+	o := lockClientOptions("", timeout)
+	return &redis.FailoverOptions{
+		MasterName:            master,
+		SentinelAddrs:         sentinels,
+		MaxRetries:            o.MaxRetries,
+		DialerRetries:         o.DialerRetries,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
+		DialTimeout:           o.DialTimeout,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		PoolSize:              o.PoolSize,
+		DisableIdentity:       o.DisableIdentity,
+		Protocol:              o.Protocol,
+	}
+}
+
+// newRedisClient returns a lock client's go-redis client to one server.
+func newRedisClient(addr string, timeout time.Duration) *redis.Client {
+	return redis.NewClient(lockClientOptions(addr, timeout))
 }
 
 // startOneRedis starts the single redis-server of a single-Redis backend.

@@ -43,6 +43,7 @@ func init() {
 		Name:        "redlock",
 		Description: "our own Redlock over 5 independent Redis servers: quorum, drift factor, validity check",
 		Servers:     "5 redis-server",
+		Kinds:       []string{"redis"},
 		Lease:       true,
 	}, newRedlock)
 }

@@ -34,6 +34,7 @@ func init() {
 		Name:        "redsync",
 		Description: "github.com/go-redsync/redsync/v4, the popular Go Redlock, over 5 Redis servers",
 		Servers:     "5 redis-server",
+		Kinds:       []string{"redis"},
 		Lease:       true,
 	}, newRedsync)
 }
