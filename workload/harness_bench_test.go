@@ -17,6 +17,7 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
+	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -54,8 +55,9 @@ const (
 //
 //	go test -run '^$' -bench Harness -benchtime 1x ./workload/
 //
-// It is skipped when redis-server is not installed.
+// It is skipped when redis-server is not installed (fails under CI=true).
 func BenchmarkHarness(b *testing.B) {
+	testenv.Require(b, "redis-server")
 	tmp := b.TempDir()
 	cl, err := cluster.New(cluster.Options{TempDir: tmp})
 	if err != nil {
@@ -81,9 +83,6 @@ func BenchmarkHarness(b *testing.B) {
 	timeout := 2 * time.Second
 	backend, err := factory(ctx, backends.Env{Cluster: cl, TTL: 10 * time.Second, OpTimeout: timeout,
 		Clients: harnessClients, Keys: keys, Seed: 1})
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		b.Skip(err)
-	}
 	if err != nil {
 		b.Fatal(err)
 	}
