@@ -9,6 +9,70 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
+// What an op does to a hold of its process on its key.
+const (
+	holdNone   = iota
+	holdStarts // an acquire ok: a hold begins (or, if one is open, its lease renews)
+	holdRenews // an extend ok: the open hold's lease renews
+	holdEnds   // a release invoke: the hold ends, whatever the release's outcome
+)
+
+// holdEvent says what op does to a hold: the one rule Holds and Tracker
+// share. Nemesis ops do nothing.
+func holdEvent(op *history.Op) int {
+	switch {
+	case op.IsNemesis():
+		return holdNone
+	case op.F == history.Acquire && op.Type == history.OK:
+		return holdStarts
+	case op.F == history.Extend && op.Type == history.OK:
+		return holdRenews
+	case op.F == history.Release && op.Type == history.Invoke:
+		return holdEnds
+	}
+	return holdNone
+}
+
+// Tracker follows holds live, op by op, by the same rule as Holds — for a
+// progress display that counts overlaps while a run goes on. (It cannot
+// judge transactional grants, which only their COMMIT settles; the
+// checkers do.) The zero Tracker is ready to use; it is not safe for
+// concurrent use.
+type Tracker struct {
+	holders map[string][]int // key -> processes holding it now
+}
+
+// Observe applies op and returns the number of other processes that held
+// its key when op began a hold: the overlaps it starts.
+func (t *Tracker) Observe(op *history.Op) (overlaps int) {
+	if t.holders == nil {
+		t.holders = map[string][]int{}
+	}
+	hs := t.holders[op.Key]
+	switch holdEvent(op) {
+	case holdStarts:
+		mine := false
+		for _, h := range hs {
+			if h == op.Process {
+				mine = true
+			} else {
+				overlaps++
+			}
+		}
+		if !mine {
+			t.holders[op.Key] = append(hs, op.Process)
+		}
+	case holdEnds:
+		for i, h := range hs {
+			if h == op.Process {
+				t.holders[op.Key] = append(hs[:i:i], hs[i+1:]...)
+				break
+			}
+		}
+	}
+	return overlaps
+}
+
 // holdKey names the hold a process may have on one key.
 type holdKey struct {
 	process int
@@ -38,11 +102,8 @@ func Holds(ops []history.Op) []Hold {
 		if op.IsNemesis() {
 			continue
 		}
-		switch op.F {
-		case history.Acquire:
-			if op.Type != history.OK {
-				continue
-			}
+		switch holdEvent(op) {
+		case holdStarts:
 			hk := holdKey{op.Process, op.Key}
 			if j, ok := open[hk]; ok {
 				// Acquired again without a release: the client held the
@@ -63,17 +124,14 @@ func Holds(ops []history.Op) []Hold {
 			h.Nodes = grantNodes(op)
 			open[hk] = len(holds)
 			holds = append(holds, h)
-		case history.Extend:
-			if op.Type != history.OK || op.LeaseMS == nil {
+		case holdRenews:
+			if op.LeaseMS == nil {
 				continue
 			}
 			if j, ok := open[holdKey{op.Process, op.Key}]; ok {
 				holds[j].renew(op.Time, *op.LeaseMS)
 			}
-		case history.Release:
-			if op.Type != history.Invoke {
-				continue
-			}
+		case holdEnds:
 			hk := holdKey{op.Process, op.Key}
 			if j, ok := open[hk]; ok {
 				holds[j].End = op.Time

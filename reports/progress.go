@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -34,7 +35,7 @@ type Progress struct {
 	ops        int
 	violations int
 	overlaps   bool
-	holders    map[string][]int // key -> processes holding it now
+	holds      checker.Tracker // who holds what now, by the checker's rule
 	cellsDone  int
 	cellsTotal int
 	drawn      bool
@@ -115,7 +116,7 @@ func (p *Progress) StartRun(label string, planned time.Duration, overlaps bool) 
 	p.running, p.label, p.planned, p.overlaps = true, label, planned, overlaps
 	p.started, p.firstOp, p.lastLine = now, time.Time{}, now
 	p.ops, p.violations = 0, 0
-	p.holders = map[string][]int{}
+	p.holds = checker.Tracker{}
 }
 
 // Observe counts one recorded op. It is safe to call from the recorder's
@@ -139,29 +140,7 @@ func (p *Progress) Observe(op history.Op) {
 	if !p.overlaps {
 		return
 	}
-	switch {
-	case op.F == history.Acquire && op.Type == history.OK:
-		hs := p.holders[op.Key]
-		mine := false
-		for _, h := range hs {
-			if h == op.Process {
-				mine = true
-			} else {
-				p.violations++
-			}
-		}
-		if !mine {
-			p.holders[op.Key] = append(hs, op.Process)
-		}
-	case op.F == history.Release && op.Type == history.Invoke:
-		hs := p.holders[op.Key]
-		for i, h := range hs {
-			if h == op.Process {
-				p.holders[op.Key] = append(hs[:i:i], hs[i+1:]...)
-				break
-			}
-		}
-	}
+	p.violations += p.holds.Observe(&op)
 }
 
 // Counts returns the ops and violations counted in the current (or last) run.
