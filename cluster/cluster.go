@@ -1,7 +1,8 @@
-// Package cluster starts and controls the real servers a run needs (Redis
-// for now; Sentinel, PostgreSQL and etcd later) as local processes on
-// 127.0.0.1 with free ports, and the simulated client processes whose
-// execution a nemesis can freeze. Every server a Cluster starts is stopped by
+// Package cluster starts and controls the real servers a run needs — Redis
+// servers, a Sentinel group (primary, replica, three Sentinels), PostgreSQL
+// and etcd clusters — as local processes on 127.0.0.1 with free ports; the
+// per-(client, server) links (in-process toxiproxy) that partitions and
+// delays act on; and the simulated clients' pause gates and clocks. Every server a Cluster starts is stopped by
 // Close, which callers defer; a process-death signal stops the servers even
 // when the harness itself is killed.
 package cluster
