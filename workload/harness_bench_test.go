@@ -26,8 +26,8 @@ import (
 const (
 	harnessClients = 8
 	harnessKeys    = 8
-	harnessRounds  = 4
-	harnessRound   = 1500 * time.Millisecond
+	harnessRounds  = 6
+	harnessRound   = time.Second
 )
 
 // BenchmarkHarness measures what the harness costs a lock: on one
