@@ -9,10 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/registry"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
@@ -183,67 +182,41 @@ func (i Info) ServerKinds() []string { return i.Kinds }
 // Factory builds a backend for a run.
 type Factory func(ctx context.Context, env Env) (Backend, error)
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]entry{}
-)
-
+// entry is one registered backend.
 type entry struct {
 	info Info
 	new  Factory
 }
 
-// Register adds a backend; it panics on a duplicate name (a programming error).
+var registered = registry.New[entry](ErrUnknown)
+
+// Register adds a backend; it panics on a duplicate name or a backend that
+// does not say which servers it needs (programming errors).
 func Register(info Info, f Factory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[info.Name]; dup {
-		panic("backends: duplicate backend " + info.Name)
-	}
 	if info.Kinds == nil {
 		panic("backends: " + info.Name + " does not say which servers it needs (Kinds; []string{} for none)")
 	}
-	registry[info.Name] = entry{info, f}
+	registered.Add(info.Name, entry{info, f})
 }
 
 // Lookup returns a backend's description and factory, or an error wrapping
 // ErrUnknown that lists the known names.
 func Lookup(name string) (Info, Factory, error) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	e, ok := registry[name]
-	if !ok {
-		return Info{}, nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(namesLocked(), ", "))
-	}
-	return e.info, e.new, nil
+	e, err := registered.Get(name)
+	return e.info, e.new, err
 }
 
 // List returns every registered backend, sorted by name.
 func List() []Info {
-	regMu.Lock()
-	defer regMu.Unlock()
-	out := make([]Info, 0, len(registry))
-	for _, n := range namesLocked() {
-		out = append(out, registry[n].info)
+	var out []Info
+	for _, e := range registered.All() {
+		out = append(out, e.info)
 	}
 	return out
 }
 
 // Names returns every registered backend name, sorted.
-func Names() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	return namesLocked()
-}
-
-func namesLocked() []string {
-	ns := make([]string, 0, len(registry))
-	for n := range registry {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
-}
+func Names() []string { return registered.Names() }
 
 // leaseLeft is the lease a client may count on after an acquire that
 // started at start (read from clock): the TTL less the time the acquire
