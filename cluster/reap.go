@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ownerFile, in a cluster's temporary directory, names the harness process
@@ -52,8 +53,39 @@ func reapOrphans(parent, keep string) {
 		if ownerAlive(strings.TrimSpace(string(b))) {
 			continue
 		}
+		killLeftovers(dir)
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// killLeftovers ends the processes a dead harness's servers left running
+// from dir: those whose working directory is in it (PostgreSQL's backends
+// run in its data directory) or whose command line names it. Pdeathsig
+// kills a server when its harness dies, but not the server's own children
+// — and a child stopped by a server-pause (SIGSTOP) would wait forever.
+// SIGKILL ends a stopped process too. Best effort.
+func killLeftovers(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if !usesDir(p, dir) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// usesDir reports whether the process at /proc/<pid> (procDir) works in dir
+// or names it on its command line.
+func usesDir(procDir, dir string) bool {
+	if cwd, err := os.Readlink(filepath.Join(procDir, "cwd")); err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+		return true
+	}
+	cmd, err := os.ReadFile(filepath.Join(procDir, "cmdline"))
+	return err == nil && strings.Contains(string(cmd), dir)
 }
 
 // ownerAlive reports whether the process an owner file names still runs.

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNewReapsOrphans: a new cluster removes the temporary directories of
@@ -63,5 +65,43 @@ func TestNewReapsOrphans(t *testing.T) {
 	}
 	if _, err := os.Stat(c.TempDir()); !os.IsNotExist(err) {
 		t.Errorf("temp dir left after Close: %v", err)
+	}
+}
+
+// TestReapKillsStoppedLeftovers: a process left stopped (SIGSTOP, as by a
+// server-pause) in a dead harness's directory is ended by the next cluster,
+// not left in state T forever.
+func TestReapKillsStoppedLeftovers(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "locktorture-killed")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(fmt.Sprintf("%d 1\n", dead.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	left := exec.Command("sleep", "600")
+	left.Dir = dir
+	if err := left.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- left.Wait() }()
+	if err := left.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	reapOrphans(parent, "")
+	select {
+	case <-exited:
+	case <-time.After(time.Minute): // only against a hang: SIGKILL is at once
+		_ = left.Process.Kill()
+		t.Fatal("the stopped leftover still runs")
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the dead harness's directory is still there")
 	}
 }
