@@ -359,7 +359,6 @@ type Engine struct {
 	pending  []int // indexes of steps waiting for their event
 	active   map[int]*activeFault
 	healed   bool
-	wg       sync.WaitGroup
 	errs     []error
 	baseCtx  context.Context
 	healLock sync.Mutex
