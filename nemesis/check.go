@@ -11,7 +11,7 @@ import (
 // could never happen is refused, never skipped.
 func CheckSteps(env *Env, steps []Step, length time.Duration) error {
 	for i, s := range steps {
-		if _, err := resolveServers(env, s.Target.Servers); err != nil {
+		if _, err := resolveServers(env, serverNames(s.Params)); err != nil {
 			return fmt.Errorf("nemesis step %d (%s): %w", i+1, s.Fault, err)
 		}
 		if s.At >= length {
@@ -34,4 +34,12 @@ func (e *Engine) Missed(n int) []Step {
 		}
 	}
 	return out
+}
+
+// serverNames returns the servers a step's params name, if any.
+func serverNames(p Params) []string {
+	if n, ok := p.(interface{ ServerNames() []string }); ok {
+		return n.ServerNames()
+	}
+	return nil
 }

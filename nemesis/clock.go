@@ -10,10 +10,10 @@ import (
 )
 
 // clock skews time. On clients it jumps each target client's own clock
-// (the clock its lock code reads) by Jump and/or makes it drift at Rate,
+// (the clock its lock code reads) by jump and/or makes it drift at rate,
 // until healed. On Redis servers (`servers:`) it applies a jump of the
 // server's clock by its one observable effect — every key's remaining TTL
-// is cut by Jump — recorded with "effect": "ttl-shortened" so nobody takes
+// is cut by the jump — recorded with "effect": "ttl-shortened" so nobody takes
 // it for a kernel clock change; that cannot be undone, so healing a server
 // jump does nothing.
 type clock struct{}
@@ -26,37 +26,60 @@ func init() {
 	}, clock{})
 }
 
-func (clock) Applies(backend string, kinds []string, lease bool) error {
-	if !lease {
-		return fmt.Errorf("clock does not apply to %s: it has no lease, so no clock matters", backend)
+// ClockParams are clock's: the clients whose clocks jump and drift, or
+// the Redis servers whose clocks jump.
+type ClockParams struct {
+	ClientSet `yaml:",inline"`
+	ServerSet `yaml:",inline"`
+	// Jump moves the clock (negative: backwards).
+	Jump Duration `yaml:"jump,omitempty"`
+	// Rate makes a client's clock drift (1.5: half again as fast).
+	Rate float64 `yaml:"rate,omitempty"`
+}
+
+func (p *ClockParams) String() string {
+	r := ""
+	if p.Rate != 0 {
+		r = fmt.Sprintf("rate %g", p.Rate)
+	}
+	return words(p.ClientSet.words(), p.ServerSet.words(), durWord("jump", p.Jump), r)
+}
+
+// Validate requires a jump or a rate; a server clock can only jump.
+func (p *ClockParams) Validate(s Shape) error {
+	if err := p.ClientSet.validate(s.Clients); err != nil {
+		return err
+	}
+	if p.Jump == 0 && p.Rate == 0 {
+		return keyErr("", "needs `jump:` and/or `rate:`")
+	}
+	if len(p.Servers) > 0 && p.Rate != 0 {
+		return keyErr("rate", "a server clock can only jump (no rate)")
+	}
+	if p.Rate < 0 {
+		return keyErr("rate", "rate must be positive, not %g", p.Rate)
+	}
+	return p.ServerSet.validate()
+}
+
+func (clock) Params() Params { return &ClockParams{} }
+
+func (clock) Applies(s Shape) error {
+	if !s.Lease {
+		return fmt.Errorf("clock does not apply to %s: it has no lease, so no clock matters", s.Backend)
 	}
 	return nil
 }
 
-func (clock) Validate(t Target, clients int) error {
-	if err := validateClients(t, clients); err != nil {
-		return err
-	}
-	if t.Jump == 0 && t.Rate == 0 {
-		return fmt.Errorf("%w: clock needs `jump:` and/or `rate:`", ErrTarget)
-	}
-	if len(t.Servers) > 0 && t.Rate != 0 {
-		return fmt.Errorf("%w: a server clock can only jump (no rate)", ErrTarget)
-	}
-	if t.Rate < 0 {
-		return fmt.Errorf("%w: clock rate must be positive", ErrTarget)
-	}
-	return validateServerNames(t)
-}
-
-func (clock) RandomTarget(rng *rand.Rand, env *Env) Target {
+func (clock) RandomParams(rng *rand.Rand, env *Env) Params {
 	if rng.IntN(2) == 0 || len(env.Gates) == 0 {
 		if rs := redisServers(env); len(rs) > 0 {
 			s := rs[rng.IntN(len(rs))]
-			return Target{Process: -1, Servers: []string{s.Name()}, Jump: time.Duration(500+rng.IntN(2000)) * time.Millisecond}
+			return &ClockParams{ServerSet: ServerSet{Servers: []string{s.Name()}}, Jump: Duration(500+rng.IntN(2000)) * Duration(time.Millisecond)}
 		}
 	}
-	return Target{Process: rng.IntN(max(1, len(env.Gates))), Jump: time.Duration(rng.IntN(4000)-2000) * time.Millisecond, Rate: 0.8 + rng.Float64()*0.4}
+	p := rng.IntN(max(1, len(env.Gates)))
+	return &ClockParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}, Jump: Duration(rng.IntN(4000)-2000) * Duration(time.Millisecond), Rate: 0.8 + rng.Float64()*0.4}
 }
 
 func redisServers(env *Env) []*cluster.Redis {
@@ -69,7 +92,9 @@ func redisServers(env *Env) []*cluster.Redis {
 	return out
 }
 
-func (clock) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+func (clock) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	t := params.(*ClockParams)
+	jump := t.Jump.D()
 	if len(t.Servers) > 0 {
 		ss, err := resolveServers(env, t.Servers)
 		if err != nil {
@@ -81,20 +106,20 @@ func (clock) Start(ctx context.Context, env *Env, t Target, d time.Duration) (ma
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: %s is not a Redis server; only Redis server clocks can jump", ErrTarget, s.Name())
 			}
-			n, err := r.ShortenTTLs(ctx, t.Jump)
+			n, err := r.ShortenTTLs(ctx, jump)
 			if err != nil {
 				return nil, nil, err
 			}
 			changed += n
 		}
 		labels := serverLabels(env, ss)
-		val := map[string]any{"servers": labels, "jump_ms": t.Jump.Milliseconds(), "effect": "ttl-shortened", "keys": changed}
+		val := map[string]any{"servers": labels, "jump_ms": jump.Milliseconds(), "effect": "ttl-shortened", "keys": changed}
 		heal := func(ctx context.Context) (map[string]any, error) {
 			return map[string]any{"servers": labels, "note": "a server clock jump cannot be undone"}, nil
 		}
 		return val, heal, nil
 	}
-	clients := t.ClientList()
+	clients := t.List()
 	for _, p := range clients {
 		if p >= len(env.Clocks) {
 			return nil, nil, fmt.Errorf("%w: no client process %d", ErrTarget, p)
@@ -103,13 +128,13 @@ func (clock) Start(ctx context.Context, env *Env, t Target, d time.Duration) (ma
 	for _, p := range clients {
 		c := env.Clocks[p]
 		if t.Jump != 0 {
-			c.Jump(t.Jump)
+			c.Jump(jump)
 		}
 		if t.Rate != 0 {
 			c.SetRate(t.Rate)
 		}
 	}
-	val := map[string]any{"clients": clients, "jump_ms": t.Jump.Milliseconds(), "ms": d.Milliseconds()}
+	val := map[string]any{"clients": clients, "jump_ms": jump.Milliseconds(), "ms": d.Milliseconds()}
 	if t.Rate != 0 {
 		val["rate"] = t.Rate
 	}

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -29,18 +30,32 @@ func (failover) OpNames(string) (string, string) { return "failover", "restart" 
 
 func (failover) UsesLinks() bool { return true }
 
-func (failover) Applies(backend string, kinds []string, lease bool) error {
-	if !hasKind(kinds, "redis") {
-		return fmt.Errorf("failover does not apply to %s: it needs Redis with Sentinel", backend)
+// FailoverParams are failover's: only the client whose `on:` event fires
+// it (the primary it kills is whichever Sentinel names).
+type FailoverParams struct {
+	Proc `yaml:",inline"`
+}
+
+func (p *FailoverParams) String() string { return p.words() }
+
+// Validate checks the client process, if any.
+func (p *FailoverParams) Validate(s Shape) error { return p.validate(s.Clients) }
+
+func (failover) Params() Params { return &FailoverParams{} }
+
+func (failover) Applies(s Shape) error {
+	if !hasKind(s.Kinds, "redis") {
+		return fmt.Errorf("failover does not apply to %s: it needs Redis with Sentinel", s.Backend)
+	}
+	if !s.Sentinel {
+		return errors.New("failover needs `redis: sentinel` (a primary, a replica and Sentinels)")
 	}
 	return nil
 }
 
-func (failover) Validate(t Target, clients int) error { return validateClients(t, clients) }
+func (failover) RandomParams(rng *rand.Rand, env *Env) Params { return &FailoverParams{} }
 
-func (failover) RandomTarget(rng *rand.Rand, env *Env) Target { return Target{Process: -1} }
-
-func (failover) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+func (failover) Start(ctx context.Context, env *Env, _ Params, d time.Duration) (map[string]any, Healer, error) {
 	g := env.Cluster.SentinelGroup()
 	if g == nil {
 		return nil, nil, fmt.Errorf("%w: failover needs `redis: sentinel`", ErrTarget)

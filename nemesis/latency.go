@@ -24,32 +24,59 @@ func init() {
 
 func (latency) UsesLinks() bool { return true }
 
-func (latency) Applies(backend string, kinds []string, lease bool) error {
-	if len(kinds) == 0 {
-		return fmt.Errorf("latency does not apply to %s: it talks to no server", backend)
+// LatencyParams are latency's: the links to slow (the target clients'
+// links, by default every client's, to the target servers, by default
+// every server) and how.
+type LatencyParams struct {
+	ClientSet `yaml:",inline"`
+	ServerSet `yaml:",inline"`
+	// Direction is both, upstream (requests) or downstream (replies, the
+	// default).
+	Direction string `yaml:"direction,omitempty"`
+	// Latency is the delay added to each byte on the links (required).
+	Latency Duration `yaml:"latency,omitempty"`
+	// Jitter varies the delay by up to this much.
+	Jitter Duration `yaml:"jitter,omitempty"`
+}
+
+func (p *LatencyParams) String() string {
+	return words(p.ClientSet.words(), p.ServerSet.words(), word("direction", p.Direction), durWord("latency", p.Latency), durWord("jitter", p.Jitter))
+}
+
+// Validate requires a positive latency.
+func (p *LatencyParams) Validate(s Shape) error {
+	if err := p.ClientSet.validate(s.Clients); err != nil {
+		return err
+	}
+	if p.Latency <= 0 {
+		return keyErr("latency", "needs `latency:` above 0 (e.g. 2s), not %s", p.Latency)
+	}
+	if p.Jitter < 0 {
+		return keyErr("jitter", "jitter must be 0 or more, not %s", p.Jitter)
+	}
+	if _, err := cluster.ParseDirection(p.Direction); err != nil {
+		return keyErr("direction", "%v", err)
+	}
+	return p.ServerSet.validate()
+}
+
+func (latency) Params() Params { return &LatencyParams{} }
+
+func (latency) Applies(s Shape) error {
+	if len(s.Kinds) == 0 {
+		return fmt.Errorf("latency does not apply to %s: it talks to no server", s.Backend)
 	}
 	return nil
 }
 
-func (latency) Validate(t Target, clients int) error {
-	if err := validateClients(t, clients); err != nil {
-		return err
-	}
-	if t.Latency <= 0 {
-		return fmt.Errorf("%w: latency needs `latency:` (e.g. 2s)", ErrTarget)
-	}
-	if _, err := cluster.ParseDirection(t.Direction); err != nil {
-		return fmt.Errorf("%w: %w", ErrTarget, err)
-	}
-	return validateServerNames(t)
+func (latency) RandomParams(rng *rand.Rand, env *Env) Params {
+	p := rng.IntN(max(1, len(env.Gates)))
+	return &LatencyParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}, Direction: "downstream",
+		Latency: Duration(50+rng.IntN(450)) * Duration(time.Millisecond), Jitter: Duration(20 * time.Millisecond)}
 }
 
-func (latency) RandomTarget(rng *rand.Rand, env *Env) Target {
-	return Target{Process: rng.IntN(max(1, len(env.Gates))), Direction: "downstream",
-		Latency: time.Duration(50+rng.IntN(450)) * time.Millisecond, Jitter: 20 * time.Millisecond}
-}
-
-func (latency) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+func (latency) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	t := params.(*LatencyParams)
 	dir := cluster.Downstream
 	if t.Direction != "" {
 		var err error
@@ -64,7 +91,7 @@ func (latency) Start(ctx context.Context, env *Env, t Target, d time.Duration) (
 	if len(servers) == 0 {
 		servers = env.Cluster.Servers()
 	}
-	clients := t.ClientList()
+	clients := t.List()
 	if len(clients) == 0 {
 		clients = allClients(env)
 	}
@@ -74,7 +101,7 @@ func (latency) Start(ctx context.Context, env *Env, t Target, d time.Duration) (
 	}
 	lf := &linkFault{}
 	for _, l := range ls {
-		h, err := l.Delay(ctx, dir, t.Latency.Milliseconds(), t.Jitter.Milliseconds())
+		h, err := l.Delay(ctx, dir, t.Latency.D().Milliseconds(), t.Jitter.D().Milliseconds())
 		if err != nil {
 			_ = lf.heal(ctx)
 			return nil, nil, err
@@ -82,7 +109,7 @@ func (latency) Start(ctx context.Context, env *Env, t Target, d time.Duration) (
 		lf.links, lf.handles = append(lf.links, l), append(lf.handles, h)
 	}
 	val := map[string]any{"clients": clients, "servers": serverLabels(env, servers), "direction": string(dir),
-		"latency_ms": t.Latency.Milliseconds(), "jitter_ms": t.Jitter.Milliseconds(), "ms": d.Milliseconds()}
+		"latency_ms": t.Latency.D().Milliseconds(), "jitter_ms": t.Jitter.D().Milliseconds(), "ms": d.Milliseconds()}
 	heal := func(ctx context.Context) (map[string]any, error) {
 		return map[string]any{"clients": clients, "servers": serverLabels(env, servers)}, lf.heal(ctx)
 	}

@@ -1,5 +1,7 @@
 // Package nemesis injects faults into a run and records them in the
-// history: each fault kind is one file that registers itself; a Schedule says
+// history: each fault kind is one file that registers itself and declares
+// its own params (the keys a scenario step gives it, decoded strictly by
+// DecodeParams; params.go holds the shared parts); a Schedule says
 // when faults happen, either scripted (at a time, or on a client's event)
 // or at random from a seed. Every fault with a duration is recorded as a
 // start-<fault>/stop-<fault> pair of nemesis ops, and all are healed by Heal.
@@ -10,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,7 +27,8 @@ import (
 var (
 	// ErrUnknown is wrapped for a fault name that is not registered.
 	ErrUnknown = errors.New("unknown nemesis")
-	// ErrTarget is wrapped when a step names a target that does not exist.
+	// ErrTarget is wrapped when a step's params do not fit the run (a
+	// target that does not exist, a missing or bad value).
 	ErrTarget = errors.New("bad nemesis target")
 )
 
@@ -35,92 +40,6 @@ type Env struct {
 	Clocks []*cluster.Clock
 	// Cluster holds the servers.
 	Cluster *cluster.Cluster
-}
-
-// Target says what a fault hits, and how hard. Each fault reads the
-// fields it understands.
-type Target struct {
-	// Process is a client process, or -1 for none.
-	Process int
-	// Clients are more client processes (with Process, if set).
-	Clients []int
-	// Servers name servers: a name ("redis-2") or a letter ("A" is the
-	// first server started, "B" the second, ...).
-	Servers []string
-	// Topology shapes a partition: isolate-client, isolate-server, cut,
-	// halves, ring (see partition.go).
-	Topology string
-	// Direction is both, upstream (requests) or downstream (replies).
-	Direction string
-	// Latency and Jitter slow a link.
-	Latency, Jitter time.Duration
-	// Jump moves a clock; Rate makes it drift (1.1 = 10% fast).
-	Jump time.Duration
-	Rate float64
-}
-
-// ClientList returns Process and Clients together, without duplicates.
-func (t Target) ClientList() []int {
-	var out []int
-	seen := map[int]bool{}
-	add := func(p int) {
-		if p >= 0 && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	add(t.Process)
-	for _, p := range t.Clients {
-		add(p)
-	}
-	return out
-}
-
-// String describes the target in a few words ("process 0",
-// "servers [C] topology cut", "latency 1s"), leaving out what is unset.
-func (t Target) String() string {
-	var parts []string
-	if cs := t.ClientList(); len(cs) == 1 {
-		parts = append(parts, fmt.Sprintf("process %d", cs[0]))
-	} else if len(cs) > 1 {
-		parts = append(parts, fmt.Sprintf("processes %v", cs))
-	}
-	if len(t.Servers) > 0 {
-		parts = append(parts, fmt.Sprintf("servers %v", t.Servers))
-	}
-	for _, kv := range [][2]string{{"topology", t.Topology}, {"direction", t.Direction}} {
-		if kv[1] != "" {
-			parts = append(parts, kv[0]+" "+kv[1])
-		}
-	}
-	for _, kv := range []struct {
-		name string
-		d    time.Duration
-	}{{"latency", t.Latency}, {"jitter", t.Jitter}, {"jump", t.Jump}} {
-		if kv.d != 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", kv.name, kv.d))
-		}
-	}
-	if t.Rate != 0 {
-		parts = append(parts, fmt.Sprintf("rate %g", t.Rate))
-	}
-	if len(parts) == 0 {
-		return "(no target)"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// String describes the step as run.log shows the plan: "pause process 0
-// on read for 2.5s", "kill servers [C] at 1.2s for 0s".
-func (s Step) String() string {
-	when := "at " + s.At.String()
-	if s.On != "" {
-		when = "on " + s.On
-		if s.At > 0 {
-			when += " after " + s.At.String()
-		}
-	}
-	return fmt.Sprintf("%s %s %s for %s", s.Fault, s.Target, when, s.Duration)
 }
 
 // OpNamer is a fault whose history ops are not start-<name>/stop-<name>:
@@ -151,26 +70,29 @@ type RandomEventer interface {
 	RandomEvent() string
 }
 
-// Applier is a fault that does not apply to every backend: Applies says
-// why not (the run is refused rather than the fault silently skipped).
+// Applier is a fault that does not apply to every run: Applies says why
+// not, from the run's shape (the run is refused rather than the fault
+// silently skipped).
 type Applier interface {
-	Applies(backend string, kinds []string, lease bool) error
+	Applies(shape Shape) error
 }
 
 // Healer ends one injected fault and returns the value to record with its
 // stop op.
 type Healer func(ctx context.Context) (map[string]any, error)
 
-// Fault is one kind of fault.
+// Fault is one kind of fault. It owns its parameters: Params, Start and
+// RandomParams all deal in one params type, declared in the fault's file.
 type Fault interface {
-	// Start injects the fault on t for d (d is recorded; the engine calls
-	// the returned Healer when d is over or at Heal). It returns the value
-	// recorded with the start op.
-	Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error)
-	// RandomTarget picks a target for a random schedule.
-	RandomTarget(rng *rand.Rand, env *Env) Target
-	// Validate checks a scripted target against the run's shape.
-	Validate(t Target, clients int) error
+	// Params returns fresh params, with their defaults, for a step to
+	// decode its keys into (see DecodeParams).
+	Params() Params
+	// Start injects the fault with p (of the type Params returns) for d
+	// (d is recorded; the engine calls the returned Healer when d is over
+	// or at Heal). It returns the value recorded with the start op.
+	Start(ctx context.Context, env *Env, p Params, d time.Duration) (map[string]any, Healer, error)
+	// RandomParams picks params for a random schedule.
+	RandomParams(rng *rand.Rand, env *Env) Params
 }
 
 // Info describes a fault for `locktorture list nemeses`.
@@ -236,16 +158,33 @@ func namesLocked() []string {
 type Step struct {
 	// Fault names the fault kind.
 	Fault string
-	// Target is what it hits.
-	Target Target
+	// Params are the fault's own (nil: the fault's defaults).
+	Params Params
 	// At is the offset from the run's start; used when On is empty.
 	At time.Duration
-	// On triggers the step on an event instead: the target process's (or,
-	// with no target process, any client's) next successful op with this
-	// f ("acquire", "read", "write"), at or after At.
+	// On triggers the step on an event instead: the target process's (the
+	// params' `process:`) or, with none, any client's next successful op
+	// with this f (one of Events), at or after At.
 	On string
 	// Duration is how long the fault lasts.
 	Duration time.Duration
+}
+
+// String describes the step as run.log shows the plan: "pause process 0
+// on read for 2.5s", "kill servers [C] at 1.2s for 0s".
+func (s Step) String() string {
+	when := "at " + s.At.String()
+	if s.On != "" {
+		when = "on " + s.On
+		if s.At > 0 {
+			when += " after " + s.At.String()
+		}
+	}
+	target := "(no target)"
+	if s.Params != nil && s.Params.String() != "" {
+		target = s.Params.String()
+	}
+	return fmt.Sprintf("%s %s %s for %s", s.Fault, target, when, s.Duration)
 }
 
 // Random is a seeded random mix of faults.
@@ -307,7 +246,7 @@ func Plan(r Random, seed int64, length time.Duration, env *Env) ([]Step, error) 
 		if r.Max > r.Min {
 			d += time.Duration(rng.Int64N(int64(r.Max - r.Min)))
 		}
-		st := Step{Fault: name, Target: f.RandomTarget(rng, env), At: at, Duration: d}
+		st := Step{Fault: name, Params: f.RandomParams(rng, env), At: at, Duration: d}
 		if e, ok := f.(RandomEventer); ok {
 			st.On = e.RandomEvent()
 		}
@@ -319,23 +258,85 @@ func Plan(r Random, seed int64, length time.Duration, env *Env) ([]Step, error) 
 	return steps, nil
 }
 
-// Validate checks every step of s against the run's shape.
-func (s Schedule) Validate(clients int) error {
+// Events are the ops a step may wait for with On.
+var Events = []string{history.Acquire, history.Read, history.Write, history.Release}
+
+// Check checks one scripted step against the run's shape: its fault
+// exists and applies to the run, its event is one of Events, it lasts
+// (unless the fault may be instant), and its params fit. An error about
+// one key is a *KeyError.
+func (s Step) Check(shape Shape) error {
+	f, err := Lookup(s.Fault)
+	if err != nil {
+		return &KeyError{Key: "fault", Err: err}
+	}
+	p, err := paramsOf(f, s)
+	if err != nil {
+		return err
+	}
+	if s.On != "" && !slices.Contains(Events, s.On) {
+		return keyErr("on", "on: %q is not an event (%s)", s.On, strings.Join(Events, ", "))
+	}
+	if s.At < 0 || s.Duration < 0 {
+		return keyErr("", "at (%s) and for (%s) must be 0 or more", s.At, s.Duration)
+	}
+	if z, ok := f.(ZeroDuration); s.Duration == 0 && !(ok && z.AllowsZeroDuration()) {
+		return keyErr("", "%s needs a duration (`for:`, how long it lasts)", s.Fault)
+	}
+	if err := Applies(s.Fault, shape); err != nil {
+		return err
+	}
+	if err := p.Validate(shape); err != nil {
+		return fmt.Errorf("%s: %w", s.Fault, err)
+	}
+	return nil
+}
+
+// Applies says why the named fault cannot act on a run of this shape, or
+// nil when it can.
+func Applies(name string, shape Shape) error {
+	f, err := Lookup(name)
+	if err != nil {
+		return err
+	}
+	if a, ok := f.(Applier); ok {
+		return a.Applies(shape)
+	}
+	return nil
+}
+
+// paramsOf returns the step's params, or the fault's defaults when it has
+// none; params of another fault's type are an error.
+func paramsOf(f Fault, s Step) (Params, error) {
+	fresh := f.Params()
+	if s.Params == nil {
+		return fresh, nil
+	}
+	if reflect.TypeOf(s.Params) != reflect.TypeOf(fresh) {
+		return nil, keyErr("", "%s takes params of type %T, not %T", s.Fault, fresh, s.Params)
+	}
+	return s.Params, nil
+}
+
+// eventProcess is the client whose event fires a step, or -1 for any.
+func eventProcess(p Params) int {
+	if e, ok := p.(interface{ EventProcess() int }); ok {
+		return e.EventProcess()
+	}
+	return -1
+}
+
+// Validate checks every step of s, and the random mix, against the run's
+// shape.
+func (s Schedule) Validate(shape Shape) error {
 	for i, st := range s.Script {
-		f, err := Lookup(st.Fault)
-		if err != nil {
+		if err := st.Check(shape); err != nil {
 			return fmt.Errorf("nemesis step %d: %w", i+1, err)
-		}
-		if err := f.Validate(st.Target, clients); err != nil {
-			return fmt.Errorf("nemesis step %d: %w", i+1, err)
-		}
-		if z, ok := f.(ZeroDuration); st.Duration <= 0 && !(ok && z.AllowsZeroDuration()) {
-			return fmt.Errorf("nemesis step %d: %s needs a duration", i+1, st.Fault)
 		}
 	}
 	if s.Random != nil {
 		for _, n := range s.Random.Faults {
-			if _, err := Lookup(n); err != nil {
+			if err := Applies(n, shape); err != nil {
 				return err
 			}
 		}
@@ -457,7 +458,7 @@ func (e *Engine) Observe(op history.Op) {
 	rest := e.pending[:0]
 	for _, i := range e.pending {
 		s := e.steps[i]
-		if s.On == op.F && (s.Target.Process < 0 || s.Target.Process == op.Process) && op.Time >= int64(s.At) && !e.healed {
+		if p := eventProcess(s.Params); s.On == op.F && (p < 0 || p == op.Process) && op.Time >= int64(s.At) && !e.healed {
 			fire = append(fire, i)
 		} else {
 			rest = append(rest, i)
@@ -487,7 +488,12 @@ func (e *Engine) fire(i int) {
 		e.fail(err)
 		return
 	}
-	val, heal, err := f.Start(e.baseCtx, e.env, s.Target, s.Duration)
+	p, err := paramsOf(f, s)
+	if err != nil {
+		e.fail(err)
+		return
+	}
+	val, heal, err := f.Start(e.baseCtx, e.env, p, s.Duration)
 	if err != nil {
 		e.fail(fmt.Errorf("nemesis: start %s: %w", s.Fault, err))
 		return

@@ -22,6 +22,15 @@ func gates(n int) []*cluster.Gate {
 	return gs
 }
 
+// proc is a `process:` key.
+func proc(p int) nemesis.Proc { return nemesis.Proc{Process: &p} }
+
+// pp is pause's params for process p.
+func pp(p int) *nemesis.PauseParams { return &nemesis.PauseParams{Proc: proc(p)} }
+
+// servers is a `servers:` key.
+func servers(names ...string) nemesis.ServerSet { return nemesis.ServerSet{Servers: names} }
+
 func memRecorder(t *testing.T) *history.Recorder {
 	t.Helper()
 	rec := history.NewRecorder(nil, history.RecorderOptions{})
@@ -105,13 +114,13 @@ func TestPlanDeterministic(t *testing.T) {
 			}
 			// A random pause strikes inside a critical section: on the
 			// client's next read at or after its planned time.
-			if st.Fault != "pause" || st.On != "read" || st.Target.Process < 0 || st.Target.Process >= 3 {
+			if p, ok := st.Params.(*nemesis.PauseParams); st.Fault != "pause" || st.On != "read" || !ok || p.EventProcess() < 0 || p.EventProcess() >= 3 {
 				t.Errorf("step %d: %+v", i, st)
 			}
 		}
 	}
 	// A planned schedule validates.
-	if err := (nemesis.Schedule{Script: a}).Validate(3); err != nil {
+	if err := (nemesis.Schedule{Script: a}).Validate(nemesis.Shape{Clients: 3}); err != nil {
 		t.Errorf("planned steps do not validate: %v", err)
 	}
 
@@ -129,7 +138,7 @@ func TestPlanDeterministic(t *testing.T) {
 func TestEngineOnEvent(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(2)}
 	rec := memRecorder(t)
-	steps := []nemesis.Step{{Fault: "pause", Target: nemesis.Target{Process: 0}, On: history.Read, Duration: time.Hour}}
+	steps := []nemesis.Step{{Fault: "pause", Params: pp(0), On: history.Read, Duration: time.Hour}}
 	e := nemesis.NewEngine(context.Background(), env, rec, steps)
 	if !reflect.DeepEqual(e.Steps(), steps) {
 		t.Errorf("Steps() = %+v", e.Steps())
@@ -187,13 +196,13 @@ func TestEngineObserveIgnores(t *testing.T) {
 		step nemesis.Step
 		op   history.Op
 	}{
-		{"other process", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read"}, history.Op{Process: 1, Type: history.OK, F: "read"}},
-		{"other op", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read"}, history.Op{Process: 0, Type: history.OK, F: "write"}},
-		{"invoke", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read"}, history.Op{Process: 0, Type: history.Invoke, F: "read"}},
-		{"fail", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read"}, history.Op{Process: 0, Type: history.Fail, F: "read"}},
-		{"info", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "acquire"}, history.Op{Process: 0, Type: history.Info, F: "acquire"}},
-		{"nemesis op", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read"}, history.Op{Process: history.NemesisProcess, Type: history.OK, F: "read"}},
-		{"before At", nemesis.Step{Target: nemesis.Target{Process: 0}, On: "read", At: time.Hour}, history.Op{Process: 0, Type: history.OK, F: "read", Time: int64(time.Minute)}},
+		{"other process", nemesis.Step{Params: pp(0), On: "read"}, history.Op{Process: 1, Type: history.OK, F: "read"}},
+		{"other op", nemesis.Step{Params: pp(0), On: "read"}, history.Op{Process: 0, Type: history.OK, F: "write"}},
+		{"invoke", nemesis.Step{Params: pp(0), On: "read"}, history.Op{Process: 0, Type: history.Invoke, F: "read"}},
+		{"fail", nemesis.Step{Params: pp(0), On: "read"}, history.Op{Process: 0, Type: history.Fail, F: "read"}},
+		{"info", nemesis.Step{Params: pp(0), On: "acquire"}, history.Op{Process: 0, Type: history.Info, F: "acquire"}},
+		{"nemesis op", nemesis.Step{Params: pp(0), On: "read"}, history.Op{Process: history.NemesisProcess, Type: history.OK, F: "read"}},
+		{"before At", nemesis.Step{Params: pp(0), On: "read", At: time.Hour}, history.Op{Process: 0, Type: history.OK, F: "read", Time: int64(time.Minute)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,9 +234,9 @@ func TestEngineTimed(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(2)}
 	rec := memRecorder(t)
 	steps := []nemesis.Step{
-		{Fault: "pause", Target: nemesis.Target{Process: 1}, At: 5 * time.Millisecond, Duration: time.Hour},
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, At: 0, Duration: time.Hour},
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "write", Duration: time.Hour}, // not timed
+		{Fault: "pause", Params: pp(1), At: 5 * time.Millisecond, Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), At: 0, Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), On: "write", Duration: time.Hour}, // not timed
 	}
 	e := nemesis.NewEngine(context.Background(), env, rec, steps)
 	e.Run(context.Background(), make(chan struct{})) // returns once every timed step fired
@@ -258,7 +267,7 @@ func TestEngineTimed(t *testing.T) {
 func TestEngineHealsOnTimer(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
-	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{{Fault: "pause", Target: nemesis.Target{Process: 0}, Duration: time.Millisecond}})
+	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{{Fault: "pause", Params: pp(0), Duration: time.Millisecond}})
 	e.Run(context.Background(), nil)
 	waitFor(t, "the pause to end", func() bool { return rec.Len() == 2 })
 	if env.Gates[0].Paused() {
@@ -279,7 +288,7 @@ func TestEngineHealsOnTimer(t *testing.T) {
 func TestEngineRunStops(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
-	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{{Fault: "pause", Target: nemesis.Target{Process: 0}, At: time.Hour, Duration: time.Second}})
+	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{{Fault: "pause", Params: pp(0), At: time.Hour, Duration: time.Second}})
 	stop := make(chan struct{})
 	close(stop)
 	e.Run(context.Background(), stop) // must return, not wait an hour
@@ -295,8 +304,8 @@ func TestEngineHealDisarms(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
 	steps := []nemesis.Step{
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, At: 0, Duration: time.Hour},
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "read", Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), At: 0, Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), On: "read", Duration: time.Hour},
 	}
 	e := nemesis.NewEngine(context.Background(), env, rec, steps)
 	if err := e.Heal(context.Background()); err != nil {
@@ -316,8 +325,8 @@ func TestEngineAlreadyPaused(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
 	steps := []nemesis.Step{
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "read", Duration: time.Hour},
-		{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "read", Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), On: "read", Duration: time.Hour},
+		{Fault: "pause", Params: pp(0), On: "read", Duration: time.Hour},
 	}
 	e := nemesis.NewEngine(context.Background(), env, rec, steps)
 	e.Observe(history.Op{Process: 0, Type: history.OK, F: history.Read}) // fires both
@@ -355,8 +364,8 @@ func TestEngineReportsStartErrors(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
 	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{
-		{Fault: "pause", Target: nemesis.Target{Process: 3}, Duration: time.Second},
-		{Fault: "meteor", Target: nemesis.Target{Process: 0}, Duration: time.Second},
+		{Fault: "pause", Params: pp(3), Duration: time.Second},
+		{Fault: "meteor", Params: pp(0), Duration: time.Second},
 	})
 	e.Run(context.Background(), nil)
 	err := e.Heal(context.Background())
@@ -370,7 +379,7 @@ func TestEngineReportsStartErrors(t *testing.T) {
 
 func TestScheduleValidate(t *testing.T) {
 	pause := func(p int) nemesis.Step {
-		return nemesis.Step{Fault: "pause", Target: nemesis.Target{Process: p}, Duration: time.Second}
+		return nemesis.Step{Fault: "pause", Params: pp(p), Duration: time.Second}
 	}
 	tests := []struct {
 		name string
@@ -383,14 +392,14 @@ func TestScheduleValidate(t *testing.T) {
 		{name: "process too high", s: nemesis.Schedule{Script: []nemesis.Step{pause(0), pause(2)}}, is: nemesis.ErrTarget, has: "step 2"},
 		{name: "negative process", s: nemesis.Schedule{Script: []nemesis.Step{pause(-1)}}, is: nemesis.ErrTarget, has: "step 1"},
 		{name: "unknown fault", s: nemesis.Schedule{Script: []nemesis.Step{{Fault: "meteor", Duration: time.Second}}}, is: nemesis.ErrUnknown, has: "meteor"},
-		{name: "no duration", s: nemesis.Schedule{Script: []nemesis.Step{{Fault: "pause", Target: nemesis.Target{Process: 0}}}}, has: "duration"},
+		{name: "no duration", s: nemesis.Schedule{Script: []nemesis.Step{{Fault: "pause", Params: pp(0)}}}, has: "duration"},
 		{name: "unknown random fault", s: nemesis.Schedule{Random: &nemesis.Random{Faults: []string{"pause", "meteor"}, Interval: time.Second}}, is: nemesis.ErrUnknown, has: "meteor"},
 		{name: "random without interval", s: nemesis.Schedule{Random: &nemesis.Random{Faults: []string{"pause"}}}, has: "interval"},
 		{name: "random max below min", s: nemesis.Schedule{Random: &nemesis.Random{Faults: []string{"pause"}, Interval: time.Second, Min: time.Second, Max: time.Millisecond}}, has: "max"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.s.Validate(2)
+			err := tc.s.Validate(nemesis.Shape{Clients: 2})
 			if tc.is == nil && tc.has == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
@@ -438,17 +447,21 @@ func TestStepString(t *testing.T) {
 		step nemesis.Step
 		want string
 	}{
-		{nemesis.Step{Fault: "pause", Target: nemesis.Target{Process: 0}, On: "read", Duration: 2500 * time.Millisecond},
+		{nemesis.Step{Fault: "pause", Params: pp(0), On: "read", Duration: 2500 * time.Millisecond},
 			"pause process 0 on read for 2.5s"},
-		{nemesis.Step{Fault: "kill", Target: nemesis.Target{Process: -1, Servers: []string{"C"}}, At: 1200 * time.Millisecond},
+		{nemesis.Step{Fault: "kill", Params: &nemesis.ServerParams{ServerSet: servers("C")}, At: 1200 * time.Millisecond},
 			"kill servers [C] at 1.2s for 0s"},
-		{nemesis.Step{Fault: "partition", Target: nemesis.Target{Process: 1, Clients: []int{2}, Servers: []string{"A", "B"}, Topology: "cut", Direction: "downstream"}, At: time.Second, Duration: 2 * time.Second},
+		{nemesis.Step{Fault: "kill", Params: &nemesis.ServerParams{Proc: proc(0), ServerSet: servers("C")}, On: "acquire"},
+			"kill process 0, servers [C] on acquire for 0s"},
+		{nemesis.Step{Fault: "partition", Params: &nemesis.PartitionParams{ClientSet: nemesis.ClientSet{Proc: proc(1), Clients: []int{2}}, ServerSet: servers("A", "B"), Topology: "cut", Direction: "downstream"}, At: time.Second, Duration: 2 * time.Second},
 			"partition processes [1 2], servers [A B], topology cut, direction downstream at 1s for 2s"},
-		{nemesis.Step{Fault: "clock", Target: nemesis.Target{Process: 0, Jump: 5 * time.Second, Rate: 1.5}, On: "acquire", At: time.Second, Duration: 100 * time.Millisecond},
+		{nemesis.Step{Fault: "clock", Params: &nemesis.ClockParams{ClientSet: nemesis.ClientSet{Proc: proc(0)}, Jump: nemesis.Duration(5 * time.Second), Rate: 1.5}, On: "acquire", At: time.Second, Duration: 100 * time.Millisecond},
 			"clock process 0, jump 5s, rate 1.5 on acquire after 1s for 100ms"},
-		{nemesis.Step{Fault: "latency", Target: nemesis.Target{Process: -1, Latency: time.Second, Jitter: 10 * time.Millisecond}, Duration: time.Hour},
+		{nemesis.Step{Fault: "latency", Params: &nemesis.LatencyParams{Latency: nemesis.Duration(time.Second), Jitter: nemesis.Duration(10 * time.Millisecond)}, Duration: time.Hour},
 			"latency latency 1s, jitter 10ms at 0s for 1h0m0s"},
-		{nemesis.Step{Fault: "failover", Target: nemesis.Target{Process: -1}},
+		{nemesis.Step{Fault: "failover", Params: &nemesis.FailoverParams{}},
+			"failover (no target) at 0s for 0s"},
+		{nemesis.Step{Fault: "failover"},
 			"failover (no target) at 0s for 0s"},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -35,48 +37,78 @@ func init() {
 
 func (partition) UsesLinks() bool { return true }
 
-func (partition) Applies(backend string, kinds []string, lease bool) error {
-	if len(kinds) == 0 {
-		return fmt.Errorf("partition does not apply to %s: it talks to no server", backend)
+// PartitionParams are partition's: which links to cut, by topology.
+type PartitionParams struct {
+	ClientSet `yaml:",inline"`
+	ServerSet `yaml:",inline"`
+	// Topology is isolate-client, isolate-server, cut, halves, ring or
+	// replication; left out, cut when clients and servers are both
+	// given, else isolate-client or isolate-server.
+	Topology string `yaml:"topology,omitempty"`
+	// Direction is both (the default), upstream (requests) or downstream
+	// (replies: one-way).
+	Direction string `yaml:"direction,omitempty"`
+}
+
+// topologies are the shapes a partition takes.
+var topologies = []string{"isolate-client", "isolate-server", "cut", "halves", "ring", "replication"}
+
+func (p *PartitionParams) String() string {
+	return words(p.ClientSet.words(), p.ServerSet.words(), word("topology", p.Topology), word("direction", p.Direction))
+}
+
+// Validate checks the clients, the topology (replication needs Sentinel)
+// and the direction.
+func (p *PartitionParams) Validate(s Shape) error {
+	if err := p.ClientSet.validate(s.Clients); err != nil {
+		return err
+	}
+	if _, err := cluster.ParseDirection(p.Direction); err != nil {
+		return keyErr("direction", "%v", err)
+	}
+	if p.Topology != "" && !slices.Contains(topologies, p.Topology) {
+		return keyErr("topology", "unknown topology %q (%s)", p.Topology, strings.Join(topologies, ", "))
+	}
+	if p.Topology == "replication" && !s.Sentinel {
+		return keyErr("topology", "topology replication needs `redis: sentinel`")
+	}
+	return p.ServerSet.validate()
+}
+
+func (partition) Params() Params { return &PartitionParams{} }
+
+func (partition) Applies(s Shape) error {
+	if len(s.Kinds) == 0 {
+		return fmt.Errorf("partition does not apply to %s: it talks to no server", s.Backend)
 	}
 	return nil
 }
 
-func (partition) Validate(t Target, clients int) error {
-	if err := validateClients(t, clients); err != nil {
-		return err
-	}
-	if _, err := cluster.ParseDirection(t.Direction); err != nil {
-		return fmt.Errorf("%w: %w", ErrTarget, err)
-	}
-	switch t.Topology {
-	case "", "cut", "isolate-client", "isolate-server", "halves", "ring", "replication":
-	default:
-		return fmt.Errorf("%w: unknown topology %q (isolate-client, isolate-server, cut, halves, ring, replication)", ErrTarget, t.Topology)
-	}
-	return validateServerNames(t)
-}
-
-func (partition) RandomTarget(rng *rand.Rand, env *Env) Target {
+func (partition) RandomParams(rng *rand.Rand, env *Env) Params {
 	n := len(env.Cluster.Servers())
+	proc := func() ClientSet {
+		p := rng.IntN(max(1, len(env.Gates)))
+		return ClientSet{Proc: Proc{Process: &p}}
+	}
 	switch rng.IntN(3) {
 	case 0:
-		return Target{Process: rng.IntN(max(1, len(env.Gates))), Topology: "isolate-client"}
+		return &PartitionParams{ClientSet: proc(), Topology: "isolate-client"}
 	case 1:
-		return Target{Process: -1, Servers: randomServers(rng, env, 1), Topology: "isolate-server"}
+		return &PartitionParams{ServerSet: ServerSet{Servers: randomServers(rng, env, 1)}, Topology: "isolate-server"}
 	default:
-		return Target{Process: rng.IntN(max(1, len(env.Gates))), Servers: randomServers(rng, env, max(1, (n-1)/2)), Topology: "cut"}
+		cs := proc()
+		return &PartitionParams{ClientSet: cs, ServerSet: ServerSet{Servers: randomServers(rng, env, max(1, (n-1)/2))}, Topology: "cut"}
 	}
 }
 
 // plan returns the (client, server) pairs to cut.
-func (partition) plan(env *Env, t Target) (map[int][]cluster.Server, error) {
+func (partition) plan(env *Env, t *PartitionParams) (map[int][]cluster.Server, error) {
 	all := env.Cluster.Servers()
 	servers, err := resolveServers(env, t.Servers)
 	if err != nil {
 		return nil, err
 	}
-	clients := t.ClientList()
+	clients := t.List()
 	topo := t.Topology
 	if topo == "" {
 		switch {
@@ -126,7 +158,8 @@ func (partition) plan(env *Env, t Target) (map[int][]cluster.Server, error) {
 	return out, nil
 }
 
-func (pt partition) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+func (pt partition) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	t := params.(*PartitionParams)
 	dir, err := cluster.ParseDirection(t.Direction)
 	if err != nil {
 		return nil, nil, err

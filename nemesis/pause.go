@@ -20,33 +20,45 @@ func init() {
 	}, pause{})
 }
 
-func (pause) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
-	if t.Process < 0 || t.Process >= len(env.Gates) {
-		return nil, nil, fmt.Errorf("%w: no client process %d", ErrTarget, t.Process)
+// PauseParams are pause's: the client process to freeze (required).
+type PauseParams struct {
+	Proc `yaml:",inline"`
+}
+
+func (p *PauseParams) String() string { return p.words() }
+
+// Validate requires a client process of the run.
+func (p *PauseParams) Validate(s Shape) error {
+	if p.Process == nil {
+		return keyErr("process", "needs `process:` (a client from 0 to %d)", s.Clients-1)
 	}
-	g := env.Gates[t.Process]
+	return p.validate(s.Clients)
+}
+
+func (pause) Params() Params { return &PauseParams{} }
+
+func (pause) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	proc := params.(*PauseParams).EventProcess()
+	if proc < 0 || proc >= len(env.Gates) {
+		return nil, nil, fmt.Errorf("%w: no client process %d", ErrTarget, proc)
+	}
+	g := env.Gates[proc]
 	if !g.Pause() {
 		return nil, nil, nil // already paused by another step
 	}
 	heal := func(ctx context.Context) (map[string]any, error) {
 		g.Resume()
-		return map[string]any{"process": t.Process}, nil
+		return map[string]any{"process": proc}, nil
 	}
-	return map[string]any{"process": t.Process, "ms": d.Milliseconds()}, heal, nil
+	return map[string]any{"process": proc, "ms": d.Milliseconds()}, heal, nil
 }
 
-func (pause) RandomTarget(rng *rand.Rand, env *Env) Target {
-	return Target{Process: rng.IntN(max(1, len(env.Gates)))}
+func (pause) RandomParams(rng *rand.Rand, env *Env) Params {
+	p := rng.IntN(max(1, len(env.Gates)))
+	return &PauseParams{Proc{Process: &p}}
 }
 
 // RandomEvent makes a random pause strike right after the client's next
 // successful read at or after its planned time: holding the lock, between
 // reading the resource and writing it back, as in Kleppmann's example.
 func (pause) RandomEvent() string { return "read" }
-
-func (pause) Validate(t Target, clients int) error {
-	if t.Process < 0 || t.Process >= clients {
-		return fmt.Errorf("%w: pause needs a client process from 0 to %d, not %d", ErrTarget, clients-1, t.Process)
-	}
-	return nil
-}

@@ -22,26 +22,42 @@ type serverFault struct {
 	durationKey string
 }
 
-func (f serverFault) Applies(backend string, kinds []string, lease bool) error {
-	if len(kinds) == 0 {
-		return fmt.Errorf("%s does not apply to %s: it has no server", f.name, backend)
+// ServerParams are the params of a fault done to whole servers (kill,
+// server-pause): the servers (required), and the client whose `on:`
+// event fires the step.
+type ServerParams struct {
+	Proc      `yaml:",inline"`
+	ServerSet `yaml:",inline"`
+}
+
+func (p *ServerParams) String() string { return words(p.Proc.words(), p.ServerSet.words()) }
+
+// Validate requires servers.
+func (p *ServerParams) Validate(s Shape) error {
+	if err := p.Proc.validate(s.Clients); err != nil {
+		return err
+	}
+	if len(p.Servers) == 0 {
+		return keyErr("", "needs `servers:` (names, or letters in start order: A, B, ...)")
+	}
+	return p.ServerSet.validate()
+}
+
+func (f serverFault) Params() Params { return &ServerParams{} }
+
+func (f serverFault) Applies(s Shape) error {
+	if len(s.Kinds) == 0 {
+		return fmt.Errorf("%s does not apply to %s: it has no server", f.name, s.Backend)
 	}
 	return nil
 }
 
-func (f serverFault) Validate(t Target, clients int) error {
-	if len(t.Servers) == 0 {
-		return fmt.Errorf("%w: %s needs `servers:`", ErrTarget, f.name)
-	}
-	return validateServerNames(t)
+func (f serverFault) RandomParams(rng *rand.Rand, env *Env) Params {
+	return &ServerParams{ServerSet: ServerSet{Servers: randomServers(rng, env, 1)}}
 }
 
-func (f serverFault) RandomTarget(rng *rand.Rand, env *Env) Target {
-	return Target{Process: -1, Servers: randomServers(rng, env, 1)}
-}
-
-func (f serverFault) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
-	ss, err := resolveServers(env, t.Servers)
+func (f serverFault) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	ss, err := resolveServers(env, params.(*ServerParams).Servers)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -56,32 +56,6 @@ func serverLabels(env *Env, ss []cluster.Server) []string {
 	return out
 }
 
-// validateClients checks client numbers against the run's shape.
-func validateClients(t Target, clients int) error {
-	for _, p := range t.ClientList() {
-		if p >= clients {
-			return fmt.Errorf("%w: no client process %d (clients are 0 to %d)", ErrTarget, p, clients-1)
-		}
-	}
-	for _, p := range t.Clients {
-		if p < 0 {
-			return fmt.Errorf("%w: bad client %d", ErrTarget, p)
-		}
-	}
-	return nil
-}
-
-// validateServerNames checks the form of server names (they can only be
-// matched once the servers are up).
-func validateServerNames(t Target) error {
-	for _, s := range t.Servers {
-		if strings.TrimSpace(s) == "" {
-			return fmt.Errorf("%w: empty server name", ErrTarget)
-		}
-	}
-	return nil
-}
-
 // randomServers picks k distinct servers (as letters) at random, sorted.
 func randomServers(rng *rand.Rand, env *Env, k int) []string {
 	n := len(env.Cluster.Servers())

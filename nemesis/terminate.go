@@ -29,18 +29,30 @@ func (terminate) OpNames(string) (string, string) { return "terminate", "" }
 
 func (terminate) AllowsZeroDuration() bool { return true }
 
-func (terminate) Applies(backend string, kinds []string, lease bool) error {
-	if !hasKind(kinds, "postgres") {
-		return fmt.Errorf("terminate does not apply to %s: it has no PostgreSQL session", backend)
+// TerminateParams are terminate's: the clients whose sessions to end
+// (none: every client session that holds a lock).
+type TerminateParams struct {
+	ClientSet `yaml:",inline"`
+}
+
+func (p *TerminateParams) String() string { return p.words() }
+
+// Validate checks the clients.
+func (p *TerminateParams) Validate(s Shape) error { return p.validate(s.Clients) }
+
+func (terminate) Params() Params { return &TerminateParams{} }
+
+func (terminate) Applies(s Shape) error {
+	if !hasKind(s.Kinds, "postgres") {
+		return fmt.Errorf("terminate does not apply to %s: it has no PostgreSQL session", s.Backend)
 	}
 	return nil
 }
 
-func (terminate) Validate(t Target, clients int) error { return validateClients(t, clients) }
+func (terminate) RandomParams(rng *rand.Rand, env *Env) Params { return &TerminateParams{} }
 
-func (terminate) RandomTarget(rng *rand.Rand, env *Env) Target { return Target{Process: -1} }
-
-func (terminate) Start(ctx context.Context, env *Env, t Target, d time.Duration) (map[string]any, Healer, error) {
+func (terminate) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	clients := params.(*TerminateParams).List()
 	var pg *cluster.Postgres
 	for _, s := range env.Cluster.Servers() {
 		if p, ok := s.(*cluster.Postgres); ok {
@@ -56,7 +68,7 @@ func (terminate) Start(ctx context.Context, env *Env, t Target, d time.Duration)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var apps []string
-	for _, p := range t.ClientList() {
+	for _, p := range clients {
 		apps = append(apps, cluster.PostgresApplication(p))
 	}
 	// Client sessions are named locktorture-p<N>; the harness's own (the
@@ -89,8 +101,8 @@ WHERE a.pid <> pg_backend_pid()
 		return nil, nil, fmt.Errorf("terminate: %w", err)
 	}
 	val := map[string]any{"sessions": sessions}
-	if len(t.ClientList()) > 0 {
-		val["clients"] = t.ClientList()
+	if len(clients) > 0 {
+		val["clients"] = clients
 	}
 	heal := func(ctx context.Context) (map[string]any, error) { return nil, nil }
 	return val, heal, nil

@@ -43,25 +43,3 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return v, nil
 }
-
-// SignedDuration is a duration that may be negative ("-2s").
-type SignedDuration time.Duration
-
-// D returns the time.Duration.
-func (d SignedDuration) D() time.Duration { return time.Duration(d) }
-
-// UnmarshalYAML parses "-1.5s"-style durations, naming the line when it fails.
-func (d *SignedDuration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if n.Value == "0" {
-		v, err = 0, nil
-	}
-	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: bad duration %q (want e.g. 2s, -500ms)", n.Line, n.Value)
-	}
-	*d = SignedDuration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration as a string.
-func (d SignedDuration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }

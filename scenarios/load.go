@@ -101,7 +101,6 @@ var (
 	// sectionNames says where an unknown field was found, by Go type.
 	sectionNames = map[string]string{
 		"Scenario":         "",
-		"Step":             " in a nemesis script step",
 		"Random":           " in nemesis.random",
 		"Nemesis":          " in nemesis (want script, random)",
 		"PostgresSettings": " in postgres",

@@ -13,7 +13,8 @@
 //   - defaults.go: the values of fields a file leaves out, and the zeros a
 //     file may not give;
 //   - validate.go: Validate, the checks every scenario passes before a run;
-//   - nemesis.go: the fault plan in the nemesis package's form;
+//   - nemesis.go: script steps (each fault decodes its own keys), the
+//     fault plan in the nemesis package's form and its validation;
 //   - overrides.go: command-line settings applied over a scenario.
 package scenarios
 
@@ -36,39 +37,6 @@ var (
 	// ErrNotFound is wrapped when no built-in scenario has the name.
 	ErrNotFound = errors.New("unknown scenario")
 )
-
-// Step is one scripted nemesis step.
-type Step struct {
-	// Fault names the nemesis ("pause").
-	Fault string `yaml:"fault"`
-	// Process is the client process the fault targets.
-	Process *int `yaml:"process,omitempty"`
-	// At is the offset from the run's start (or the earliest moment an
-	// event-triggered step may fire).
-	At Duration `yaml:"at,omitempty"`
-	// On makes the step fire right after the target process's next
-	// successful op of this kind: acquire, read, write or release.
-	On string `yaml:"on,omitempty"`
-	// For is how long the fault lasts (for kill: how long the server stays
-	// down; 0 restarts it at once).
-	For Duration `yaml:"for"`
-	// Clients are more target client processes.
-	Clients []int `yaml:"clients,omitempty"`
-	// Servers are target servers: names, or letters in start order (A, B, ...).
-	Servers []string `yaml:"servers,omitempty"`
-	// Topology shapes a partition: isolate-client, isolate-server, cut, halves, ring.
-	Topology string `yaml:"topology,omitempty"`
-	// Direction of a link fault: both, upstream (requests), downstream (replies).
-	Direction string `yaml:"direction,omitempty"`
-	// Latency is the delay a latency fault adds to each reply.
-	Latency Duration `yaml:"latency,omitempty"`
-	// Jitter varies the latency fault's delay by up to this much.
-	Jitter Duration `yaml:"jitter,omitempty"`
-	// Jump moves a clock (negative: backwards).
-	Jump SignedDuration `yaml:"jump,omitempty"`
-	// Rate makes a client's clock drift (1.5: half again as fast).
-	Rate float64 `yaml:"rate,omitempty"`
-}
 
 // PostgresSettings are the server-side settings a scenario may give the
 // run's PostgreSQL: they decide when the server itself ends a holder's
@@ -118,7 +86,7 @@ type Random struct {
 // Nemesis is a scenario's fault plan.
 type Nemesis struct {
 	// Script are deterministic steps (at most 10000).
-	Script []Step `yaml:"script,omitempty"`
+	Script Script `yaml:"script,omitempty"`
 	// Random is a seeded random mix, run alongside the script.
 	Random *Random  `yaml:"random,omitempty"`
 	_      struct{} `yaml:"-"`

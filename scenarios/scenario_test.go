@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -391,10 +392,10 @@ func TestNemesisSchedule(t *testing.T) {
 		t.Fatalf("script %+v", sch.Script)
 	}
 	st := sch.Script[0]
-	if st.Fault != "pause" || st.Target.Process != 0 || st.On != "read" || st.Duration != 2500*time.Millisecond {
+	if p, ok := st.Params.(*nemesis.PauseParams); st.Fault != "pause" || !ok || p.EventProcess() != 0 || st.On != "read" || st.Duration != 2500*time.Millisecond {
 		t.Errorf("step %+v", st)
 	}
-	if err := sch.Validate(s.Clients); err != nil {
+	if err := sch.Validate(nemesis.Shape{Clients: s.Clients}); err != nil {
 		t.Error(err)
 	}
 	// The backends the built-ins name are registered.

@@ -3,13 +3,11 @@ package scenarios
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -91,37 +89,11 @@ func (s *Scenario) Validate() error {
 			return bad("checkers", "unknown checker %q (known: %s)", c, strings.Join(checker.All, ", "))
 		}
 	}
-	for i, st := range s.Nemesis.Script {
-		at := func(key string) []string { return []string{"script", strconv.Itoa(i), key} }
-		if _, err := nemesis.Lookup(st.Fault); err != nil {
-			return &fieldError{field: "nemesis", path: at("fault"), msg: fmt.Sprintf("script step %d: %v", i+1, err)}
-		}
-		if f, _ := nemesis.Lookup(st.Fault); st.For.D() <= 0 {
-			if z, ok := f.(nemesis.ZeroDuration); !ok || !z.AllowsZeroDuration() {
-				return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: %s needs `for:` (how long it lasts)", i+1, st.Fault)}
-			}
-		}
-		if st.At < 0 || st.For < 0 || st.Latency < 0 || st.Jitter < 0 {
-			return &fieldError{field: "nemesis", path: at(""), msg: fmt.Sprintf("script step %d: at, for, latency and jitter must be 0 or more", i+1)}
-		}
-		if st.On != "" && !contains([]string{"acquire", "read", "write", "release"}, st.On) {
-			return &fieldError{field: "nemesis", path: at("on"), msg: fmt.Sprintf("script step %d: on: %q is not an event (acquire, read, write, release)", i+1, st.On)}
-		}
-		if st.Process != nil && (*st.Process < 0 || *st.Process >= s.Clients) {
-			return &fieldError{field: "nemesis", path: at("process"), msg: fmt.Sprintf("script step %d: no client process %d (clients are 0 to %d)", i+1, *st.Process, s.Clients-1)}
-		}
-	}
-	if err := s.NemesisSchedule().Validate(s.Clients); err != nil {
-		return bad("nemesis", "%v", err)
-	}
-	if err := s.nemesisApplies(); err != nil {
-		return bad("nemesis", "%v", err)
+	if err := s.validateNemesis(); err != nil {
+		return err
 	}
 	switch s.Redis {
 	case "", backends.RedisSingle:
-		if s.usesFault("failover") {
-			return bad("nemesis", "failover needs `redis: sentinel` (a primary, a replica and Sentinels)")
-		}
 	case backends.RedisSentinel:
 		if info, _, _ := backends.Lookup(s.Backend); !info.Sentinel {
 			return bad("redis", "backend %s cannot run over Sentinel (single-Redis backends can: redis-naive, redis-token, redis-fenced, ...)", s.Backend)
@@ -193,44 +165,6 @@ func validVerdicts(e Expectation, path []string) error {
 		}
 		if _, err := checker.ParseValidity(v); err != nil {
 			return &fieldError{field: "expect", path: at("checkers", c), msg: fmt.Sprintf("%s: %v", c, err)}
-		}
-	}
-	return nil
-}
-
-// usesFault reports whether the scenario's plan uses the named fault.
-func (s *Scenario) usesFault(name string) bool {
-	for _, st := range s.Nemesis.Script {
-		if st.Fault == name {
-			return true
-		}
-	}
-	return s.Nemesis.Random != nil && contains(s.randomFaults(), name)
-}
-
-// nemesisApplies refuses a fault that cannot act on the backend (a clock
-// jump on PostgreSQL) rather than skipping it silently.
-func (s *Scenario) nemesisApplies() error {
-	info, _, err := backends.Lookup(s.Backend)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, st := range s.Nemesis.Script {
-		names = append(names, st.Fault)
-	}
-	if s.Nemesis.Random != nil {
-		names = append(names, s.randomFaults()...)
-	}
-	for _, n := range names {
-		f, err := nemesis.Lookup(n)
-		if err != nil {
-			return err
-		}
-		if a, ok := f.(nemesis.Applier); ok {
-			if err := a.Applies(s.Backend, info.ServerKinds(), info.Lease); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
