@@ -64,6 +64,7 @@ type Cluster struct {
 	etcd     etcdSlot     // the run's etcd, started once (etcd.go)
 	pg       postgresSlot // the run's one PostgreSQL (postgres.go)
 	closed   bool
+	died     []string // servers that exited with nobody asking (Died)
 }
 
 // New makes a cluster with its own temporary directory, and removes those
@@ -154,8 +155,30 @@ func (c *Cluster) track(p *proc) error {
 	if c.closed {
 		return ErrClosed
 	}
+	p.mu.Lock()
+	p.onDeath = c.serverDied
+	p.mu.Unlock()
 	c.procs = append(c.procs, p)
 	return nil
+}
+
+// serverDied records a server that exited when neither a fault nor Close
+// ended it.
+func (c *Cluster) serverDied(name, logPath string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.died = append(c.died, fmt.Sprintf("%s exited by itself (its log: %s)", name, filepath.Base(logPath)))
+	}
+}
+
+// Died lists the servers that exited during the run when no fault and no
+// Close stopped them — a crash, or a SHUTDOWN from outside. A run with one
+// did not test what it meant to: the harness reports it as its own failure.
+func (c *Cluster) Died() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.died...)
 }
 
 // Close stops every server (resuming paused ones first) and removes the

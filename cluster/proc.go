@@ -38,6 +38,11 @@ type proc struct {
 	// kill and stop wait until none is left: for servers that fork
 	// children into sessions of their own (postgres).
 	tree bool
+	// ending is set while the harness itself kills or stops the process:
+	// an exit then is expected. onDeath, when set, hears of any other exit
+	// (a server that crashed, or that someone shut down from outside).
+	ending  bool
+	onDeath func(name, logPath string)
 }
 
 func (p *proc) start() error {
@@ -66,9 +71,15 @@ func (p *proc) start() error {
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
+		p.mu.Lock()
+		unexpected, onDeath := !p.ending, p.onDeath
+		p.mu.Unlock()
+		if unexpected && onDeath != nil {
+			onDeath(p.name, p.logPath)
+		}
 		close(exited)
 	}()
-	p.cmd, p.exited, p.paused = cmd, exited, false
+	p.cmd, p.exited, p.paused, p.ending = cmd, exited, false, false
 	return nil
 }
 
@@ -129,6 +140,7 @@ func (p *proc) signal(sig syscall.Signal) error {
 func (p *proc) kill() error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
+	p.ending = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -150,6 +162,7 @@ func (p *proc) kill() error {
 func (p *proc) stop() error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
+	p.ending = true
 	p.mu.Unlock()
 	var err error
 	if cmd != nil {

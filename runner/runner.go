@@ -33,6 +33,9 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrInterrupted is wrapped when the run was stopped by a signal.
 	ErrInterrupted = errors.New("interrupted")
+	// ErrServerDied is wrapped when a server exited mid-run with no fault
+	// asking it to (a crash, a SHUTDOWN from outside): a harness failure.
+	ErrServerDied = errors.New("a server died mid-run")
 	// ErrReport is wrapped when the report could not be drawn: the verdict
 	// and results.json stand, but the harness failed (exit 255).
 	ErrReport = errors.New("report")
@@ -233,6 +236,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (out *Outcome
 	}
 	if werr != nil {
 		return nil, fmt.Errorf("runner: %w", werr)
+	}
+	if died := cl.Died(); len(died) > 0 {
+		_ = rec.Close()
+		return nil, fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", ErrServerDied, strings.Join(died, "; "), dir)
 	}
 	if err := workload.FinalReads(ctx, sc.KeyNames(), res, rec); err != nil {
 		_ = rec.Close()

@@ -196,7 +196,7 @@ func init() {
 		name string
 		fb   failingBackend
 	}{{"test-fail-after-start", failingBackend{}}, {"test-panic-after-start", failingBackend{panic: true}}} {
-		backends.Register(backends.Info{Name: fb.name, Description: "test only"}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
+		backends.Register(backends.Info{Name: fb.name, Description: "test only", Kinds: []string{"redis"}}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
 			if _, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{}); err != nil {
 				return nil, err
 			}
