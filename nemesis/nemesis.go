@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locktorture/locktorture/internal/registry"
+
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -103,55 +105,30 @@ type Info struct {
 	AppliesTo string
 }
 
+// entry is one registered fault.
 type entry struct {
 	info  Info
 	fault Fault
 }
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]entry{}
-)
+var registered = registry.New[entry](ErrUnknown)
 
 // Register adds a fault kind; it panics on a duplicate (a programming error).
-func Register(info Info, f Fault) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[info.Name]; dup {
-		panic("nemesis: duplicate " + info.Name)
-	}
-	registry[info.Name] = entry{info, f}
-}
+func Register(info Info, f Fault) { registered.Add(info.Name, entry{info, f}) }
 
 // Lookup returns the fault registered under name.
 func Lookup(name string) (Fault, error) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	e, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(namesLocked(), ", "))
-	}
-	return e.fault, nil
+	e, err := registered.Get(name)
+	return e.fault, err
 }
 
 // List describes every registered fault, sorted by name.
 func List() []Info {
-	regMu.Lock()
-	defer regMu.Unlock()
 	var out []Info
-	for _, n := range namesLocked() {
-		out = append(out, registry[n].info)
+	for _, e := range registered.All() {
+		out = append(out, e.info)
 	}
 	return out
-}
-
-func namesLocked() []string {
-	ns := make([]string, 0, len(registry))
-	for n := range registry {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
 }
 
 // Step is one scripted fault.
