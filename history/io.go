@@ -247,11 +247,13 @@ func WriteAll(w io.Writer, ops []Op) error {
 type Reader struct {
 	br   *bufio.Reader
 	line int
+	long []byte // a line longer than br's buffer, gathered
+	dec  decoder
 }
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10)}
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10), dec: newDecoder()}
 }
 
 // Next returns the next op. At the end it returns io.EOF. If the last line
@@ -259,32 +261,64 @@ func NewReader(r io.Reader) *Reader {
 // returns an error wrapping ErrTruncated. Any other bad line is an error
 // naming its line number.
 func (r *Reader) Next() (Op, error) {
+	var op Op
+	_, err := r.next(&op)
+	return op, err
+}
+
+// NextFields is Next, and also says which fields the op's line had (see
+// DecodeOp).
+func (r *Reader) NextFields() (Op, Fields, error) {
+	var op Op
+	fields, err := r.next(&op)
+	return op, fields, err
+}
+
+// next decodes the next op into *op; see Next.
+func (r *Reader) next(op *Op) (Fields, error) {
 	for {
-		b, err := r.br.ReadBytes('\n')
+		b, err := r.readLine()
 		if len(b) == 0 && err != nil {
 			if err == io.EOF {
-				return Op{}, io.EOF
+				return 0, io.EOF
 			}
-			return Op{}, fmt.Errorf("history: read line %d: %w", r.line+1, err)
+			return 0, fmt.Errorf("history: read line %d: %w", r.line+1, err)
 		}
 		r.line++
 		complete := err == nil
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			if !complete {
-				return Op{}, io.EOF
+				return 0, io.EOF
 			}
 			continue
 		}
-		var op Op
-		if uerr := json.Unmarshal(b, &op); uerr != nil {
+		fields, derr := r.dec.decode(b, op)
+		if derr != nil {
+			*op = Op{}
 			if !complete {
-				return Op{}, fmt.Errorf("line %d: %w", r.line, ErrTruncated)
+				return 0, fmt.Errorf("line %d: %w", r.line, ErrTruncated)
 			}
-			return Op{}, fmt.Errorf("history: line %d: %w", r.line, uerr)
+			return 0, fmt.Errorf("history: line %d: %w", r.line, derr)
 		}
-		return op, nil
+		return fields, nil
 	}
+}
+
+// readLine returns the next line with its newline, as
+// bufio.Reader.ReadBytes does, but in the reader's buffer: it is good
+// until the next call.
+func (r *Reader) readLine() ([]byte, error) {
+	b, err := r.br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return b, err
+	}
+	r.long = append(r.long[:0], b...)
+	for err == bufio.ErrBufferFull {
+		b, err = r.br.ReadSlice('\n')
+		r.long = append(r.long, b...)
+	}
+	return r.long, err
 }
 
 // Line returns the number of lines read so far.
@@ -292,20 +326,61 @@ func (r *Reader) Line() int { return r.line }
 
 // ReadAll reads a whole history. When the last line is cut off, it returns
 // every complete op together with an error wrapping ErrTruncated; callers
-// that can check a partial history test for it with errors.Is.
+// that can check a partial history test for it with errors.Is. When r can
+// seek (a file, a bytes.Reader), ReadAll first counts its lines, to size
+// the result at once, and then seeks back.
 func ReadAll(r io.Reader) ([]Op, error) {
-	rd := NewReader(r)
 	var ops []Op
-	for {
-		op, err := rd.Next()
-		if err == io.EOF {
-			return ops, nil
-		}
+	if s, ok := r.(io.ReadSeeker); ok {
+		n, err := countLines(s)
 		if err != nil {
+			return nil, err
+		}
+		ops = make([]Op, 0, n)
+	}
+	rd := NewReader(r)
+	for {
+		var op Op
+		if _, err := rd.next(&op); err != nil {
+			if len(ops) == 0 {
+				ops = nil // as before the count
+			}
+			if err == io.EOF {
+				return ops, nil
+			}
 			return ops, err
 		}
 		ops = append(ops, op)
 	}
+}
+
+// countLines counts the lines from s's offset on (a last line without a
+// newline too) and seeks back. It counts 0 when s cannot seek (a pipe). A
+// read error stops the count early; the read after it meets it again.
+func countLines(s io.ReadSeeker) (int, error) {
+	at, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, nil
+	}
+	buf := make([]byte, 64<<10)
+	n, last := 0, byte('\n')
+	for {
+		m, err := s.Read(buf)
+		if m > 0 {
+			n += bytes.Count(buf[:m], []byte{'\n'})
+			last = buf[m-1]
+		}
+		if err != nil {
+			break
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	if _, err := s.Seek(at, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("history: seek back after counting lines: %w", err)
+	}
+	return n, nil
 }
 
 // ReadFile reads the history in path; see ReadAll for truncated files.

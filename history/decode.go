@@ -1,0 +1,697 @@
+package history
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Fields is a set of Op fields, one bit each. DecodeOp and
+// Reader.NextFields report which fields a line had, so that a caller can
+// name a missing one.
+type Fields uint16
+
+// The fields of an Op, by their JSON names.
+const (
+	FieldIndex   Fields = 1 << iota // "index"
+	FieldTime                       // "time"
+	FieldProcess                    // "process"
+	FieldType                       // "type"
+	FieldF                          // "f"
+	FieldKey                        // "key"
+	FieldValue                      // "value"
+	FieldFence                      // "fence"
+	FieldLeaseMS                    // "lease_ms"
+	FieldError                      // "error"
+	FieldTx                         // "tx"
+)
+
+// fieldNames are the JSON names of the fields, bit by bit.
+var fieldNames = [...]string{"index", "time", "process", "type", "f", "key", "value", "fence", "lease_ms", "error", "tx"}
+
+// Has reports whether f holds every field of g.
+func (f Fields) Has(g Fields) bool { return f&g == g }
+
+// String lists the fields' JSON names, comma-separated, in the order of Op
+// (e.g. "index,type"); the empty set is "".
+func (f Fields) String() string {
+	var b strings.Builder
+	for i, name := range fieldNames {
+		if f&(1<<i) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(name)
+		}
+	}
+	return b.String()
+}
+
+// DecodeOp decodes one history line. It gives the same Op as
+// json.Unmarshal(line, &op) and fails wherever that fails, with its error.
+// Fields says which fields the line named (a field given as null counts:
+// json.Unmarshal's matching of names, case-insensitive, decides).
+func DecodeOp(line []byte) (Op, Fields, error) {
+	var d decoder
+	var op Op
+	fields, err := d.decode(line, &op)
+	return op, fields, err
+}
+
+// Sizes of a decoder's arenas and string table.
+const (
+	bytesArena = 32 << 10 // bytes per block of Values
+	intsArena  = 512      // int64s per block of Fences and LeaseMSs
+	internMax  = 4096     // distinct strings interned at most
+	internLen  = 64       // longest string interned
+	maxDepth   = 1000     // deepest nesting the fast path takes (json allows 10000)
+)
+
+// decoder decodes lines into Ops: a fast path for the lines the writer
+// produces, and json.Unmarshal for anything else. Its zero value allocates
+// every string, Value and pointer on its own; one made by newDecoder (for a
+// Reader, which decodes many lines) shares repeated strings and carves
+// Values and the Fence and LeaseMS pointers out of larger blocks.
+type decoder struct {
+	intern  *strtab // nil: no interning
+	arena   bool
+	bytes   []byte  // the free part of the current block of Values
+	ints    []int64 // the free part of the current block of ints
+	scratch []byte  // an unquoted string
+}
+
+// strtab holds the strings a decoder interns: all of them in a map, and
+// the last one seen per hash slot in a small table looked at first.
+type strtab struct {
+	all    map[string]string
+	recent [512]string
+}
+
+func newDecoder() decoder {
+	return decoder{intern: &strtab{all: make(map[string]string)}, arena: true}
+}
+
+// decode decodes line into *op, which it zeroes first.
+func (d *decoder) decode(line []byte, op *Op) (Fields, error) {
+	*op = Op{}
+	if fields, ok := d.fast(line, op); ok {
+		return fields, nil
+	}
+	slow, fields, err := slowDecode(line)
+	*op = slow
+	return fields, err
+}
+
+// present records, when json.Unmarshal calls it, that a field was in the
+// line (null included).
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
+}
+
+// slowDecode is json.Unmarshal, and a second pass for which fields it saw.
+// On an error the Op is zero.
+func slowDecode(line []byte) (Op, Fields, error) {
+	var op Op
+	if err := json.Unmarshal(line, &op); err != nil {
+		return Op{}, 0, err
+	}
+	var seen struct {
+		Index   present `json:"index"`
+		Time    present `json:"time"`
+		Process present `json:"process"`
+		Type    present `json:"type"`
+		F       present `json:"f"`
+		Key     present `json:"key"`
+		Value   present `json:"value"`
+		Fence   present `json:"fence"`
+		LeaseMS present `json:"lease_ms"`
+		Error   present `json:"error"`
+		Tx      present `json:"tx"`
+	}
+	if err := json.Unmarshal(line, &seen); err != nil {
+		return Op{}, 0, err
+	}
+	var fields Fields
+	for i, p := range [...]present{seen.Index, seen.Time, seen.Process, seen.Type, seen.F, seen.Key,
+		seen.Value, seen.Fence, seen.LeaseMS, seen.Error, seen.Tx} {
+		if p {
+			fields |= 1 << i
+		}
+	}
+	return op, fields, nil
+}
+
+// fast decodes the common line: an object whose keys are plain ASCII. It
+// reports false, leaving *op in any state, for anything it does not handle
+// or that is not valid, and then json.Unmarshal decides.
+func (d *decoder) fast(s []byte, op *Op) (Fields, bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return 0, false
+	}
+	var fields Fields
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return 0, skipSpace(s, i+1) == len(s)
+	}
+	for {
+		// The key: only plain ASCII, no escapes.
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		j := i + 1
+		for j < len(s) && plain[s[j]] {
+			j++
+		}
+		if j >= len(s) || s[j] != '"' {
+			return 0, false
+		}
+		f := fieldOf(s[i+1 : j])
+		i = skipSpace(s, j+1)
+		if i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(s, i+1)
+		var ok bool
+		if i, ok = d.value(s, i, f, op); !ok {
+			return 0, false
+		}
+		fields |= f
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			return 0, false
+		}
+		if s[i] == '}' {
+			return fields, skipSpace(s, i+1) == len(s)
+		}
+		if s[i] != ',' {
+			return 0, false
+		}
+		i = skipSpace(s, i+1)
+	}
+}
+
+// fieldOf returns the field an ASCII key names, as json.Unmarshal matches
+// it (exactly, else ignoring case), or 0 for none.
+func fieldOf(key []byte) Fields {
+	switch string(key) {
+	case "index":
+		return FieldIndex
+	case "time":
+		return FieldTime
+	case "process":
+		return FieldProcess
+	case "type":
+		return FieldType
+	case "f":
+		return FieldF
+	case "key":
+		return FieldKey
+	case "value":
+		return FieldValue
+	case "fence":
+		return FieldFence
+	case "lease_ms":
+		return FieldLeaseMS
+	case "error":
+		return FieldError
+	case "tx":
+		return FieldTx
+	}
+	for i, name := range fieldNames {
+		if asciiEqualFold(key, name) {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// asciiEqualFold reports whether ASCII key and name are equal ignoring case.
+func asciiEqualFold(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// value decodes the value at s[i] into field f of op (f 0: an unknown
+// field, skipped) and returns the index after it.
+func (d *decoder) value(s []byte, i int, f Fields, op *Op) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	if s[i] == 'n' {
+		// null leaves a field as it is, but for the pointers (nil) and
+		// the raw Value (null).
+		end, ok := literal(s, i, "null")
+		if !ok {
+			return i, false
+		}
+		switch f {
+		case FieldValue:
+			op.Value = d.raw(s[i:end])
+		case FieldFence:
+			op.Fence = nil
+		case FieldLeaseMS:
+			op.LeaseMS = nil
+		}
+		return end, true
+	}
+	switch f {
+	case FieldIndex:
+		return parseInt(s, i, &op.Index)
+	case FieldTime:
+		return parseInt(s, i, &op.Time)
+	case FieldProcess:
+		var n int64
+		end, ok := parseInt(s, i, &n)
+		if !ok || int64(int(n)) != n {
+			return i, false
+		}
+		op.Process = int(n)
+		return end, true
+	case FieldFence:
+		return d.parseIntPtr(s, i, &op.Fence)
+	case FieldLeaseMS:
+		return d.parseIntPtr(s, i, &op.LeaseMS)
+	case FieldType:
+		str, end, ok := d.str(s, i)
+		op.Type = Type(str)
+		return end, ok
+	case FieldF:
+		str, end, ok := d.str(s, i)
+		op.F = str
+		return end, ok
+	case FieldKey:
+		str, end, ok := d.str(s, i)
+		op.Key = str
+		return end, ok
+	case FieldError:
+		str, end, ok := d.str(s, i)
+		op.Error = str
+		return end, ok
+	case FieldTx:
+		if end, ok := literal(s, i, "true"); ok {
+			op.Tx = true
+			return end, true
+		}
+		if end, ok := literal(s, i, "false"); ok {
+			op.Tx = false
+			return end, true
+		}
+		return i, false
+	case FieldValue:
+		end, ok := skipValue(s, i, 0)
+		if !ok {
+			return i, false
+		}
+		op.Value = d.raw(s[i:end])
+		return end, true
+	default:
+		return skipValue(s, i, 0)
+	}
+}
+
+// parseInt parses the JSON integer at s[i] into *n. It refuses fractions,
+// exponents and anything out of int64's range, which json.Unmarshal
+// refuses too.
+func parseInt(s []byte, i int, n *int64) (int, bool) {
+	j := i
+	neg := j < len(s) && s[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var u uint64 // wraps past 20 digits, but those are refused below
+	for ; j < len(s); j++ {
+		c := s[j] - '0'
+		if c > 9 {
+			break
+		}
+		u = u*10 + uint64(c)
+	}
+	digits := j - start
+	switch {
+	case digits == 0 || digits > 19:
+		return i, false // not a number, or maybe past int64
+	case digits > 1 && s[start] == '0':
+		return i, false // a leading zero: not JSON
+	case j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E'):
+		return i, false // not an integer
+	case !neg && u <= 1<<63-1:
+		*n = int64(u)
+	case neg && u <= 1<<63:
+		*n = -int64(u-1) - 1
+	default:
+		return i, false
+	}
+	return j, true
+}
+
+// parseIntPtr parses the integer at s[i] into **p, setting *p first when
+// nil, as json.Unmarshal does.
+func (d *decoder) parseIntPtr(s []byte, i int, p **int64) (int, bool) {
+	var n int64
+	end, ok := parseInt(s, i, &n)
+	if !ok {
+		return i, false
+	}
+	if *p == nil {
+		*p = d.newInt()
+	}
+	**p = n
+	return end, true
+}
+
+// str decodes the JSON string at s[i].
+func (d *decoder) str(s []byte, i int) (string, int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return "", i, false
+	}
+	j := i + 1
+	for j < len(s) && plain[s[j]] {
+		j++
+	}
+	if j < len(s) && s[j] == '"' {
+		return d.intern1(s[i+1 : j]), j + 1, true
+	}
+	end, ok := skipString(s, i)
+	if !ok {
+		return "", i, false
+	}
+	d.scratch = unquote(d.scratch[:0], s[i+1:end-1])
+	return d.intern1(d.scratch), end, true
+}
+
+// intern1 returns b as a string, the same string every time for short
+// repeated ones when the decoder interns.
+func (d *decoder) intern1(b []byte) string {
+	t := d.intern
+	if t == nil || len(b) > internLen {
+		return string(b)
+	}
+	h := uint(len(b))
+	for _, c := range b {
+		h = h*31 + uint(c)
+	}
+	slot := &t.recent[h%uint(len(t.recent))]
+	if *slot == string(b) {
+		return *slot
+	}
+	s, ok := t.all[string(b)]
+	if !ok {
+		s = string(b)
+		if len(t.all) < internMax {
+			t.all[s] = s
+		}
+	}
+	*slot = s
+	return s
+}
+
+// raw returns a copy of b, from the decoder's current block when it has
+// one. The copy's capacity is its length, so appending to it never
+// overwrites its neighbours.
+func (d *decoder) raw(b []byte) json.RawMessage {
+	if !d.arena || len(b) > bytesArena/8 {
+		return append(json.RawMessage(nil), b...)
+	}
+	if cap(d.bytes)-len(d.bytes) < len(b) {
+		d.bytes = make([]byte, 0, bytesArena)
+	}
+	start := len(d.bytes)
+	d.bytes = append(d.bytes, b...)
+	return d.bytes[start:len(d.bytes):len(d.bytes)]
+}
+
+// newInt returns a pointer to a fresh int64, from the decoder's current
+// block when it has one.
+func (d *decoder) newInt() *int64 {
+	if !d.arena {
+		return new(int64)
+	}
+	if len(d.ints) == 0 {
+		d.ints = make([]int64, intsArena)
+	}
+	p := &d.ints[0]
+	d.ints = d.ints[1:]
+	return p
+}
+
+// skipSpace returns the index of the first byte from i on that is not JSON
+// white space.
+func skipSpace(s []byte, i int) int {
+	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plain holds the bytes that stand for themselves in a JSON string and
+// need no checking: printable ASCII but for the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// literal matches the literal word (true, false, null) at s[i].
+func literal(s []byte, i int, word string) (int, bool) {
+	if len(s)-i >= len(word) && string(s[i:i+len(word)]) == word {
+		return i + len(word), true
+	}
+	return i, false
+}
+
+// skipValue returns the index just after the valid JSON value at s[i],
+// depth levels down. The caller checks what follows it.
+func skipValue(s []byte, i, depth int) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		return skipString(s, i)
+	case c == '-' || ('0' <= c && c <= '9'):
+		return skipNumber(s, i)
+	case c == 't':
+		return literal(s, i, "true")
+	case c == 'f':
+		return literal(s, i, "false")
+	case c == 'n':
+		return literal(s, i, "null")
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return i, false
+		}
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == end {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if c == '{' {
+				if i >= len(s) || s[i] != '"' {
+					return i, false
+				}
+				if i, ok = skipString(s, i); !ok {
+					return i, false
+				}
+				i = skipSpace(s, i)
+				if i >= len(s) || s[i] != ':' {
+					return i, false
+				}
+				i = skipSpace(s, i+1)
+			}
+			if i, ok = skipValue(s, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipSpace(s, i)
+			if i >= len(s) {
+				return i, false
+			}
+			if s[i] == end {
+				return i + 1, true
+			}
+			if s[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(s, i+1)
+		}
+	}
+	return i, false
+}
+
+// skipString returns the index just after the valid JSON string at s[i]:
+// no control characters, only JSON's escapes. Any other byte is allowed,
+// as json.Unmarshal allows it (invalid UTF-8 is replaced on unquoting).
+func skipString(s []byte, i int) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return i, false
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < ' ':
+			return i, false
+		case c == '\\':
+			j++
+			if j >= len(s) {
+				return i, false
+			}
+			switch s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(s)-j < 5 {
+					return i, false
+				}
+				for _, h := range s[j+1 : j+5] {
+					if unhex(h) < 0 {
+						return i, false
+					}
+				}
+				j += 4
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+// skipNumber returns the index just after the valid JSON number at s[i].
+func skipNumber(s []byte, i int) (int, bool) {
+	j := i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(s) && s[j] == '0':
+		j++
+	case j < len(s) && '1' <= s[j] && s[j] <= '9':
+		j = skipDigits(s, j)
+	default:
+		return i, false
+	}
+	if j < len(s) && s[j] == '.' {
+		k := skipDigits(s, j+1)
+		if k == j+1 {
+			return i, false
+		}
+		j = k
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		j++
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		k := skipDigits(s, j)
+		if k == j {
+			return i, false
+		}
+		j = k
+	}
+	return j, true
+}
+
+func skipDigits(s []byte, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func unhex(c byte) rune {
+	switch {
+	case '0' <= c && c <= '9':
+		return rune(c - '0')
+	case 'a' <= c && c <= 'f':
+		return rune(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// getu4 decodes the \uXXXX escape at the start of s, or returns -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		h := unhex(c)
+		if h < 0 {
+			return -1
+		}
+		r = r<<4 | h
+	}
+	return r
+}
+
+// unquote appends to b the inside of a JSON string already checked by
+// skipString, decoded as json.Unmarshal decodes it: escapes resolved, a
+// surrogate pair joined, a lone surrogate and invalid UTF-8 replaced by
+// U+FFFD.
+func unquote(b, s []byte) []byte {
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			switch s[r+1] {
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				rr := getu4(s[r:])
+				r += 6
+				if utf16.IsSurrogate(rr) {
+					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+						r += 6
+						b = utf8.AppendRune(b, dec)
+						continue
+					}
+					rr = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, rr)
+				continue
+			default: // " \ /
+				b = append(b, s[r+1])
+			}
+			r += 2
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			r += size
+			b = utf8.AppendRune(b, rr)
+		}
+	}
+	return b
+}
