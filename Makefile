@@ -41,6 +41,7 @@ demo: deps build
 ## bench: checker benchmarks on a generated 1,000,000-op history; the harness's cost on redis-token (harness/bare)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./history/
 	$(GO) test -run '^$$' -bench Harness -benchtime 1x ./workload/
 
 clean:

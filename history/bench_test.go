@@ -147,6 +147,29 @@ func BenchmarkMarshalStdlib(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendOp encodes the generated history with AppendOp, into one
+// reused buffer.
+func BenchmarkAppendOp(b *testing.B) {
+	ops, data := benchHistory(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var line []byte
+	for range b.N {
+		n := 0
+		for i := range ops {
+			var err error
+			if line, err = AppendOp(line[:0], &ops[i]); err != nil {
+				b.Fatal(err)
+			}
+			n += len(line) + 1
+		}
+		if n != len(data) {
+			b.Fatalf("%d bytes, want %d", n, len(data))
+		}
+	}
+}
+
 // BenchmarkRecorder records the generated history to io.Discard.
 func BenchmarkRecorder(b *testing.B) {
 	ops, data := benchHistory(b)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -124,7 +123,7 @@ func (r *Recorder) record(op Op) (Op, error) {
 		r.ops = append(r.ops, op)
 	}
 	if r.w != nil && r.err == nil {
-		b, err := json.Marshal(&op)
+		b, err := AppendOp(r.w.AvailableBuffer(), &op)
 		if err != nil {
 			r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
 			return op, r.err
@@ -234,9 +233,12 @@ func (r *Recorder) Close() error {
 // WriteAll writes ops as JSONL to w, unchanged (indexes and times as given).
 func WriteAll(w io.Writer, ops []Op) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
 	for i := range ops {
-		if err := enc.Encode(&ops[i]); err != nil {
+		b, err := AppendOp(bw.AvailableBuffer(), &ops[i])
+		if err != nil {
+			return fmt.Errorf("write op %d: %w", i, err)
+		}
+		if _, err := bw.Write(append(b, '\n')); err != nil {
 			return fmt.Errorf("write op %d: %w", i, err)
 		}
 	}
