@@ -1,0 +1,344 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/scenarios"
+	"github.com/locktorture/locktorture/workload"
+)
+
+// Run performs one run of sc and stores it. The returned error wraps
+// ErrBadInput for bad settings; any other error is a harness failure. A
+// run that completes returns its Outcome whatever the verdict — together
+// with an error wrapping ErrReport when its report could not be drawn.
+//
+// It reads as Jepsen's run! does, one phase after another; every phase
+// leaves what it started to cleanup, which runs on success, error and
+// panic alike.
+func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, error) {
+	r, err := validate(sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer r.cleanup()
+	if err := r.openStore(); err != nil {
+		return nil, err
+	}
+	if err := r.startServers(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startClients(ctx); err != nil {
+		return nil, err
+	}
+	werr := r.runClients(ctx)
+	ops, err := r.heal(ctx, werr)
+	if err != nil {
+		return nil, err
+	}
+	results, err := r.check(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	return r.report(ctx, ops, results)
+}
+
+// run is one run in progress: what each phase made, for the next.
+type run struct {
+	sc      *scenarios.Scenario
+	opt     Options
+	binfo   backends.Info
+	factory backends.Factory
+	sch     nemesis.Schedule
+
+	dir     string
+	lg      *log.Logger
+	cl      *cluster.Cluster
+	backend backends.Backend
+	res     workload.Resource
+	rec     *history.Recorder
+	procs   *workload.Procs
+	engine  *nemesis.Engine
+
+	// started is set once clients run: from then on the store keeps the
+	// run (and its history) whatever happens.
+	started bool
+	closers []func() // run last first by cleanup
+}
+
+// validate checks the scenario and finds its backend; nothing is started.
+func validate(sc *scenarios.Scenario, opt Options) (*run, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	binfo, factory, err := backends.Lookup(sc.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	if opt.Store == "" {
+		opt.Store = "store"
+	}
+	return &run{sc: sc, opt: opt, binfo: binfo, factory: factory, sch: sc.NemesisSchedule()}, nil
+}
+
+// deferClose adds f to what cleanup runs.
+func (r *run) deferClose(f func()) { r.closers = append(r.closers, f) }
+
+// cleanup stops and closes everything, last started first; until clients
+// have run, it also removes the run's store directory, so a failure (or a
+// panic) leaves nothing half-written behind.
+func (r *run) cleanup() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+	if r.dir != "" && !r.started {
+		_ = os.RemoveAll(r.dir)
+	}
+}
+
+// openStore makes the run's store directory with its effective
+// scenario.yaml and run.log.
+func (r *run) openStore() error {
+	dir, err := newRunDir(r.opt.Store, r.sc.Name, r.sc.Backend)
+	if err != nil {
+		return err
+	}
+	r.dir = dir
+	eff, err := r.sc.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), eff, 0o644); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "run.log"))
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	r.deferClose(func() { _ = logf.Close() })
+	var lw io.Writer = logf
+	if r.opt.Log != nil {
+		lw = io.MultiWriter(logf, r.opt.Log)
+	}
+	r.lg = log.New(lw, "", log.Ltime|log.Lmicroseconds)
+	r.lg.Printf("run %s: scenario %s, backend %s, seed %d", dir, r.sc.Name, r.sc.Backend, r.sc.Seed)
+	return nil
+}
+
+// startServers starts the cluster, the backend (which starts the servers
+// it needs) and the protected resource.
+func (r *run) startServers(ctx context.Context) error {
+	cl, err := cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir})
+	if err != nil {
+		return err
+	}
+	r.cl = cl
+	r.deferClose(func() {
+		if cerr := cl.Close(); cerr != nil {
+			r.lg.Printf("stopping servers: %v", cerr)
+		}
+		r.lg.Printf("servers stopped")
+	})
+	if nemesis.UsesLinks(r.sch.Script, r.sch.Random) {
+		// Every client's traffic to every server gets a link of its own,
+		// so faults can cut or slow one (client, server) pair.
+		cl.EnableLinks()
+	}
+	backend, err := r.factory(ctx, backendEnv(r.sc, cl))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrInterrupted, err)
+		}
+		return fmt.Errorf("backend %s: %w", r.sc.Backend, err)
+	}
+	r.backend = backend
+	r.deferClose(func() { _ = backend.Close() })
+	for _, l := range cl.Logs() {
+		r.lg.Printf("server up, log %s", filepath.Base(l))
+	}
+	sc := r.sc
+	res, err := workload.NewResource(ctx, sc.Resource, workload.ResourceEnv{Cluster: cl, Fencing: sc.Fencing, Keys: sc.KeyNames(), Backend: sc.Backend, Postgres: sc.PostgresOptions()})
+	if err != nil {
+		return fmt.Errorf("resource %s: %w", sc.Resource, err)
+	}
+	r.res = res
+	r.deferClose(func() { _ = res.Close() })
+	return nil
+}
+
+// startClients opens the history, makes the client processes, and plans
+// and checks the faults (a fault that cannot happen is refused here).
+func (r *run) startClients(ctx context.Context) error {
+	hf, err := os.Create(filepath.Join(r.dir, "history.jsonl"))
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	r.deferClose(func() { _ = hf.Close() })
+	// The nemesis watches every op, on the recording goroutine, so it can
+	// act on a client's event before that client's next step.
+	observe := func(op history.Op) {
+		if r.engine != nil {
+			r.engine.Observe(op)
+		}
+		if r.opt.Observe != nil {
+			r.opt.Observe(op)
+		}
+	}
+	r.rec = history.NewRecorder(hf, history.RecorderOptions{Keep: true, Observe: observe})
+	r.deferClose(func() { _ = r.rec.Close() })
+	r.procs = workload.NewProcs(r.sc.Clients, r.rec)
+	nenv := &nemesis.Env{Gates: r.procs.Gates, Clocks: r.procs.Clocks, Cluster: r.cl}
+	steps := append([]nemesis.Step(nil), r.sch.Script...)
+	if r.sch.Random != nil {
+		planned, err := nemesis.Plan(*r.sch.Random, r.sc.Seed, r.sc.Duration.D(), nenv)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		steps = append(steps, planned...)
+	}
+	for _, s := range steps {
+		r.lg.Printf("nemesis plan: %s", s)
+	}
+	if err := nemesis.CheckSteps(nenv, steps, r.sc.Duration.D()); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	r.engine = nemesis.NewEngine(ctx, nenv, r.rec, steps)
+	return nil
+}
+
+// runClients runs the clients and the nemesis for the scenario's duration
+// (or until ctx ends), then heals every fault and waits for the clients.
+// It returns the client loop's error.
+func (r *run) runClients(ctx context.Context) error {
+	sc := r.sc
+	wcfg := workload.Config{
+		Clients: sc.Clients, Keys: sc.KeyNames(), Hold: sc.Hold.D(),
+		ThinkMin: sc.ThinkMin.D(), ThinkMax: sc.ThinkMax.D(), OpTimeout: sc.Timeout.D(), Seed: sc.Seed,
+	}
+	stop := make(chan struct{})
+	r.started = true
+	r.engine.FireDue()
+	r.lg.Printf("clients start: %d clients on %d keys for %s", sc.Clients, sc.Keys, sc.Duration)
+	var wg sync.WaitGroup
+	var werr error
+	wg.Go(func() { werr = workload.Run(ctx, stop, wcfg, r.backend, r.res, r.procs) })
+	wg.Go(func() { r.engine.Run(ctx, stop) })
+	t := time.NewTimer(sc.Duration.D())
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	close(stop)
+	if herr := r.engine.Heal(context.WithoutCancel(ctx)); herr != nil {
+		r.lg.Printf("nemesis: %v", herr)
+	}
+	for _, g := range r.procs.Gates { // nothing stays frozen, whatever the nemesis did
+		g.Resume()
+	}
+	wg.Wait()
+	r.lg.Printf("clients stopped; faults healed")
+	return werr
+}
+
+// interrupted is the error of a run stopped by a signal after its clients
+// ran: never a verdict on a half-read or half-checked history.
+func (r *run) interrupted() error {
+	return fmt.Errorf("%w: the history so far is in %s (check it with: locktorture analyze %s)", ErrInterrupted, r.dir, r.dir)
+}
+
+// heal makes sure the run tested what it meant to (no interrupt, no
+// client error, no server that died on its own), reads every key once
+// more, and closes the history.
+func (r *run) heal(ctx context.Context, werr error) ([]history.Op, error) {
+	if ctx.Err() != nil {
+		_ = r.rec.Close()
+		return nil, r.interrupted()
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("runner: %w", werr)
+	}
+	if died := r.cl.Died(); len(died) > 0 {
+		_ = r.rec.Close()
+		return nil, fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", ErrServerDied, strings.Join(died, "; "), r.dir)
+	}
+	if err := workload.FinalReads(ctx, r.sc.KeyNames(), r.res, r.rec); err != nil {
+		_ = r.rec.Close()
+		if ctx.Err() != nil {
+			return nil, r.interrupted()
+		}
+		return nil, fmt.Errorf("runner: final reads: %w", err)
+	}
+	if err := r.rec.Close(); err != nil {
+		return nil, fmt.Errorf("runner: history: %w", err)
+	}
+	return r.rec.History(), nil
+}
+
+// check runs the checkers that apply to the backend and notes what the
+// results should say besides: checkers that did not apply, scripted faults
+// that never happened.
+func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, error) {
+	sc := r.sc
+	r.lg.Printf("history: %d ops; checking", len(ops))
+	names, skipped := applicable(sc.Checkers, r.binfo)
+	results, err := check(ctx, ops, names, r.opt)
+	if ctx.Err() != nil {
+		return nil, r.interrupted()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		noteSkipped(results, sc.Backend, skipped)
+	}
+	noteMissed(results, r.engine.Missed(len(r.sch.Script)))
+	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+	return results, nil
+}
+
+// report writes results.json and the report, and points store/latest at
+// the run.
+func (r *run) report(ctx context.Context, ops []history.Op, results *checker.Results) (*Outcome, error) {
+	sc := r.sc
+	out := &Outcome{Results: results, Dir: r.dir, Expected: sc.Expected(sc.Backend)}
+	out.Summary = reports.Summary(results, 3)
+	if err := reports.WriteResults(filepath.Join(r.dir, "results.json"), results); err != nil {
+		return nil, err
+	}
+	var logs []string
+	for _, l := range r.cl.Logs() {
+		logs = append(logs, filepath.Base(l))
+	}
+	info := reports.RunInfo{
+		Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
+		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: r.opt.Command,
+		Expected: out.Expected.Valid, Summary: out.Summary, Settings: settings(sc), Logs: logs,
+	}
+	var rerr error
+	if err := reports.WriteRun(ctx, r.dir, ops, results, info); err != nil {
+		r.lg.Printf("report: %v", err)
+		rerr = fmt.Errorf("%w: %w", ErrReport, err)
+	}
+	if ctx.Err() != nil {
+		return nil, r.interrupted()
+	}
+	r.lg.Printf("verdict: %s", results.Valid)
+	if err := linkLatest(r.opt.Store, r.dir); err != nil {
+		r.lg.Printf("store/latest: %v", err)
+	}
+	return out, rerr
+}
