@@ -50,9 +50,11 @@ func (f Fields) String() string {
 }
 
 // DecodeOp decodes one history line. It gives the same Op as
-// json.Unmarshal(line, &op) and fails wherever that fails, with its error.
-// Fields says which fields the line named (a field given as null counts:
-// json.Unmarshal's matching of names, case-insensitive, decides).
+// json.Unmarshal(line, &op) and fails wherever that fails, with its error
+// (and a zero Op). Fields says which fields the line named, matched as
+// json.Unmarshal matches them (ignoring case); a field given as null
+// counts, though json.Unmarshal leaves it as it was (a Fence or LeaseMS
+// nil, a Value "null").
 func DecodeOp(line []byte) (Op, Fields, error) {
 	var d decoder
 	var op Op
