@@ -91,7 +91,14 @@ type holdKey struct {
 // ops are ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
 	ops = resolveTx(ops)
-	var holds []Hold
+	n := 0
+	for i := range ops {
+		if holdEvent(&ops[i]) == holdStarts {
+			n++
+		}
+	}
+	holds := make([]Hold, 0, n)
+	var a holdAlloc
 	open := map[holdKey]int{} // index into holds
 	var last int64
 	for i := range ops {
@@ -109,17 +116,17 @@ func Holds(ops []history.Op) []Hold {
 				// Acquired again without a release: the client held the
 				// key all along; the new grant only renews its lease.
 				if op.LeaseMS != nil {
-					holds[j].renew(op.Time, *op.LeaseMS)
+					holds[j].renew(&a, op.Time, *op.LeaseMS)
 				}
 				continue
 			}
 			h := Hold{Process: op.Process, Key: op.Key, Start: op.Time, Open: true}
 			if op.Fence != nil {
-				h.Fence = history.Int64(*op.Fence)
+				h.Fence = a.int64(*op.Fence)
 			}
 			if op.LeaseMS != nil {
-				h.LeaseMS = history.Int64(*op.LeaseMS)
-				h.renew(op.Time, *op.LeaseMS)
+				h.LeaseMS = a.int64(*op.LeaseMS)
+				h.renew(&a, op.Time, *op.LeaseMS)
 			}
 			h.Nodes = grantNodes(op)
 			open[hk] = len(holds)
@@ -129,7 +136,7 @@ func Holds(ops []history.Op) []Hold {
 				continue
 			}
 			if j, ok := open[holdKey{op.Process, op.Key}]; ok {
-				holds[j].renew(op.Time, *op.LeaseMS)
+				holds[j].renew(&a, op.Time, *op.LeaseMS)
 			}
 		case holdEnds:
 			hk := holdKey{op.Process, op.Key}
@@ -162,6 +169,16 @@ func compareHolds(a, b *Hold) int {
 // grouping by key and sorting only the groups that need it is linear where
 // sorting the whole slice of large structs is not.
 func sortHolds(holds []Hold) []Hold {
+	sorted := true
+	for i := 1; i < len(holds); i++ {
+		if compareHolds(&holds[i-1], &holds[i]) > 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return holds
+	}
 	groups := map[string][]int{}
 	var keys []string
 	for i := range holds {
@@ -194,10 +211,42 @@ func sortHolds(holds []Hold) []Hold {
 type leaseSpan struct{ at, end, ms int64 }
 
 // renew records a grant or extension of h's lease at time t for ms.
-func (h *Hold) renew(t, ms int64) {
+func (h *Hold) renew(a *holdAlloc, t, ms int64) {
 	end := t + ms*1e6
-	h.LeaseEnd = history.Int64(end)
+	h.LeaseEnd = a.int64(end)
+	if len(h.leases) == 0 {
+		h.leases = a.lease(leaseSpan{at: t, end: end, ms: ms})
+		return
+	}
 	h.leases = append(h.leases, leaseSpan{at: t, end: end, ms: ms})
+}
+
+// holdAlloc hands out the small values of many holds (their fences, leases
+// and first lease spans) from blocks, not one allocation each: a million-op
+// history has a hundred thousand holds.
+type holdAlloc struct {
+	ints   []int64
+	leases []leaseSpan
+}
+
+// int64 returns a pointer to a new int64 holding v.
+func (a *holdAlloc) int64(v int64) *int64 {
+	if len(a.ints) == cap(a.ints) {
+		a.ints = make([]int64, 0, 4096)
+	}
+	a.ints = append(a.ints, v)
+	return &a.ints[len(a.ints)-1]
+}
+
+// lease returns a one-span slice whose append copies (cap 1), so a later
+// extension never writes into its neighbour's span.
+func (a *holdAlloc) lease(l leaseSpan) []leaseSpan {
+	if len(a.leases) == cap(a.leases) {
+		a.leases = make([]leaseSpan, 0, 2048)
+	}
+	a.leases = append(a.leases, l)
+	n := len(a.leases)
+	return a.leases[n-1 : n : n]
 }
 
 // leaseAt returns the lease as it stood at time t: the latest grant or

@@ -21,7 +21,8 @@ func Stats(ops []history.Op) *StatsResult {
 		t history.Type
 	}
 	counts := map[fType]int{}
-	clients := map[int]bool{}
+	clients := map[int]bool{} // processes past the usual range
+	var seen []bool           // processes 0..65535 that did something
 	keys := map[string]bool{}
 	// Pending invocations by process: a slice for the usual small process
 	// numbers, a map for the rest.
@@ -48,7 +49,13 @@ func Stats(ops []history.Op) *StatsResult {
 			res.NemesisOps++
 			continue
 		}
-		if op.Process >= 0 {
+		switch {
+		case op.Process >= 0 && op.Process < 1<<16:
+			if op.Process >= len(seen) {
+				seen = append(seen, make([]bool, op.Process+1-len(seen))...)
+			}
+			seen[op.Process] = true
+		case op.Process >= 0:
 			clients[op.Process] = true
 		}
 		if op.Key != "" && op.Key != lastKey {
@@ -86,6 +93,11 @@ func Stats(ops []history.Op) *StatsResult {
 		byType[string(ft.t)] += n
 	}
 	res.Clients = len(clients)
+	for _, s := range seen {
+		if s {
+			res.Clients++
+		}
+	}
 	res.Span = last - first
 	holds := Holds(ops)
 	res.Holds = len(holds)

@@ -57,11 +57,86 @@ func Validate(ctx context.Context, ops []Op) error {
 	return nil
 }
 
-// clientFs are the client operations of the contract, each on a key.
-var clientFs = map[string]bool{Acquire: true, Release: true, Extend: true, Read: true, Write: true, FinalRead: true}
+// isClientF reports whether f is a client operation of the contract (each
+// on a key).
+func isClientF(f string) bool {
+	switch f {
+	case Acquire, Release, Extend, Read, Write, FinalRead:
+		return true
+	}
+	return false
+}
 
 // valued are the client operations whose value, when given, is an integer.
 var valued = map[string]bool{Read: true, Write: true, FinalRead: true}
+
+// pending is a client's outstanding invocation: its position and f.
+type pending struct {
+	i int
+	f string
+}
+
+// pendingSet holds each process's outstanding invocation: a slice for the
+// usual small process numbers, a map for the rest.
+type pendingSet struct {
+	small []pending // by process; i == 0 with f == "" is none
+	other map[int]pending
+}
+
+func (s *pendingSet) get(p int) (pending, bool) {
+	if p >= 0 && p < 1<<16 {
+		if p < len(s.small) && s.small[p].f != "" {
+			return s.small[p], true
+		}
+		return pending{}, false
+	}
+	v, ok := s.other[p]
+	return v, ok
+}
+
+func (s *pendingSet) put(p int, v pending) {
+	if p >= 0 && p < 1<<16 {
+		if p >= len(s.small) {
+			s.small = append(s.small, make([]pending, p+1-len(s.small))...)
+		}
+		s.small[p] = v
+		return
+	}
+	if s.other == nil {
+		s.other = map[int]pending{}
+	}
+	s.other[p] = v
+}
+
+func (s *pendingSet) del(p int) {
+	if p >= 0 && p < 1<<16 {
+		if p < len(s.small) {
+			s.small[p] = pending{}
+		}
+		return
+	}
+	delete(s.other, p)
+}
+
+// first returns how many invocations are outstanding and the earliest.
+func (s *pendingSet) first() (n int, first pending) {
+	first.i = -1
+	consider := func(v pending) {
+		n++
+		if first.i < 0 || v.i < first.i {
+			first = v
+		}
+	}
+	for _, v := range s.small {
+		if v.f != "" {
+			consider(v)
+		}
+	}
+	for _, v := range s.other {
+		consider(v)
+	}
+	return n, first
+}
 
 // Conform checks the rules of the contract that no checker can work around,
 // op by op: the type is one of invoke, ok, fail and info; a client's lock or
@@ -79,7 +154,7 @@ func Conform(op *Op) error {
 	if op.F == "" {
 		return fmt.Errorf("%w: no \"f\" (what the op does)", ErrContract)
 	}
-	if op.IsNemesis() || !clientFs[op.F] {
+	if op.IsNemesis() || !isClientF(op.F) {
 		return nil
 	}
 	if op.Key == "" {
@@ -118,11 +193,7 @@ func Lint(ops []Op) []Problem {
 	add := func(i int, format string, args ...any) {
 		ps = append(ps, Problem{Op: i, Text: fmt.Sprintf(format, args...)})
 	}
-	type pending struct {
-		i int
-		f string
-	}
-	open := map[int]pending{}
+	open := pendingSet{}
 	faults := map[string][]int{} // started and not yet stopped, by fault name
 	var lastT int64
 	badIndex := false
@@ -153,24 +224,24 @@ func Lint(ops []Op) []Problem {
 			}
 			continue
 		}
-		if !clientFs[op.F] {
+		if !isClientF(op.F) {
 			add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read)", op.Process, op.F)
 		}
 		switch op.Type {
 		case Invoke:
-			if p, ok := open[op.Process]; ok {
+			if p, ok := open.get(op.Process); ok {
 				add(i, "process %d invokes %s while its %s (op %d) is outstanding: that op never completed", op.Process, op.F, p.f, p.i)
 			}
-			open[op.Process] = pending{i, op.F}
+			open.put(op.Process, pending{i, op.F})
 		case OK, Fail, Info:
-			p, ok := open[op.Process]
+			p, ok := open.get(op.Process)
 			switch {
 			case !ok:
 				add(i, "process %d completes %s with nothing outstanding", op.Process, op.F)
 			case p.f != op.F:
 				add(i, "process %d completes %s but invoked %s (op %d)", op.Process, op.F, p.f, p.i)
 			}
-			delete(open, op.Process)
+			open.del(op.Process)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(faults)) {
@@ -178,12 +249,8 @@ func Lint(ops []Op) []Problem {
 			add(is[0], "start-%s was never followed by stop-%s: the fault was never healed (the history ends first)", name, name)
 		}
 	}
-	if len(open) > 0 {
-		first := len(ops)
-		for _, p := range open {
-			first = min(first, p.i)
-		}
-		add(first, "%d op(s) never completed before the history ended (the first: process %d's %s)", len(open), ops[first].Process, ops[first].F)
+	if n, first := open.first(); n > 0 {
+		add(first.i, "%d op(s) never completed before the history ended (the first: process %d's %s)", n, ops[first.i].Process, ops[first.i].F)
 	}
 	return ps
 }

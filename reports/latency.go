@@ -24,7 +24,7 @@ type completed struct {
 // order. Invokes never completed are left out.
 func completions(ops []history.Op) []completed {
 	pending := map[int]int64{}
-	var out []completed
+	out := make([]completed, 0, len(ops)/2+1)
 	for i := range ops {
 		op := &ops[i]
 		if op.IsNemesis() {

@@ -19,7 +19,7 @@ import (
 
 // maxPoints bounds the glyphs one plot draws; larger inputs are sampled or
 // merged, and the plot says so.
-const maxPoints = 20000
+const maxPoints = 8000
 
 // bandAlpha is the opacity of fault shading.
 const bandAlpha = 70

@@ -131,18 +131,20 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	holds := checker.Holds(ops)
 	d.holds = len(holds)
 	keySet := map[string]bool{}
-	perRow := make([][]checker.Hold, n)
+	// Each row's holds, as indexes into holds, in start order.
+	perRow := make([][]int32, n)
 	rowOf := make(map[int]int, n)
 	for i, p := range d.procs {
 		rowOf[p] = i
 	}
-	for _, h := range holds {
+	for j := range holds {
+		h := &holds[j]
 		keySet[h.Key] = true
 		i, ok := rowOf[h.Process]
 		if !ok {
 			continue
 		}
-		perRow[i] = append(perRow[i], h)
+		perRow[i] = append(perRow[i], int32(j))
 		if h.LeaseEnd != nil && *h.LeaseEnd < h.End {
 			d.pastLease = true
 		}
@@ -151,14 +153,15 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 		d.keys = append(d.keys, k)
 	}
 	sort.Strings(d.keys)
+	byStart := func(a, b int32) int { return cmp.Compare(holds[a].Start, holds[b].Start) }
 	for i := range perRow {
-		if !slices.IsSortedFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) }) {
-			slices.SortStableFunc(perRow[i], func(a, b checker.Hold) int { return cmp.Compare(a.Start, b.Start) })
+		if !slices.IsSortedFunc(perRow[i], byStart) {
+			slices.SortStableFunc(perRow[i], byStart)
 		}
 	}
 
 	// Merge holds closer than a pixel on the same row and key; widen the
-	// gap until the bar count is bounded.
+	// gap until the bar count is bounded. Counting first, building once.
 	if plotWidthPx < 100 {
 		plotWidthPx = 100
 	}
@@ -166,34 +169,47 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	if gap < 1 {
 		gap = 1
 	}
-	for range 20 {
-		d.bars = make([][]bar, n)
-		d.nbars = 0
-		for i, hs := range perRow {
-			var cur *bar
-			for _, h := range hs {
-				if cur != nil && h.Key == cur.key && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
+	merge := func(gap int64, emit func(row int, b bar)) int {
+		count := 0
+		for i, js := range perRow {
+			var cur bar
+			open := false
+			for _, j := range js {
+				h := &holds[j]
+				if open && h.Key == cur.key && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
 					cur.end = max(cur.end, h.End)
 					cur.n++
 					continue
 				}
-				d.bars[i] = append(d.bars[i], bar{start: h.Start, end: h.End, key: h.Key, fence: h.Fence, leaseEnd: h.LeaseEnd, n: 1})
-				cur = &d.bars[i][len(d.bars[i])-1]
+				if open && emit != nil {
+					emit(i, cur)
+				}
+				cur, open = bar{start: h.Start, end: h.End, key: h.Key, fence: h.Fence, leaseEnd: h.LeaseEnd, n: 1}, true
+				count++
 			}
-			d.nbars += len(d.bars[i])
+			if open && emit != nil {
+				emit(i, cur)
+			}
 		}
-		if d.nbars <= maxBars {
+		return count
+	}
+	for range 20 {
+		if merge(gap, nil) <= maxBars {
 			break
 		}
 		gap *= 2
 	}
+	d.bars = make([][]bar, n)
+	d.nbars = merge(gap, func(row int, b bar) { d.bars[row] = append(d.bars[row], b) })
 	d.merged = d.nbars < d.holds
 	return d
 }
 
-// maxBars bounds the bars a timeline draws: about ten a pixel column across
-// the plot's width, far past what the eye tells apart.
-const maxBars = 8000
+// maxBars bounds the bars a timeline draws: about four a pixel column
+// across the plot's width; a busier history merges nearby holds of a row
+// (and the title says so). Each bar costs a filled polygon, which is most
+// of a big history's report time.
+const maxBars = 3000
 
 // timelinePNG draws holds per process over time, overlaps in red on both
 // rows involved, fault windows shaded, and fencing marks.
