@@ -74,6 +74,7 @@ type timelineData struct {
 	merged    bool
 	keys      []string
 	pastLease bool
+	mixedKeys bool // some bars merge holds of several keys
 	faults    []fault
 	overlaps  []checker.Overlap
 	rejected  []checker.Rejection
@@ -169,16 +170,19 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	if gap < 1 {
 		gap = 1
 	}
-	merge := func(gap int64, emit func(row int, b bar)) int {
+	merge := func(gap int64, anyKey bool, emit func(row int, b bar)) int {
 		count := 0
 		for i, js := range perRow {
 			var cur bar
 			open := false
 			for _, j := range js {
 				h := &holds[j]
-				if open && h.Key == cur.key && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
+				if open && (anyKey || h.Key == cur.key) && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
 					cur.end = max(cur.end, h.End)
 					cur.n++
+					if h.Key != cur.key {
+						cur.key = "" // holds of several keys, merged
+					}
 					continue
 				}
 				if open && emit != nil {
@@ -193,14 +197,19 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 		}
 		return count
 	}
-	for range 20 {
-		if merge(gap, nil) <= maxBars {
-			break
+	// Holds of one key merge first; when a row alternates between keys
+	// too often for that to bound the bars, neighbours of any key merge.
+	anyKey, g := false, gap
+	for step := 0; merge(g, anyKey, nil) > maxBars && step < 40; step++ {
+		if g *= 2; step == 19 {
+			anyKey, g = true, gap
 		}
-		gap *= 2
 	}
 	d.bars = make([][]bar, n)
-	d.nbars = merge(gap, func(row int, b bar) { d.bars[row] = append(d.bars[row], b) })
+	d.nbars = merge(g, anyKey, func(row int, b bar) {
+		d.bars[row] = append(d.bars[row], b)
+		d.mixedKeys = d.mixedKeys || b.key == ""
+	})
 	d.merged = d.nbars < d.holds
 	return d
 }
@@ -241,7 +250,7 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 
 	cols := faultColourMap(d.faults)
 	keyCol := func(k string) color.RGBA {
-		if len(d.keys) <= 1 {
+		if len(d.keys) <= 1 || k == "" {
 			return colHold
 		}
 		return keyColours[slices.Index(d.keys, k)%len(keyColours)]
@@ -453,6 +462,9 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 	} else if len(d.keys) <= len(keyColours) {
 		for _, k := range d.keys {
 			leg = append(leg, legendEntry{"hold " + k, rectThumb{keyCol(k)}})
+		}
+		if d.mixedKeys {
+			leg = append(leg, legendEntry{"holds of several keys", rectThumb{colHold}})
 		}
 	} else {
 		leg = append(leg, legendEntry{fmt.Sprintf("hold (%d keys)", len(d.keys)), rectThumb{colHold}})

@@ -48,6 +48,7 @@ func Realistic(seed uint64, procs, keys, n int) []history.Op {
 		now = c.next
 		if r.IntN(20000) == 0 {
 			emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "start-pause", Value: history.ObjectValue(map[string]int{"process": p, "ms": 0})})
+			emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "stop-pause", Value: history.ObjectValue(map[string]int{"process": p})})
 		}
 		switch c.step {
 		case 0:
