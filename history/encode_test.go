@@ -76,3 +76,36 @@ func TestWriteAllMatchesJSON(t *testing.T) {
 		t.Fatalf("bad value: %v", err)
 	}
 }
+
+// TestRecorderMatchesJSON holds the Recorder's lines to json.Marshal's,
+// and its error on a Value that is not JSON.
+func TestRecorderMatchesJSON(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, RecorderOptions{})
+	var want []byte
+	for _, op := range []Op{
+		{Process: 1, Type: Invoke, F: Acquire, Key: "k<1>"},
+		{Process: 1, Type: OK, F: Acquire, Key: "k<1>", Fence: Int64(3), LeaseMS: Int64(1000)},
+		{Process: NemesisProcess, Type: Info, F: "start-pause", Value: json.RawMessage(`{"process": 1}`), Error: "\xff"},
+	} {
+		done, err := r.Record(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(append(want, must(json.Marshal(&done))...), '\n')
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("recorded\n%s\nwant\n%s", buf.Bytes(), want)
+	}
+
+	r = NewRecorder(io.Discard, RecorderOptions{})
+	if _, err := r.Record(Op{Value: json.RawMessage("{")}); err == nil || err.Error() != "encode op 0: json: error calling MarshalJSON for type json.RawMessage: unexpected end of JSON input" {
+		t.Fatalf("bad value: %v", err)
+	}
+	if err := r.Close(); err == nil {
+		t.Fatal("Close forgot the encoding error")
+	}
+}
