@@ -247,6 +247,11 @@ func WriteAll(w io.Writer, ops []Op) error {
 
 // Reader reads a JSONL history one op at a time.
 type Reader struct {
+	// Contract makes the reader refuse, naming the line, an op that breaks
+	// a rule of the history contract no checker can work around: a
+	// required field missing, or one of Conform's rules.
+	Contract bool
+
 	br   *bufio.Reader
 	line int
 	long []byte // a line longer than br's buffer, gathered
@@ -303,8 +308,30 @@ func (r *Reader) next(op *Op) (Fields, error) {
 			}
 			return 0, fmt.Errorf("history: line %d: %w", r.line, derr)
 		}
+		if cerr := conforms(op, fields); r.Contract && cerr != nil {
+			*op = Op{}
+			return 0, fmt.Errorf("history: line %d: %w", r.line, cerr)
+		}
 		return fields, nil
 	}
+}
+
+// required are the fields every op of the contract has.
+var required = []struct {
+	f    Fields
+	name string
+}{{FieldIndex, "index"}, {FieldTime, "time"}, {FieldProcess, "process"}, {FieldType, "type"}, {FieldF, "f"}}
+
+// conforms checks a decoded op against the rules of the contract no checker
+// can work around: every required field present (a missing "time" is not
+// time 0), and Conform's rules.
+func conforms(op *Op, fields Fields) error {
+	for _, r := range required {
+		if !fields.Has(r.f) {
+			return fmt.Errorf("%w: no %q", ErrContract, r.name)
+		}
+	}
+	return Conform(op)
 }
 
 // readLine returns the next line with its newline, as
@@ -331,7 +358,14 @@ func (r *Reader) Line() int { return r.line }
 // that can check a partial history test for it with errors.Is. When r can
 // seek (a file, a bytes.Reader), ReadAll first counts its lines, to size
 // the result at once, and then seeks back.
-func ReadAll(r io.Reader) ([]Op, error) {
+func ReadAll(r io.Reader) ([]Op, error) { return readAll(r, false) }
+
+// ReadAllContract is ReadAll with every line held to the contract (see
+// Reader.Contract): what `locktorture analyze` reads a history nobody
+// vetted with.
+func ReadAllContract(r io.Reader) ([]Op, error) { return readAll(r, true) }
+
+func readAll(r io.Reader, contract bool) ([]Op, error) {
 	var ops []Op
 	if s, ok := r.(io.ReadSeeker); ok {
 		n, err := countLines(s)
@@ -341,6 +375,7 @@ func ReadAll(r io.Reader) ([]Op, error) {
 		ops = make([]Op, 0, n)
 	}
 	rd := NewReader(r)
+	rd.Contract = contract
 	for {
 		var op Op
 		if _, err := rd.next(&op); err != nil {
@@ -386,13 +421,19 @@ func countLines(s io.ReadSeeker) (int, error) {
 }
 
 // ReadFile reads the history in path; see ReadAll for truncated files.
-func ReadFile(path string) ([]Op, error) {
+func ReadFile(path string) ([]Op, error) { return readFile(path, false) }
+
+// ReadFileContract reads the history in path holding every line to the
+// contract; see ReadAllContract.
+func ReadFileContract(path string) ([]Op, error) { return readFile(path, true) }
+
+func readFile(path string, contract bool) ([]Op, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	ops, err := ReadAll(f)
+	ops, err := readAll(f, contract)
 	if err != nil {
 		return ops, fmt.Errorf("%s: %w", path, err)
 	}

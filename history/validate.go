@@ -139,7 +139,8 @@ func (s *pendingSet) first() (n int, first pending) {
 }
 
 // Conform checks the rules of the contract that no checker can work around,
-// op by op: the type is one of invoke, ok, fail and info; a client's lock or
+// op by op (the Reader applies them, with the required fields, to every
+// line it reads): the type is one of invoke, ok, fail and info; a client's lock or
 // resource op names its key; a read's, write's or final read's value, when
 // given, is an integer. A history that breaks one is refused: checking it
 // would file ops under the wrong key or drop them in silence.

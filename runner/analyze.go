@@ -53,7 +53,7 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	if err != nil {
 		return nil, err
 	}
-	ops, err := history.ReadFile(hpath)
+	ops, err := history.ReadFileContract(hpath)
 	truncated := false
 	if err != nil {
 		if !errors.Is(err, history.ErrTruncated) {
@@ -61,11 +61,6 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 		}
 		truncated = true
 		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", err, len(ops)))
-	}
-	for i := range ops {
-		if cerr := history.Conform(&ops[i]); cerr != nil {
-			return nil, fmt.Errorf("%w: %s: op %d: %w", ErrBadInput, hpath, i, cerr)
-		}
 	}
 	out = &Outcome{Dir: dir}
 	var skipped []string
