@@ -30,7 +30,7 @@ type Recorder struct {
 	next    int64
 	w       *bufio.Writer
 	f       *os.File // nil when not writing to a file
-	ops     []Op     // kept in memory when keep is set
+	ops     [][]Op   // kept in memory when keep is set, in blocks (see keepOp)
 	keep    bool
 	err     error
 	closed  bool
@@ -120,7 +120,7 @@ func (r *Recorder) record(op Op) (Op, error) {
 	op.Time = r.Now()
 	r.next++
 	if r.keep {
-		r.ops = append(r.ops, op)
+		r.keepOp(op)
 	}
 	if r.w != nil && r.err == nil {
 		b, err := AppendOp(r.w.AvailableBuffer(), &op)
@@ -134,6 +134,20 @@ func (r *Recorder) record(op Op) (Op, error) {
 		}
 	}
 	return op, r.err
+}
+
+// keepBlock is how many ops one block of a Recorder's memory holds.
+const keepBlock = 4096
+
+// keepOp keeps op in memory. Ops go into fixed blocks rather than one
+// growing slice: growing copied the whole history under the recorder's
+// lock, stalling every client while it did.
+func (r *Recorder) keepOp(op Op) {
+	if len(r.ops) == 0 || len(r.ops[len(r.ops)-1]) == keepBlock {
+		r.ops = append(r.ops, make([]Op, 0, keepBlock))
+	}
+	last := &r.ops[len(r.ops)-1]
+	*last = append(*last, op)
 }
 
 // Proc records the ops of one client process and keeps the history's rule
@@ -201,8 +215,14 @@ func (r *Recorder) Len() int64 {
 func (r *Recorder) History() []Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Op, len(r.ops))
-	copy(out, r.ops)
+	n := 0
+	for _, b := range r.ops {
+		n += len(b)
+	}
+	out := make([]Op, 0, n)
+	for _, b := range r.ops {
+		out = append(out, b...)
+	}
 	return out
 }
 
