@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -36,6 +37,7 @@ const (
 //   - bare: 8 goroutines, each looping acquire and release of a key of
 //     its own through the redis-token backend's Client (as BenchmarkCycles
 //     in backends does), counting cycles (both calls succeeded);
+//
 //   - harness: workload.Run with the same backend, 8 clients on 8 keys,
 //     hold and think 1ns, the memory resource, and a history Recorder
 //     streaming to a file as a real run does (kept in memory too, with an
@@ -43,6 +45,13 @@ const (
 //     Each hold is acquire, read, write, release: 8 history ops and 4
 //     requests, 2 of them to Redis; an acquire that finds the key busy
 //     (another client holds it) is 2 ops and one request, and no hold.
+//
+//   - bare-keys: the bare loop with the workload's contention — each of
+//     8 goroutines picks one of the 8 keys at random, acquires it and, if
+//     it got it, releases it — counting holds as the harness does. The
+//     like-for-like ratio is harness/bare-same-keys: holds/s through the
+//     harness over holds/s of this loop, in the same rounds; what is left
+//     between them is the harness's own cost.
 //
 // It reports cycles/s, holds/s, lock-reqs/s (the harness's acquires and
 // releases, busy ones included), harness/bare: the ratio of holds/s to
@@ -99,8 +108,8 @@ func BenchmarkHarness(b *testing.B) {
 	cfg := workload.Config{Clients: harnessClients, Keys: keys, Hold: time.Nanosecond,
 		ThinkMin: time.Nanosecond, ThinkMax: time.Nanosecond, OpTimeout: timeout, Seed: 1}
 
-	var bareN, holds, reqs int64
-	var bareT, harnessT time.Duration
+	var bareN, bareKeysN, holds, reqs int64
+	var bareT, bareKeysT, harnessT time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for r := range harnessRounds {
@@ -114,6 +123,13 @@ func BenchmarkHarness(b *testing.B) {
 				b.Fatal(err)
 			}
 			bareN, bareT = bareN+n, bareT+d
+			pprof.Do(ctx, pprof.Labels("side", "bare-keys"), func(context.Context) {
+				n, d, err = bareKeysRound(bare, keys, timeout, harnessRound)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bareKeysN, bareKeysT = bareKeysN+n, bareKeysT+d
 			path := filepath.Join(tmp, fmt.Sprintf("history-%d.jsonl", r))
 			pprof.Do(ctx, pprof.Labels("side", "harness"), func(ctx context.Context) {
 				h, q, d, err = harnessRound1(ctx, cfg, backend, path, harnessRound)
@@ -133,6 +149,9 @@ func BenchmarkHarness(b *testing.B) {
 	rps := float64(reqs) / harnessT.Seconds()
 	b.ReportMetric(rps, "lock-reqs/s")
 	b.ReportMetric(hps/cycles, "harness/bare")
+	bareHolds := float64(bareKeysN) / bareKeysT.Seconds()
+	b.ReportMetric(bareHolds, "bare-holds/s")
+	b.ReportMetric(hps/bareHolds, "harness/bare-same-keys")
 	b.ReportMetric(rps/(2*cycles), "reqs-ratio")
 }
 
@@ -178,6 +197,45 @@ func bareRound(cs []backends.Client, timeout, d time.Duration) (int64, time.Dura
 					return
 				}
 				n.Add(1)
+			}
+		})
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	return n.Load(), time.Since(start), errors.Join(errs...)
+}
+
+// bareKeysRound is the bare loop with the workload's contention: each
+// client picks one of keys at random, as the client loop does, acquires
+// it, and releases it if it got it. It returns the holds (acquires that
+// got the lock) and the time they took. A busy key is not an error.
+func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration) (int64, time.Duration, error) {
+	var n atomic.Int64
+	var stop atomic.Bool
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for p, c := range cs {
+		rng := rand.New(rand.NewPCG(1, uint64(p)+1))
+		wg.Go(func() {
+			for !stop.Load() {
+				key := keys[rng.IntN(len(keys))]
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				g, err := c.Acquire(ctx, key)
+				if err == nil {
+					err = c.Release(ctx, key, g)
+					if err == nil {
+						n.Add(1)
+					}
+				} else if errors.Is(err, backends.ErrBusy) {
+					err = nil
+				}
+				cancel()
+				if err != nil {
+					errs[p] = err
+					return
+				}
 			}
 		})
 	}
