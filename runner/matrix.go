@@ -12,7 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/shell"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
@@ -54,8 +57,14 @@ type MatrixOptions struct {
 	Log io.Writer
 	// Observe sees every op of the running cell (see Options.Observe).
 	Observe func(history.Op)
-	// OnCell is called before each cell starts and after it ends.
+	// OnCell is called before each cell starts and after it ends (never
+	// twice at once, even with cells side by side).
 	OnCell func(CellEvent)
+	// Parallel is how many cells run at once (zero means 1). Each cell
+	// starts its own servers on free ports; results keep the plan's order.
+	// With more than one, Observe is not called: a live count follows one
+	// run at a time.
+	Parallel int
 }
 
 // CellEvent tells OnCell about a cell starting (Done false) or ending.
@@ -231,23 +240,11 @@ func cellCommand(c plannedCell, extra []string) string {
 	parts := append([]string{"locktorture", "run"}, c.source...)
 	parts = append(parts, "--backend", c.key.Backend, "--seed", strconv.FormatInt(c.key.Seed, 10))
 	parts = append(parts, extra...)
-	return shellJoin(parts)
+	return shell.Join(parts)
 }
 
-// shellJoin quotes the words that need it for a POSIX shell.
-func shellJoin(parts []string) string {
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		if p == "" || strings.ContainsAny(p, " \t'\"$`\\*?[]{}()<>|&;#~") {
-			p = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-		}
-		out[i] = p
-	}
-	return strings.Join(out, " ")
-}
-
-// RunMatrix runs the matrix's cells one after another (every run starts
-// its own servers; a 2-core machine runs one at a time), judges each
+// RunMatrix runs the matrix's cells, opt.Parallel at a time (every run
+// starts its own servers on free ports), judges each
 // against its scenario's expectation for the backend, and writes
 // store/matrix/<timestamp>/: results.json after every cell, and the whole
 // report at the end. A run that fails with a harness error becomes an
@@ -281,26 +278,53 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 		_ = reports.WriteMatrixResults(dir, m)
 	}
 	save()
-	var runErr error
-	for i, c := range share {
-		if ctx.Err() != nil {
-			m.Interrupted = true
-			break
+	parallel := max(opt.Parallel, 1)
+	runOpt := func(c plannedCell) Options {
+		o := Options{
+			Store: opt.Store, Command: cellCommand(c, opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
+			LinearizableTimeout: opt.LinearizableTimeout,
 		}
+		if parallel == 1 {
+			o.Observe = opt.Observe // a live count follows one run at a time
+		}
+		return o
+	}
+	var (
+		mu     sync.Mutex // guards judged, done, runErr, m and OnCell calls
+		judged = make([]reports.MatrixCell, len(share))
+		done   = make([]bool, len(share))
+		runErr error
+	)
+	// The cells finished so far, in plan order: results.json and the
+	// report list them the same whether cells ran one by one or side by side.
+	collect := func() {
+		m.Cells = m.Cells[:0]
+		for i := range judged {
+			if done[i] {
+				m.Cells = append(m.Cells, judged[i])
+			}
+		}
+	}
+	runCell := func(i int) {
+		c := share[i]
 		ev := CellEvent{Index: i, Total: len(share), Key: c.key, Duration: c.sc.Duration.D(), LockFree: c.lockFree}
+		mu.Lock()
 		if opt.OnCell != nil {
 			opt.OnCell(ev)
 		}
+		mu.Unlock()
 		start := time.Now()
-		out, err := Run(ctx, c.sc, Options{
-			Store: opt.Store, Command: cellCommand(c, opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
-			LinearizableTimeout: opt.LinearizableTimeout, Observe: opt.Observe,
-		})
+		out, err := Run(ctx, c.sc, runOpt(c))
 		var cell reports.MatrixCell
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case err != nil && (errors.Is(err, ErrInterrupted) || ctx.Err() != nil):
 			m.Interrupted = true
-			runErr = err
+			if runErr == nil {
+				runErr = err
+			}
+			return
 		case err != nil:
 			cell = reports.ErrorCell(c.key, c.expect.Valid, c.expect.Checkers, err)
 		default:
@@ -311,17 +335,39 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 			cell = reports.NewCell(c.key, out.Results, c.expect.Valid, c.expect.Checkers, rel)
 			ev.Dir = out.Dir
 		}
-		if m.Interrupted {
-			break
-		}
 		cell.Seconds = roundSeconds(time.Since(start))
-		m.Cells = append(m.Cells, cell)
+		judged[i], done[i] = cell, true
+		collect()
 		save()
 		if opt.OnCell != nil {
 			ev.Done, ev.Cell = true, cell
 			opt.OnCell(ev)
 		}
 	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(share)) {
+		wg.Go(func() {
+			for i := range next {
+				runCell(i)
+			}
+		})
+	}
+	for i := range share {
+		mu.Lock()
+		stop := m.Interrupted || ctx.Err() != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		m.Interrupted = true
+	}
+	collect()
 	m.Seconds = roundSeconds(time.Since(began))
 	werr := reports.WriteMatrix(context.WithoutCancel(ctx), dir, m)
 	if err := linkLatest(filepath.Join(opt.Store, "matrix"), dir); err != nil && werr == nil {
@@ -500,7 +546,7 @@ func fallbackInfo(dir string, res *checker.Results, sc *scenarios.Scenario) repo
 		info = reports.RunInfo{
 			Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
 			Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys,
-			Command:  shellJoin([]string{"locktorture", "run", "--scenario-file", filepath.Join(dir, reports.FileScenario)}),
+			Command:  shell.Join([]string{"locktorture", "run", "--scenario-file", filepath.Join(dir, reports.FileScenario)}),
 			Expected: sc.Expected(sc.Backend).Valid, Settings: settings(sc),
 		}
 	}

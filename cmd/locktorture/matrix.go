@@ -1,13 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/shell"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/reports"
@@ -56,17 +57,8 @@ func matrixExit(m *reports.Matrix) int {
 	return exitValid
 }
 
-// commandLine rebuilds the command as typed, for repeat lines.
-func commandLine(args []string) string {
-	parts := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$`\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		parts[i] = a
-	}
-	return strings.Join(parts, " ")
-}
+// defaultParallel is how many cells a matrix runs at once unless told.
+const defaultParallel = 2
 
 func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
@@ -80,10 +72,11 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
 	linTimeout := fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
 	plan := fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
+	parallel := fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
 
-Runs scenarios x backends one after another against real servers, judges each
+Runs scenarios x backends against real servers (--parallel at a time), judges each
 cell against the scenario's expectation for that backend, prints a table and
 writes STORE/matrix/<timestamp>/ (index.html, matrix.png, results.json,
 junit.xml). Exit 0 when every cell is as expected, 1 when one is not, 255 when
@@ -92,14 +85,15 @@ a run failed with a harness error.
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid
-		}
-		return exitBadArgs
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "locktorture matrix: unexpected argument %q\n", fs.Arg(0))
+		return exitBadArgs
+	}
+	if *parallel < 1 || *parallel > 64 {
+		fmt.Fprintf(stderr, "locktorture matrix: --parallel must be from 1 to 64, not %d\n", *parallel)
 		return exitBadArgs
 	}
 	if *seeds < 1 || *seeds > 1000 {
@@ -108,7 +102,8 @@ a run failed with a harness error.
 	}
 	opt := runner.MatrixOptions{
 		Scenarios: splitList(*scs), Backends: splitList(*bks), Seeds: *seeds, Store: *store,
-		LinearizableTimeout: *linTimeout, Command: commandLine(append([]string{"locktorture", "matrix"}, args...)),
+		LinearizableTimeout: *linTimeout, Command: shell.Join(append([]string{"locktorture", "matrix"}, args...)),
+		Parallel: *parallel,
 	}
 	if *shard != "" {
 		i, n, err := runner.ParseShard(*shard)
@@ -146,15 +141,21 @@ a run failed with a harness error.
 		prog = reports.NewProgress(stderr, 30*time.Second)
 		defer prog.Close()
 		opt.Observe = prog.Observe
+		finished := 0
 		opt.OnCell = func(ev runner.CellEvent) {
 			label := fmt.Sprintf("[%d/%d] %s / %s (seed %d)", ev.Index+1, ev.Total, ev.Key.Scenario, ev.Key.Backend, ev.Key.Seed)
 			if !ev.Done {
-				prog.SetCells(ev.Index, ev.Total)
-				prog.StartRun(label, ev.Duration, !ev.LockFree)
+				prog.SetCells(finished, ev.Total)
+				if *parallel == 1 { // the live bar follows one run at a time
+					prog.StartRun(label, ev.Duration, !ev.LockFree)
+				}
 				return
 			}
-			prog.EndRun()
-			prog.SetCells(ev.Index+1, ev.Total)
+			finished++
+			if *parallel == 1 {
+				prog.EndRun()
+			}
+			prog.SetCells(finished, ev.Total)
 			c := ev.Cell
 			res := "as expected"
 			switch {
@@ -175,11 +176,7 @@ a run failed with a harness error.
 	out, err := runner.RunMatrix(ctx, opt)
 	prog.Close()
 	if out == nil {
-		fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
-		if errors.Is(err, runner.ErrBadInput) {
-			return exitBadArgs
-		}
-		return exitHarness
+		return fail(stderr, "matrix", err)
 	}
 	printMatrix(stdout, out)
 	if err != nil {
@@ -213,11 +210,8 @@ matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid
-		}
-		return exitBadArgs
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -225,13 +219,9 @@ matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	out, err := runner.MergeMatrix(ctx, fs.Args(), *store, commandLine(append([]string{"locktorture", "merge"}, args...)))
+	out, err := runner.MergeMatrix(ctx, fs.Args(), *store, shell.Join(append([]string{"locktorture", "merge"}, args...)))
 	if out == nil {
-		fmt.Fprintf(stderr, "locktorture merge: %v\n", err)
-		if errors.Is(err, runner.ErrBadInput) {
-			return exitBadArgs
-		}
-		return exitHarness
+		return fail(stderr, "merge", err)
 	}
 	printMatrix(stdout, out)
 	if err != nil {
@@ -253,11 +243,8 @@ store alone: history.jsonl and results.json, no servers. The same store gives
 the same bytes.
 `)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid
-		}
-		return exitBadArgs
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -268,11 +255,7 @@ the same bytes.
 	warn := func(s string) { fmt.Fprintf(stderr, "locktorture report: warning: %s\n", s) }
 	dir, isMatrix, err := runner.Report(ctx, fs.Arg(0), warn)
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture report: %v\n", err)
-		if errors.Is(err, runner.ErrBadInput) {
-			return exitBadArgs
-		}
-		return exitHarness
+		return fail(stderr, "report", err)
 	}
 	what := "run"
 	if isMatrix {
