@@ -38,10 +38,13 @@ demo: deps build
 	echo "open the report: $(STORE)/latest/index.html"; \
 	test $$code -eq 1
 
-## bench: checker benchmarks on a generated 1,000,000-op history; the harness's cost on redis-token (harness/bare)
+## bench: on a generated 1,000,000-op history: checkers (ops/s), parsing and
+## encoding (MB/s), analyze end to end (ops/s, MB/s); and the harness's cost
+## beside a bare lock loop (BenchmarkHarness, needs redis-server); the harness's cost on redis-token (harness/bare)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./history/
+	$(GO) test -run '^$$' -bench Analyze -benchtime 1x ./runner/
 	$(GO) test -run '^$$' -bench Harness -benchtime 1x ./workload/
 
 clean:
