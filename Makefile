@@ -40,7 +40,7 @@ demo: deps build
 
 ## bench: on a generated 1,000,000-op history: checkers (ops/s), parsing and
 ## encoding (MB/s), analyze end to end (ops/s, MB/s); and the harness's cost
-## beside a bare lock loop (BenchmarkHarness, needs redis-server); the harness's cost on redis-token (harness/bare)
+## beside a bare lock loop (BenchmarkHarness, needs redis-server)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./history/
