@@ -6,13 +6,13 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/locktorture/locktorture/internal/testenv"
+
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
 
 func TestRedisLifecycle(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed (make deps)")
-	}
+	testenv.Require(t, "redis-server")
 	ctx := context.Background()
 	tmp := t.TempDir()
 	c, err := New(Options{TempDir: tmp})

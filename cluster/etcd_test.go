@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
 
 func requireEtcd(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skip("etcd not installed (make deps: Debian package etcd-server)")
-	}
+	testenv.Require(t, "etcd")
 }
 
 // TestEtcdSingle: one member starts healthy, is shared by later calls,

@@ -3,15 +3,14 @@ package cluster
 import (
 	"context"
 	"net"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 )
 
 func TestLinks(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed (make deps)")
-	}
+	testenv.Require(t, "redis-server")
 	ctx := context.Background()
 	c, err := New(Options{TempDir: t.TempDir()})
 	if err != nil {

@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/internal/testenv"
+
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
 
 func requirePostgres(t *testing.T) {
 	t.Helper()
 	if _, err := findPostgres(); err != nil {
-		t.Skipf("postgres not installed (make deps): %v", err)
+		testenv.Missing(t, "postgres")
 	}
 }
 

@@ -2,9 +2,10 @@ package cluster
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
@@ -13,9 +14,7 @@ import (
 // replication is cut; the primary dies; Sentinel promotes the replica,
 // which has no such key — the failover race in the Redis docs.
 func TestSentinelFailover(t *testing.T) {
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed (make deps)")
-	}
+	testenv.Require(t, "redis-sentinel")
 	ctx := context.Background()
 	tmp := t.TempDir()
 	c, err := New(Options{TempDir: tmp})
