@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -353,7 +354,16 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 			}
 		})
 	}
-	for i := range share {
+	// Longest first, so that side-by-side cells finish together rather
+	// than one minute-long cell running alone at the end.
+	order := make([]int, len(share))
+	for i := range order {
+		order[i] = i
+	}
+	if parallel > 1 {
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b].sc.Duration, share[a].sc.Duration) })
+	}
+	for _, i := range order {
 		mu.Lock()
 		stop := m.Interrupted || ctx.Err() != nil
 		mu.Unlock()
