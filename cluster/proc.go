@@ -206,6 +206,11 @@ func (p *proc) stop() error {
 	return err
 }
 
+// readyPoll is how often a starting server is asked whether it is ready:
+// often, since a run waits for its servers (a redis-server answers within
+// about 10ms of its start).
+const readyPoll = 5 * time.Millisecond
+
 // waitReady polls ready until it succeeds, the process exits, or ctx ends.
 func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -220,7 +225,7 @@ func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error)
 			return fmt.Errorf("%w: %s exited during start-up (see %s): %w", ErrStart, p.name, p.logPath, last)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s not ready (see %s): %w", ErrStart, p.name, p.logPath, last)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(readyPoll):
 		}
 	}
 }

@@ -91,6 +91,10 @@ func redisArgs(port int, dir string, opt RedisOptions) []string {
 		"--save", "",
 		"--protected-mode", "no",
 		"--loglevel", "notice",
+		// A primary otherwise waits 5s for more replicas before it sends
+		// the first one its data (diskless sync): a Sentinel group's
+		// start-up would idle that long.
+		"--repl-diskless-sync-delay", "0",
 	}
 	if opt.Persistence {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

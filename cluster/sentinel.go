@@ -213,7 +213,7 @@ func waitFor(ctx context.Context, limit time.Duration, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(4 * readyPoll):
 		}
 	}
 }
