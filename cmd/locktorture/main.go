@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -278,6 +279,11 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 	if *checkers != "" {
 		names = strings.Split(*checkers, ",")
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if size := historySize(fs.Arg(0)); size > 0 {
+			debug.SetMemoryLimit(analyzeMemoryLimit(size))
+		}
+	}
 	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout, Checkers: names}, warn)
 	if out != nil {
 		printOutcome(stdout, out)
@@ -286,6 +292,19 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "analyze", err)
 	}
 	return exitCode(out.Results.Valid)
+}
+
+// historySize is the size of the history a path names (a file, or a
+// directory holding history.jsonl), or 0.
+func historySize(path string) int64 {
+	st, err := os.Stat(path)
+	if err == nil && st.IsDir() {
+		st, err = os.Stat(filepath.Join(path, "history.jsonl"))
+	}
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
