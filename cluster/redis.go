@@ -95,6 +95,11 @@ func redisArgs(port int, dir string, opt RedisOptions) []string {
 		// the first one its data (diskless sync): a Sentinel group's
 		// start-up would idle that long.
 		"--repl-diskless-sync-delay", "0",
+		// A SIGTERM is acted on at the next server cron: at the default hz
+		// of 10, up to 100ms after it (every run waits for its servers to
+		// stop). Keys expire the same either way: an expired key is gone
+		// to every command, whether the cron has deleted it yet or not.
+		"--hz", "100",
 	}
 	if opt.Persistence {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
