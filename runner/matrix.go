@@ -56,15 +56,16 @@ type MatrixOptions struct {
 	LinearizableTimeout time.Duration
 	// Log receives the runs' log lines; nil for none.
 	Log io.Writer
-	// Observe sees every op of the running cell (see Options.Observe).
+	// Observe sees every op of the followed cell (see Options.Observe): a
+	// live count follows one run at a time. A cell is followed, from its
+	// start to its end, when no other is as it starts (CellEvent.Followed);
+	// one by one, every cell is.
 	Observe func(history.Op)
 	// OnCell is called before each cell starts and after it ends (never
 	// twice at once, even with cells side by side).
 	OnCell func(CellEvent)
 	// Parallel is how many cells run at once (zero means 1). Each cell
 	// starts its own servers on free ports; results keep the plan's order.
-	// With more than one, Observe is not called: a live count follows one
-	// run at a time.
 	Parallel int
 }
 
@@ -78,6 +79,9 @@ type CellEvent struct {
 	Duration time.Duration
 	// LockFree is set for a backend that takes no lock.
 	LockFree bool
+	// Followed is set when MatrixOptions.Observe sees this cell's ops
+	// (on its start and on its end alike).
+	Followed bool
 	// Done is set once the cell has ended; Cell is then its result and
 	// Dir its run directory (empty when none is left).
 	Done bool
@@ -280,21 +284,22 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	}
 	save()
 	parallel := max(opt.Parallel, 1)
-	runOpt := func(c plannedCell) Options {
+	runOpt := func(c plannedCell, followed bool) Options {
 		o := Options{
 			Store: opt.Store, Command: cellCommand(c, opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
 			LinearizableTimeout: opt.LinearizableTimeout,
 		}
-		if parallel == 1 {
-			o.Observe = opt.Observe // a live count follows one run at a time
+		if followed {
+			o.Observe = opt.Observe
 		}
 		return o
 	}
 	var (
-		mu     sync.Mutex // guards judged, done, runErr, m and OnCell calls
-		judged = make([]reports.MatrixCell, len(share))
-		done   = make([]bool, len(share))
-		runErr error
+		mu       sync.Mutex // guards judged, done, followed, runErr, m and OnCell calls
+		judged   = make([]reports.MatrixCell, len(share))
+		done     = make([]bool, len(share))
+		followed = -1 // the cell whose ops Observe sees, or -1
+		runErr   error
 	)
 	// The cells finished so far, in plan order: results.json and the
 	// report list them the same whether cells ran one by one or side by side.
@@ -310,15 +315,21 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 		c := share[i]
 		ev := CellEvent{Index: i, Total: len(share), Key: c.key, Duration: c.sc.Duration.D(), LockFree: c.lockFree}
 		mu.Lock()
+		if followed < 0 {
+			followed, ev.Followed = i, true
+		}
 		if opt.OnCell != nil {
 			opt.OnCell(ev)
 		}
 		mu.Unlock()
 		start := time.Now()
-		out, err := Run(ctx, c.sc, runOpt(c))
+		out, err := Run(ctx, c.sc, runOpt(c, ev.Followed))
 		var cell reports.MatrixCell
 		mu.Lock()
 		defer mu.Unlock()
+		if ev.Followed {
+			followed = -1
+		}
 		switch {
 		case err != nil && (errors.Is(err, ErrInterrupted) || ctx.Err() != nil):
 			m.Interrupted = true

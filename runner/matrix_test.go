@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -366,4 +370,62 @@ func TestAnalyzeRedrawsReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFiles(t, "analyze", before, snapshot(t, out.Dir))
+}
+
+// TestMatrixFollowsOneCellAtATime: Observe sees the ops of one cell at a
+// time, the one OnCell marks followed, from its start to its end; one by
+// one every cell is followed, side by side one of the running cells is.
+func TestMatrixFollowsOneCellAtATime(t *testing.T) {
+	d := 300 * time.Millisecond
+	for _, parallel := range []int{1, 3} {
+		t.Run(fmt.Sprint("parallel ", parallel), func(t *testing.T) {
+			var observed atomic.Int64
+			var (
+				mu                  sync.Mutex
+				following, followed int
+				followedOps         int64
+				startFollowed       = map[int]bool{}
+			)
+			out, err := RunMatrix(context.Background(), MatrixOptions{
+				Scenarios: []string{"baseline"}, Backends: []string{"mutex"}, Seeds: 4,
+				Store: t.TempDir(), TempDir: t.TempDir(), Parallel: parallel,
+				Overrides: scenarios.Overrides{Duration: &d},
+				Observe:   func(history.Op) { observed.Add(1) },
+				OnCell: func(ev CellEvent) {
+					mu.Lock()
+					defer mu.Unlock()
+					if !ev.Done {
+						startFollowed[ev.Index] = ev.Followed
+						if ev.Followed {
+							following++
+							followed++
+						}
+						if following > 1 {
+							t.Errorf("cell %d: %d cells followed at once", ev.Index, following)
+						}
+						return
+					}
+					if ev.Followed != startFollowed[ev.Index] {
+						t.Errorf("cell %d: followed %v at its start, %v at its end", ev.Index, startFollowed[ev.Index], ev.Followed)
+					}
+					if ev.Followed {
+						following--
+						followedOps += int64(ev.Cell.Ops)
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Matrix.Cells) != 4 {
+				t.Fatalf("%d cells, want 4", len(out.Matrix.Cells))
+			}
+			if followed == 0 || (parallel == 1 && followed != 4) {
+				t.Errorf("%d of 4 cells followed", followed)
+			}
+			if got := observed.Load(); got != followedOps || got == 0 {
+				t.Errorf("Observe saw %d ops; the followed cells recorded %d", got, followedOps)
+			}
+		})
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,18 +143,25 @@ a run failed with a harness error.
 		prog = reports.NewProgress(stderr, 30*time.Second)
 		defer prog.Close()
 		opt.Observe = prog.Observe
-		finished := 0
+		// The live bar follows one run at a time (the cell the runner
+		// follows); every cell prints its line as it ends, and once no
+		// cell is left to start, the line says which are still running.
+		started, finished := 0, 0
+		running := map[int]string{}
 		opt.OnCell = func(ev runner.CellEvent) {
 			label := fmt.Sprintf("[%d/%d] %s / %s (seed %d)", ev.Index+1, ev.Total, ev.Key.Scenario, ev.Key.Backend, ev.Key.Seed)
 			if !ev.Done {
+				started++
+				running[ev.Index] = label
 				prog.SetCells(finished, ev.Total)
-				if *parallel == 1 { // the live bar follows one run at a time
+				if ev.Followed {
 					prog.StartRun(label, ev.Duration, !ev.LockFree)
 				}
 				return
 			}
 			finished++
-			if *parallel == 1 {
+			delete(running, ev.Index)
+			if ev.Followed {
 				prog.EndRun()
 			}
 			prog.SetCells(finished, ev.Total)
@@ -169,6 +178,13 @@ a run failed with a harness error.
 				line += "  " + ev.Dir
 			}
 			prog.Printf("%s", line)
+			if ev.Followed && started == ev.Total && len(running) > 0 {
+				var labels []string
+				for _, i := range slices.Sorted(maps.Keys(running)) {
+					labels = append(labels, running[i])
+				}
+				prog.Printf("still running: %s", strings.Join(labels, ", "))
+			}
 		}
 	}
 	ctx, cancel := signalContext()

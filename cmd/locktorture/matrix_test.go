@@ -24,6 +24,8 @@ func TestMatrixBadInputExits254(t *testing.T) {
 		{"unknown scenario", []string{"matrix", "--scenarios", "nope", "--store", store}, `unknown scenario "nope"`},
 		{"bad shard", []string{"matrix", "--shard", "3/2", "--store", store}, "--shard"},
 		{"bad seeds", []string{"matrix", "--seeds", "0", "--store", store}, "--seeds"},
+		{"no parallel", []string{"matrix", "--parallel", "0", "--store", store}, "--parallel must be from 1 to 64, not 0"},
+		{"too parallel", []string{"matrix", "--parallel", "65", "--store", store}, "--parallel must be from 1 to 64, not 65"},
 		{"no cell", []string{"matrix", "--scenarios", "kleppmann-pause", "--backends", "mutex", "--store", store}, "no scenario applies"},
 		{"extra argument", []string{"matrix", "baseline"}, "unexpected argument"},
 		{"merge nothing", []string{"merge", "--store", store, t.TempDir()}, "neither a matrix"},
