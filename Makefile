@@ -53,7 +53,8 @@ clean:
 .PHONY: matrix
 MATRIX_FLAGS ?=
 
-## matrix: every built-in scenario with every backend it applies to, judged against its expectation;
+## matrix: every built-in scenario with every backend it applies to, judged against its expectation,
+## two cells at a time (about 4.5 minutes on 2 cores; MATRIX_FLAGS="--parallel 1": one by one, about 9);
 ## the report lands in $(STORE)/matrix/latest/ (e.g. make matrix MATRIX_FLAGS="--shard 1/2")
 matrix: deps build
 	./$(BIN) matrix --store $(STORE) $(MATRIX_FLAGS)
