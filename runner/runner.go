@@ -238,7 +238,7 @@ func linkLatest(store, dir string) error {
 		return err
 	}
 	link := filepath.Join(store, "latest")
-	tmp := link + ".tmp"
+	tmp := fmt.Sprintf("%s.tmp-%d-%d", link, os.Getpid(), time.Now().UnixNano()) // one per call: side-by-side cells may link at once
 	_ = os.Remove(tmp)
 	if err := os.Symlink(rel, tmp); err != nil {
 		return err
