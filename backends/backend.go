@@ -140,12 +140,10 @@ type Env struct {
 	Postgres cluster.PostgresOptions
 	// EtcdMembers is the size of the etcd cluster (0 means 1).
 	EtcdMembers int
-	// WaitReplicas, when positive, makes single-Redis backends WAIT for
-	// that many replicas after acquiring, failing the acquire on a short count.
-	WaitReplicas int
-	// FenceStart is where a counter fence starts: the first grant on a key
-	// carries FenceStart+1 (redis-fenced).
-	FenceStart int64
+	// Options are the backend's own settings (the scenario's
+	// backend_options block for it, decoded by DecodeOptions), of the type
+	// its Info.Options returns; nil means its defaults.
+	Options Options
 }
 
 // Info describes a backend for `locktorture list backends`.
@@ -174,6 +172,9 @@ type Info struct {
 	// on servers ask it, so a backend that left it out would be refused
 	// every partition, kill and delay.
 	Kinds []string
+	// Options, when set, returns the backend's fresh options with their
+	// defaults: the keys of its backend_options block (see Options).
+	Options func() Options
 }
 
 // ServerKinds returns the kinds of server the backend runs.

@@ -26,7 +26,26 @@ func init() {
 		Fencing:     true,
 		Lease:       true,
 		Sentinel:    true,
+		Options:     func() Options { return &FencedOptions{} },
 	}, newRedisFenced)
+}
+
+// FencedOptions are redis-fenced's backend_options: the single-Redis
+// backends' own, and where its counter starts.
+type FencedOptions struct {
+	RedisOptions `yaml:",inline"`
+	// FenceStart is where a key's counter starts: its first grant carries
+	// FenceStart+1 (kleppmann-fenced starts at 32, so its tokens are
+	// Kleppmann's 33 and 34).
+	FenceStart int64 `yaml:"fence_start"`
+}
+
+// Validate refuses a negative start.
+func (o *FencedOptions) Validate(env Env) error {
+	if o.FenceStart < 0 {
+		return fmt.Errorf("fence_start must be 0 or more, not %d", o.FenceStart)
+	}
+	return o.RedisOptions.Validate(env)
 }
 
 // fencedAcquireScript returns the new fence, or 0 when the lock is busy. A
@@ -40,7 +59,8 @@ end
 return 0`)
 
 type redisFenced struct {
-	target *redisTarget
+	target     *redisTarget
+	fenceStart int64
 }
 
 func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
@@ -48,27 +68,28 @@ func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisFenced{target: t}, nil
+	return &redisFenced{target: t, fenceStart: envOptions(env, &FencedOptions{}).FenceStart}, nil
 }
 
 func (b *redisFenced) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return &redisFencedClient{rc: b.target.client(c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock}, nil
+	return &redisFencedClient{rc: b.target.client(c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock, fenceStart: b.fenceStart}, nil
 }
 
 func (b *redisFenced) Close() error { return nil }
 
 type redisFencedClient struct {
-	rc     *redis.Client
-	target *redisTarget
-	ttl    time.Duration
-	clock  *cluster.Clock
+	rc         *redis.Client
+	target     *redisTarget
+	ttl        time.Duration
+	clock      *cluster.Clock
+	fenceStart int64
 }
 
 func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
 	token := randomToken()
 	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
-	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.target.env.FenceStart).Int64()
+	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.fenceStart).Int64()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire %s: %w", key, err)
 	}

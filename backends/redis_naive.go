@@ -19,6 +19,7 @@ func init() {
 		Kinds:       []string{"redis"},
 		Lease:       true,
 		Sentinel:    true,
+		Options:     newRedisOptions,
 	}, newSetNXBackend(plainDelete))
 }
 

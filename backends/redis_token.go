@@ -13,5 +13,6 @@ func init() {
 		Kinds:       []string{"redis"},
 		Lease:       true,
 		Sentinel:    true,
+		Options:     newRedisOptions,
 	}, newSetNXBackend(redisTokenRelease))
 }

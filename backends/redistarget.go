@@ -25,9 +25,34 @@ const (
 // or a Sentinel group.
 type redisTarget struct {
 	env    Env
+	opt    RedisOptions
 	server *cluster.Redis
 	group  *cluster.SentinelGroup
 }
+
+// RedisOptions are the backend_options of the single-Redis backends
+// that WAIT for replicas (redis-naive, redis-token; redis-fenced adds its
+// own). redis-renew and redislock take none: they never WAIT.
+type RedisOptions struct {
+	// WaitReplicas, when positive, makes the backend WAIT for that many
+	// replicas after acquiring, failing the acquire on a short count
+	// (needs `redis: sentinel`: there is no replica otherwise).
+	WaitReplicas int `yaml:"wait_replicas"`
+}
+
+// Validate refuses a negative count, and replicas without Sentinel.
+func (o *RedisOptions) Validate(env Env) error {
+	if o.WaitReplicas < 0 || (o.WaitReplicas > 0 && env.Redis != RedisSentinel) {
+		return fmt.Errorf("wait_replicas needs `redis: sentinel` (there is no replica otherwise) and a count of 0 or more, not %d", o.WaitReplicas)
+	}
+	return nil
+}
+
+// redisOptions is what the single-Redis backends' options have in common.
+func (o *RedisOptions) redisOptions() RedisOptions { return *o }
+
+// newRedisOptions is Info.Options of the single-Redis backends.
+func newRedisOptions() Options { return &RedisOptions{} }
 
 func init() {
 	// go-redis logs Sentinel events to stderr; the run's own log and the
@@ -42,6 +67,9 @@ func (quietLogger) Printf(ctx context.Context, format string, v ...any) {}
 // startRedisTarget starts the servers of env.Redis's setup.
 func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 	t := &redisTarget{env: env}
+	if o, ok := env.Options.(interface{ redisOptions() RedisOptions }); ok {
+		t.opt = o.redisOptions()
+	}
 	switch env.Redis {
 	case "", RedisSingle:
 		r, err := startOneRedis(ctx, env)
@@ -81,12 +109,12 @@ func (t *redisTarget) client(c ClientEnv) *redis.Client {
 	return redis.NewFailoverClient(o)
 }
 
-// confirm runs after a successful SET: with Env.WaitReplicas it asks the
+// confirm runs after a successful SET: with wait_replicas it asks the
 // primary to WAIT for that many replicas and treats a short count as a
 // failed acquire (the lock is given back) — the mitigation users ask about,
 // which narrows the failover window but does not close it.
 func (t *redisTarget) confirm(ctx context.Context, rc *redis.Client, key, token string) error {
-	n := t.env.WaitReplicas
+	n := t.opt.WaitReplicas
 	if n <= 0 {
 		return nil
 	}

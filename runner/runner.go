@@ -72,18 +72,17 @@ type Outcome struct {
 // backendEnv is what the scenario tells the backend.
 func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 	return backends.Env{
-		Cluster:      cl,
-		TTL:          sc.TTL.D(),
-		OpTimeout:    sc.Timeout.D(),
-		Clients:      sc.Clients,
-		Keys:         sc.KeyNames(),
-		Seed:         sc.Seed,
-		Persistence:  sc.Persistence,
-		Redis:        sc.Redis,
-		WaitReplicas: sc.WaitReplicas,
-		FenceStart:   sc.FenceStart,
-		EtcdMembers:  sc.EtcdMembers,
-		Postgres:     sc.PostgresOptions(),
+		Cluster:     cl,
+		TTL:         sc.TTL.D(),
+		OpTimeout:   sc.Timeout.D(),
+		Clients:     sc.Clients,
+		Keys:        sc.KeyNames(),
+		Seed:        sc.Seed,
+		Persistence: sc.Persistence,
+		Redis:       sc.Redis,
+		Options:     sc.Options(sc.Backend),
+		EtcdMembers: sc.EtcdMembers,
+		Postgres:    sc.PostgresOptions(),
 	}
 }
 
@@ -144,6 +143,21 @@ func settings(sc *scenarios.Scenario) map[string]string {
 		k, v := m[i].Value, m[i+1]
 		switch k {
 		case "name", "description", "backends", "expect":
+			continue
+		case "backend_options":
+			// The run's backend's own settings, as rows of their own.
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if v.Content[j].Value != sc.Backend {
+					continue
+				}
+				o := v.Content[j+1].Content
+				for l := 0; l+1 < len(o); l += 2 {
+					setFlow(o[l+1])
+					if fb, err := yaml.Marshal(o[l+1]); err == nil {
+						out[o[l].Value] = strings.TrimSpace(string(fb))
+					}
+				}
+			}
 			continue
 		}
 		if v.Kind == yaml.ScalarNode {

@@ -63,6 +63,7 @@ const (
 // both are left out; think_max alone leaves think_min 0; think_min alone
 // makes think_max the larger of 25ms and think_min.
 func (s *Scenario) applyDefaults(given fieldSet) {
+	s.fillOptions()
 	if !given["resource"] {
 		s.Resource = suitedResource(s.Backend, workload.ResourceMemory)
 	}

@@ -80,7 +80,9 @@ func located(source string, err error) error {
 		line = m[1]
 		msg = strings.Replace(msg, m[0], "", 1)
 	}
-	if m := yamlUnknown.FindStringSubmatch(msg); m != nil {
+	if m := yamlUnknown.FindStringSubmatch(msg); m != nil && m[2] == "Scenario" && movedFields[m[1]] != "" {
+		msg = fmt.Sprintf("%s is a backend's option now: %s", m[1], movedFields[m[1]])
+	} else if m != nil {
 		msg = fmt.Sprintf("unknown field %q%s", m[1], sectionNames[m[2]])
 	} else if m := yamlType.FindStringSubmatch(msg); m != nil {
 		got := fmt.Sprintf("%q", m[2])
@@ -98,6 +100,11 @@ func located(source string, err error) error {
 var (
 	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type scenarios\.(\w+)`)
 	yamlType    = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
+	// movedFields are top-level fields that became backends' options.
+	movedFields = map[string]string{
+		"fence_start":   "write backend_options: {redis-fenced: {fence_start: N}}",
+		"wait_replicas": "write backend_options: {redis-token: {wait_replicas: N}} (redis-naive, redis-token, redis-fenced take it)",
+	}
 	// sectionNames says where an unknown field was found, by Go type.
 	sectionNames = map[string]string{
 		"Scenario":         "",

@@ -36,6 +36,7 @@ func (s *Scenario) Apply(o Overrides) error {
 	}
 	if o.Backend != nil {
 		s.Backend = *o.Backend
+		s.fillOptions()
 	}
 	if o.Resource != nil {
 		s.Resource = *o.Resource

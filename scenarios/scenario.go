@@ -111,8 +111,8 @@ type Expect struct {
 
 // Scenario is one scenario file. Parse gives a field the file leaves out
 // its default (in the comments below); a zero the file gives is kept
-// where zero means something (hold, think_min, think_max, seed,
-// fence_start, wait_replicas) and refused where it does not.
+// where zero means something (hold, think_min, think_max, seed) and
+// refused where it does not.
 type Scenario struct {
 	// Name names the scenario and its directory in the store
 	// (store/<name>/...): letters, digits, '-', '_' and '.' (not first),
@@ -154,14 +154,10 @@ type Scenario struct {
 	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
 	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
 	EtcdMembers int `yaml:"etcd_members"`
-	// WaitReplicas makes single-Redis backends WAIT for that many replicas
-	// after acquiring, and fail the acquire on a short count.
-	WaitReplicas int `yaml:"wait_replicas"`
-	// FenceStart is where a counter fence starts: redis-fenced's first
-	// grant on a key carries FenceStart+1 (kleppmann-fenced starts at 32,
-	// so its tokens are Kleppmann's 33 and 34). Fences that are not a
-	// counter of ours (etcd's revisions) do not use it.
-	FenceStart int64 `yaml:"fence_start"`
+	// BackendOptions are each backend's own settings, by backend name
+	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
+	// each backend takes are its own (see BackendOptions).
+	BackendOptions BackendOptions `yaml:"backend_options,omitempty"`
 	// ThinkMin and ThinkMax bound the random pause between rounds:
 	// 5ms to 25ms when both are left out; 0 to 0 is no pause.
 	ThinkMin Duration `yaml:"think_min"`
@@ -227,6 +223,14 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	}
 	if eff.EtcdMembers == 0 {
 		eff.EtcdMembers = 1
+	}
+	// The run's backend's options with their defaults written out.
+	if o := s.Options(s.Backend); o != nil {
+		eff.BackendOptions = BackendOptions{}
+		for k, v := range s.BackendOptions {
+			eff.BackendOptions[k] = v
+		}
+		eff.BackendOptions[s.Backend] = o
 	}
 	if err := enc.Encode(&eff); err != nil {
 		return nil, fmt.Errorf("scenarios: encode: %w", err)

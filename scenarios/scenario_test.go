@@ -95,7 +95,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad duration", base + "ttl: 1parsec\n", 3, "1parsec"},
 		{"bad nested duration", base + "nemesis:\n  script:\n    - fault: pause\n      process: 0\n      for: soon\n", 7, "soon"},
 		{"negative duration", base + "hold: -1s\n", 3, "-1s"},
-		{"negative fence_start", base + "fence_start: -1\n", 3, "fence_start"},
+		{"fence_start moved to backend_options", base + "fence_start: 32\n", 3, "backend_options: {redis-fenced: {fence_start: N}}"},
 		{"unknown fencing mode", base + "fencing: sometimes\n", 3, "sometimes"},
 		{"unknown backend", "name: x\nbackend: nope\n", 2, "nope"},
 		{"missing backend", "name: x\nclients: 2\n", 1, "backend"},

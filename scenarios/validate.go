@@ -104,11 +104,8 @@ func (s *Scenario) Validate() error {
 	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
 		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
 	}
-	if s.FenceStart < 0 {
-		return bad("fence_start", "fence_start must be 0 or more, not %d", s.FenceStart)
-	}
-	if s.WaitReplicas < 0 || (s.WaitReplicas > 0 && s.Redis != backends.RedisSentinel) {
-		return bad("wait_replicas", "wait_replicas needs `redis: sentinel` (there is no replica otherwise)")
+	if err := s.validateOptions(); err != nil {
+		return err
 	}
 	if err := validVerdicts(s.Expect.Expectation, nil); err != nil {
 		return err

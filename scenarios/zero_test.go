@@ -17,19 +17,16 @@ func TestExplicitZero(t *testing.T) {
 		name                 string
 		in                   string
 		hold, thinkMin, tMax time.Duration
-		seed, fenceStart     int64
-		waitReplicas         int
+		seed                 int64
 	}{
-		{"all left out", base, 50 * ms, 5 * ms, 25 * ms, 1, 0, 0},
-		{"hold 0s", base + "hold: 0s\n", 0, 5 * ms, 25 * ms, 1, 0, 0},
-		{"hold bare 0", base + "hold: 0\n", 0, 5 * ms, 25 * ms, 1, 0, 0},
-		{"think 0s..0s", base + "think_min: 0s\nthink_max: 0s\n", 50 * ms, 0, 0, 1, 0, 0},
-		{"hold and think 0", base + "hold: 0s\nthink_min: 0s\nthink_max: 0s\n", 0, 0, 0, 1, 0, 0},
-		{"think_max alone keeps think_min 0 as before", base + "think_max: 10ms\n", 50 * ms, 0, 10 * ms, 1, 0, 0},
-		{"seed 0", base + "seed: 0\n", 50 * ms, 5 * ms, 25 * ms, 0, 0, 0},
-		{"fence_start 0", base + "fence_start: 0\n", 50 * ms, 5 * ms, 25 * ms, 1, 0, 0},
-		{"wait_replicas 0", base + "wait_replicas: 0\n", 50 * ms, 5 * ms, 25 * ms, 1, 0, 0},
-		{"a null value is left out", base + "hold:\nseed:\n", 50 * ms, 5 * ms, 25 * ms, 1, 0, 0},
+		{"all left out", base, 50 * ms, 5 * ms, 25 * ms, 1},
+		{"hold 0s", base + "hold: 0s\n", 0, 5 * ms, 25 * ms, 1},
+		{"hold bare 0", base + "hold: 0\n", 0, 5 * ms, 25 * ms, 1},
+		{"think 0s..0s", base + "think_min: 0s\nthink_max: 0s\n", 50 * ms, 0, 0, 1},
+		{"hold and think 0", base + "hold: 0s\nthink_min: 0s\nthink_max: 0s\n", 0, 0, 0, 1},
+		{"think_max alone keeps think_min 0 as before", base + "think_max: 10ms\n", 50 * ms, 0, 10 * ms, 1},
+		{"seed 0", base + "seed: 0\n", 50 * ms, 5 * ms, 25 * ms, 0},
+		{"a null value is left out", base + "hold:\nseed:\n", 50 * ms, 5 * ms, 25 * ms, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,10 +35,10 @@ func TestExplicitZero(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s.Hold.D() != tc.hold || s.ThinkMin.D() != tc.thinkMin || s.ThinkMax.D() != tc.tMax ||
-				s.Seed != tc.seed || s.FenceStart != tc.fenceStart || s.WaitReplicas != tc.waitReplicas {
-				t.Errorf("hold %s think %s..%s seed %d fence_start %d wait_replicas %d, want %s %s..%s %d %d %d",
-					s.Hold, s.ThinkMin, s.ThinkMax, s.Seed, s.FenceStart, s.WaitReplicas,
-					tc.hold, tc.thinkMin, tc.tMax, tc.seed, tc.fenceStart, tc.waitReplicas)
+				s.Seed != tc.seed {
+				t.Errorf("hold %s think %s..%s seed %d, want %s %s..%s %d",
+					s.Hold, s.ThinkMin, s.ThinkMax, s.Seed,
+					tc.hold, tc.thinkMin, tc.tMax, tc.seed)
 			}
 			// The effective scenario (scenario.yaml in the store) keeps its zeros.
 			data, err := s.Marshal()

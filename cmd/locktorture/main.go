@@ -320,13 +320,21 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	defer tw.Flush()
 	switch args[0] {
 	case "backends":
-		fmt.Fprintln(tw, "NAME\tFENCING\tSERVERS\tDESCRIPTION")
+		fmt.Fprintln(tw, "NAME\tFENCING\tSERVERS\tOPTIONS\tDESCRIPTION")
 		for _, b := range backends.List() {
 			fence := "no"
 			if b.Fencing {
 				fence = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, fence, b.Servers, b.Description)
+			opts := "-"
+			if b.Options != nil {
+				if keys := backends.OptionKeys(b.Options()); keys == nil {
+					opts = "any"
+				} else if len(keys) > 0 {
+					opts = strings.Join(keys, ",")
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", b.Name, fence, b.Servers, opts, b.Description)
 		}
 	case "scenarios":
 		fmt.Fprintln(tw, "NAME\tBACKEND\tEXPECTED\tDESCRIPTION")

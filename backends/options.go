@@ -1,0 +1,106 @@
+package backends
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Options are one backend's own settings: the scenario's
+// `backend_options: {<backend>: {...}}` block, decoded strictly into the
+// struct the backend's Info.Options returns. Its yaml tags are the keys the
+// backend takes, as a fault's params struct names the keys a step takes;
+// adding a setting to a backend is a field in its own file.
+type Options interface {
+	// Validate checks the options against the run's setup (Env.Redis,
+	// Env.Clients, ...); Cluster and the other run-time fields are unset.
+	Validate(env Env) error
+}
+
+// FreeOptions are the options of a backend that passes them on unread
+// (exec hands them to its program in the open request): any keys.
+type FreeOptions map[string]any
+
+// Validate accepts anything: the program judges its own options.
+func (FreeOptions) Validate(Env) error { return nil }
+
+// DecodeOptions decodes node (a YAML mapping; nil when the scenario gives
+// none) into backend's fresh options, strictly: a key the backend does not
+// take is refused, naming those it takes. It returns nil for a backend
+// that takes no options and was given none. Errors begin "line N: " when
+// they are about one key, as yaml's own do.
+func DecodeOptions(backend string, node *yaml.Node) (Options, error) {
+	info, _, err := Lookup(backend)
+	if err != nil {
+		return nil, err
+	}
+	given := node != nil && node.Kind != 0 && !(node.Kind == yaml.ScalarNode && node.Tag == "!!null")
+	if info.Options == nil {
+		if given && (node.Kind != yaml.MappingNode || len(node.Content) > 0) {
+			return nil, fmt.Errorf("line %d: %s takes no options", node.Line, backend)
+		}
+		return nil, nil
+	}
+	o := info.Options()
+	if !given {
+		return o, nil
+	}
+	if node.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: the options of %s are a mapping of settings", node.Line, backend)
+	}
+	if takes := OptionKeys(o); takes != nil {
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			if k := node.Content[i]; !slices.Contains(takes, k.Value) {
+				return nil, fmt.Errorf("line %d: %s takes no option %q (it takes: %s)", k.Line, backend, k.Value, strings.Join(takes, ", "))
+			}
+		}
+	}
+	if err := node.Decode(o); err != nil {
+		// yaml's type errors name their lines; keep them whole.
+		return nil, err
+	}
+	return o, nil
+}
+
+// OptionKeys lists the keys an options struct takes, from its yaml tags
+// (inline structs included); nil for free options (a map).
+func OptionKeys(o Options) []string {
+	t := reflect.TypeOf(o)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	return optionKeysOf(t)
+}
+
+func optionKeysOf(t reflect.Type) []string {
+	out := []string{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case slices.Contains(strings.Split(opts, ","), "inline"):
+			out = append(out, optionKeysOf(f.Type)...)
+		case name == "-" || !f.IsExported():
+		case name == "":
+			out = append(out, strings.ToLower(f.Name))
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// envOptions returns the run's options for a backend of options type T, or
+// def when the run gives none (a backend built in Go, in a test).
+func envOptions[T Options](env Env, def T) T {
+	if o, ok := env.Options.(T); ok {
+		return o
+	}
+	return def
+}
