@@ -65,6 +65,9 @@ type Cluster struct {
 	pg       postgresSlot // the run's one PostgreSQL (postgres.go)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
+	// given, when set, makes the cluster start nothing: its starters hand
+	// out the servers it names (given.go).
+	given *givenState
 }
 
 // New makes a cluster with its own temporary directory, and removes those

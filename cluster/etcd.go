@@ -49,6 +49,7 @@ type EtcdMember struct {
 	clientPort int
 	peerPort   int
 	dataDir    string
+	given      string // the address of a member someone else runs (given.go)
 }
 
 // etcdSlot holds a Cluster's etcd, started once.
@@ -79,6 +80,9 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 			return nil, fmt.Errorf("cluster: etcd already runs with %d members, not %d", len(e.members), opt.Members)
 		}
 		return e, nil
+	}
+	if c.given != nil {
+		return c.givenEtcd()
 	}
 	if opt.Members == 0 {
 		opt.Members = 1
@@ -250,7 +254,7 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 func (m *EtcdMember) Name() string { return m.name }
 
 // Addr is the member's client address, host:port.
-func (m *EtcdMember) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.clientPort)) }
+func (m *EtcdMember) Addr() string { return hostPort(m.given, m.clientPort) }
 
 // PeerAddr is the member's peer (raft) address, host:port.
 func (m *EtcdMember) PeerAddr() string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -132,6 +131,7 @@ type postgresSlot struct {
 type Postgres struct {
 	p       *proc
 	port    int
+	given   string // the address of a server someone else runs (given.go)
 	opt     PostgresOptions
 	dataDir string
 
@@ -158,7 +158,11 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 		}
 		return pg, nil
 	}
-	pg, err := c.startPostgres(ctx, opt)
+	start := c.startPostgres
+	if c.given != nil {
+		start = c.givenPostgres
+	}
+	pg, err := start(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 func (pg *Postgres) Name() string { return pg.p.name }
 
 // Addr is the server's host:port.
-func (pg *Postgres) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.port)) }
+func (pg *Postgres) Addr() string { return hostPort(pg.given, pg.port) }
 
 // Port is the server's TCP port.
 func (pg *Postgres) Port() int { return pg.port }

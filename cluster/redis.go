@@ -29,10 +29,15 @@ type Redis struct {
 	p    *proc
 	port int
 	opt  RedisOptions
+	// given is the address of a server someone else runs (given.go).
+	given string
 }
 
 // StartRedis starts a redis-server on a free port and waits until it answers PING.
 func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	if c.given != nil {
+		return c.givenRedis(opt)
+	}
 	bin, err := lookBin("redis-server", "redis-server")
 	if err != nil {
 		return nil, err
@@ -113,7 +118,7 @@ func redisArgs(port int, dir string, opt RedisOptions) []string {
 func (r *Redis) Name() string { return r.opt.Name }
 
 // Addr is the server's host:port.
-func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
+func (r *Redis) Addr() string { return hostPort(r.given, r.port) }
 
 // Port is the server's TCP port.
 func (r *Redis) Port() int { return r.port }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -19,13 +18,15 @@ type Sentinel struct {
 	p    *proc
 	port int
 	name string
+	// given is the address of a Sentinel someone else runs (given.go).
+	given string
 }
 
 // Name is the Sentinel's name.
 func (s *Sentinel) Name() string { return s.name }
 
 // Addr is its host:port.
-func (s *Sentinel) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Sentinel) Addr() string { return hostPort(s.given, s.port) }
 
 // LogPath is its log file.
 func (s *Sentinel) LogPath() string { return s.p.logPath }
@@ -81,6 +82,9 @@ func (c *Cluster) SentinelGroup() *SentinelGroup {
 
 // ServerByAddr finds a server (or Sentinel) by its real address.
 func (c *Cluster) ServerByAddr(addr string) Server {
+	if a := c.givenAlias(addr); a != "" {
+		return givenServer{name: addr, addr: a}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.servers {
@@ -104,6 +108,9 @@ func (c *Cluster) ServerByAddr(addr string) Server {
 func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*SentinelGroup, error) {
 	if g := c.SentinelGroup(); g != nil {
 		return g, nil
+	}
+	if c.given != nil {
+		return c.givenSentinelGroup()
 	}
 	bin, err := lookBin("redis-sentinel", "redis-sentinel")
 	if err != nil {

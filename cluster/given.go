@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+)
+
+// Given names servers that someone else runs, by the addresses one client
+// should dial: what a client process gets in its open request (see
+// docs/client-protocol.md). A cluster made by NewGiven starts nothing:
+// StartRedis, StartSentinelGroup, Postgres and Etcd hand out the given
+// servers instead, so every backend builds its clients from them exactly
+// as it would from servers it started.
+type Given struct {
+	// Redis are Redis servers, in the order the backend starts them.
+	Redis []string `json:"redis,omitempty"`
+	// Sentinel is a Sentinel group: the name its primary is monitored
+	// under and the Sentinels' addresses.
+	Sentinel *GivenSentinel `json:"sentinel,omitempty"`
+	// Postgres is a PostgreSQL connection string.
+	Postgres string `json:"postgres,omitempty"`
+	// Etcd are the members' client addresses.
+	Etcd []string `json:"etcd,omitempty"`
+	// Zookeeper are the ZooKeeper servers' addresses.
+	Zookeeper []string `json:"zookeeper,omitempty"`
+	// Other are servers of any other kind, by kind.
+	Other map[string][]string `json:"-"`
+	// Aliases map a server's real address to the one to dial instead (a
+	// Sentinel names the primary by its real address; the client must
+	// still go through its own link). Not part of the protocol.
+	Aliases map[string]string `json:"-"`
+}
+
+// GivenSentinel is a Sentinel group someone else runs.
+type GivenSentinel struct {
+	// Master is the name the Sentinels monitor the primary under.
+	Master string `json:"master"`
+	// Addrs are the Sentinels' addresses.
+	Addrs []string `json:"addrs"`
+}
+
+// givenState is what a given cluster has handed out so far.
+type givenState struct {
+	g     Given
+	mu    sync.Mutex
+	redis int // Redis servers handed out
+}
+
+// NewGiven returns a cluster that starts no server: it hands out the
+// servers g names. Its Close stops nothing.
+func NewGiven(g Given) *Cluster {
+	return &Cluster{given: &givenState{g: g}}
+}
+
+// GivenAddrs returns the addresses given for a kind of server ("redis",
+// "etcd", "zookeeper", or any other), and whether the cluster is a given
+// one: a starter of a new kind of server calls it first and, on a given
+// cluster, hands out those addresses instead of starting anything.
+func (c *Cluster) GivenAddrs(kind string) ([]string, bool) {
+	if c.given == nil {
+		return nil, false
+	}
+	g := c.given.g
+	switch kind {
+	case "redis":
+		return g.Redis, true
+	case "etcd":
+		return g.Etcd, true
+	case "zookeeper":
+		return g.Zookeeper, true
+	case "postgres":
+		if g.Postgres == "" {
+			return nil, true
+		}
+		return []string{g.Postgres}, true
+	}
+	return g.Other[kind], true
+}
+
+// hostPort is a server's address: the given one, or 127.0.0.1:port.
+func hostPort(given string, port int) string {
+	if given != "" {
+		return given
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// givenProc is the stand-in process of a given server: it has a name and
+// nothing to run.
+func givenProc(name string) *proc { return &proc{name: name} }
+
+// givenRedis hands out the next given Redis server.
+func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
+	s := c.given
+	s.mu.Lock()
+	n := s.redis
+	s.redis++
+	s.mu.Unlock()
+	if n >= len(s.g.Redis) {
+		return nil, fmt.Errorf("cluster: %w: the backend wants Redis server %d, but only %d were given", ErrStart, n+1, len(s.g.Redis))
+	}
+	if opt.Name == "" {
+		opt.Name = fmt.Sprintf("redis-%d", n)
+	}
+	r := &Redis{opt: opt, given: s.g.Redis[n], p: givenProc(opt.Name)}
+	c.mu.Lock()
+	c.redis = append(c.redis, r)
+	c.mu.Unlock()
+	c.AddServer(r)
+	return r, nil
+}
+
+// givenSentinelGroup hands out the given Sentinel group; its primary and
+// replica are the first two given Redis servers, when given.
+func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
+	gs := c.given.g.Sentinel
+	if gs == nil || len(gs.Addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was given", ErrStart)
+	}
+	if gs.Master != "" && gs.Master != SentinelMaster {
+		return nil, fmt.Errorf("cluster: %w: the Sentinels monitor %q; the backends expect %q", ErrStart, gs.Master, SentinelMaster)
+	}
+	g := &SentinelGroup{}
+	if len(c.given.g.Redis) > 0 {
+		g.Primary, _ = c.givenRedis(RedisOptions{Name: "redis-primary"})
+	}
+	if len(c.given.g.Redis) > 1 {
+		g.Replica, _ = c.givenRedis(RedisOptions{Name: "redis-replica"})
+	}
+	for i, a := range gs.Addrs {
+		name := fmt.Sprintf("sentinel-%d", i)
+		g.Sentinels = append(g.Sentinels, &Sentinel{name: name, given: a, p: givenProc(name)})
+	}
+	c.mu.Lock()
+	c.sentinel = g
+	c.mu.Unlock()
+	return g, nil
+}
+
+// givenPostgres hands out the given PostgreSQL (its DSN's host and port).
+func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	dsn := c.given.g.Postgres
+	if dsn == "" {
+		return nil, fmt.Errorf("cluster: %w: the backend wants PostgreSQL, but none was given", ErrStart)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("cluster: %w: the given PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
+	}
+	pg := &Postgres{p: givenProc("postgres"), given: u.Host, opt: opt}
+	c.AddServer(pg)
+	return pg, nil
+}
+
+// givenEtcd hands out the given etcd members (the caller holds c.etcd.mu).
+func (c *Cluster) givenEtcd() (*Etcd, error) {
+	addrs := c.given.g.Etcd
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants etcd, but none was given", ErrStart)
+	}
+	e := &Etcd{}
+	for i, a := range addrs {
+		name := fmt.Sprintf("etcd-%d", i)
+		m := &EtcdMember{name: name, given: a, p: givenProc(name)}
+		e.members = append(e.members, m)
+		c.AddServer(m)
+	}
+	c.etcd.e = e
+	return e, nil
+}
+
+// givenAlias is the address to dial for a server's real address on a
+// given cluster ("" when there is none).
+func (c *Cluster) givenAlias(addr string) string {
+	if c.given == nil {
+		return ""
+	}
+	return c.given.g.Aliases[addr]
+}
+
+// givenServer is a server known only by its address.
+type givenServer struct{ name, addr string }
+
+func (s givenServer) Name() string                   { return s.name }
+func (s givenServer) Addr() string                   { return s.addr }
+func (s givenServer) Stop(ctx context.Context) error { return nil }
+func (s givenServer) LogPath() string                { return "" }
