@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ownerFile, in a cluster's temporary directory, names the harness process
@@ -54,6 +56,7 @@ func reapOrphans(parent, keep string) {
 			continue
 		}
 		killLeftovers(dir)
+		removeSharedMemory(dir)
 		_ = os.RemoveAll(dir)
 	}
 }
@@ -76,6 +79,49 @@ func killLeftovers(dir string) {
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// removeSharedMemory removes the SysV shared memory segments that killed
+// PostgreSQL servers under dir left behind: each data directory's
+// postmaster.pid names its segment (line 7: "key shmid"). A segment is
+// removed only when no process is attached to it any more. Best effort.
+func removeSharedMemory(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && strings.Count(strings.TrimPrefix(p, dir), "/") > 3 {
+			return filepath.SkipDir
+		}
+		if d.Name() != "postmaster.pid" || d.IsDir() {
+			return nil
+		}
+		if id, ok := postmasterShmid(p); ok {
+			var ds unix.SysvShmDesc
+			if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err == nil && ds.Nattch == 0 {
+				_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			}
+		}
+		return nil
+	})
+}
+
+// postmasterShmid reads the shared memory id from a postmaster.pid file.
+func postmasterShmid(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return 0, false
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return 0, false
+	}
+	id, err := strconv.Atoi(f[1])
+	return id, err == nil && id >= 0
 }
 
 // usesDir reports whether the process at /proc/<pid> (procDir) works in dir

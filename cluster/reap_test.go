@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestNewReapsOrphans: a new cluster removes the temporary directories of
@@ -103,5 +105,68 @@ func TestReapKillsStoppedLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("the dead harness's directory is still there")
+	}
+}
+
+// TestReapRemovesSharedMemory: the segment a killed PostgreSQL left (named
+// by its postmaster.pid) goes with its dead harness's directory; a segment
+// a live process is attached to stays.
+func TestReapRemovesSharedMemory(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(parent, "locktorture-dead")
+	data := filepath.Join(orphan, "postgres-0", "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(orphan, ownerFile), fmt.Appendf(nil, "%d 1\n", dead.Process.Pid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	left, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		t.Skipf("no SysV shared memory here: %v", err)
+	}
+	defer unix.SysvShmCtl(left, unix.IPC_RMID, nil)
+	pid := fmt.Sprintf("99999\n%s\n1700000000\n5432\n/tmp\n127.0.0.1\n  5432001 %d\nready\n", data, left)
+	if err := os.WriteFile(filepath.Join(data, "postmaster.pid"), []byte(pid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A segment in use (attached here) is never removed.
+	used, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmCtl(used, unix.IPC_RMID, nil)
+	mem, err := unix.SysvShmAttach(used, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmDetach(mem)
+	other := filepath.Join(orphan, "postgres-1", "data")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid = fmt.Sprintf("99998\n%s\n1700000000\n5433\n/tmp\n127.0.0.1\n  5433001 %d\nready\n", other, used)
+	if err := os.WriteFile(filepath.Join(other, "postmaster.pid"), []byte(pid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := New(Options{TempDir: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(left, unix.IPC_STAT, &ds); err == nil {
+		t.Errorf("the segment a killed PostgreSQL left (id %d) is still there", left)
+	}
+	if _, err := unix.SysvShmCtl(used, unix.IPC_STAT, &ds); err != nil {
+		t.Errorf("the segment in use (id %d) was removed: %v", used, err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the orphan directory is still there: %v", err)
 	}
 }
