@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,8 +67,11 @@ func reapOrphans(parent, keep string) {
 // run in its data directory) or whose command line names it. Pdeathsig
 // kills a server when its harness dies, but not the server's own children
 // — and a child stopped by a server-pause (SIGSTOP) would wait forever.
-// SIGKILL ends a stopped process too. Best effort.
+// SIGKILL ends a stopped process too. It waits (a little) until they are
+// gone, so that what they held (shared memory) is free. Best effort.
 func killLeftovers(dir string) {
+	var killed []procRef
+	defer func() { waitGone(killed, 2*time.Second) }()
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(filepath.Base(p))
@@ -77,7 +81,9 @@ func killLeftovers(dir string) {
 		if !usesDir(p, dir) {
 			continue
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if st, ok := procStat(pid); ok && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, procRef{pid, st.start})
+		}
 	}
 }
 
