@@ -117,9 +117,32 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 		d := fmt.Sprintf("%s, %.1f holds/s, %.0f ops/s, acquire p50 %s p99 %s, %s over %s",
 			plural(s.Holds, "hold", "holds"), s.HoldsPerSecond, s.OpsPerSecond,
 			fmtDur(s.AcquireLatency.P50), fmtDur(s.AcquireLatency.P99), plural(s.Clients, "client", "clients"), fmtDur(s.Span))
+		d += lowAvailability(s.Availability)
 		out = append(out, checkerLine{checker.NameStats, s.Valid, d, s.Error})
 	}
 	return out
+}
+
+// lowAvailability says, when a key went without a holder for at least
+// half the run, which key and for how long: availability that collapsed
+// (a server gone, every acquire failing) shows at once beside a verdict
+// that cannot see it. "" otherwise.
+func lowAvailability(as []checker.KeyAvailability) string {
+	worst := -1
+	for i, a := range as {
+		if worst < 0 || a.Fraction > as[worst].Fraction {
+			worst = i
+		}
+	}
+	if worst < 0 || as[worst].Fraction < 0.5 {
+		return ""
+	}
+	a := as[worst]
+	s := fmt.Sprintf("; low availability: %s had no holder %.0f%% of the run (%s)", a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"))
+	if len(as) > 1 {
+		s += fmt.Sprintf(", the worst of %d keys", len(as))
+	}
+	return s
 }
 
 func keyList(ks []string) string {
