@@ -15,6 +15,25 @@ type Clock struct {
 	realBase  time.Time // real instant of the last change
 	clockBase time.Time // this clock's reading at realBase
 	rate      float64   // clock seconds per real second
+	// notify, when set, hears every change (OnChange).
+	notify func(offset time.Duration, rate float64)
+}
+
+// OnChange makes f hear every jump, change of rate and reset of the clock,
+// after it happened: how far the clock is ahead of the real one then, and
+// its rate (f runs under the clock's lock: it must be quick). A client
+// running as a process of its own sets its clock to follow.
+func (c *Clock) OnChange(f func(offset time.Duration, rate float64)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notify = f
+}
+
+func (c *Clock) changed() {
+	if c.notify != nil {
+		real := time.Now()
+		c.notify(c.nowLocked(real).Sub(real), c.rate)
+	}
 }
 
 // NewClock returns a clock that agrees with the real one.
@@ -47,6 +66,7 @@ func (c *Clock) Jump(d time.Duration) {
 	defer c.mu.Unlock()
 	real := time.Now()
 	c.clockBase, c.realBase = c.nowLocked(real).Add(d), real
+	c.changed()
 }
 
 // SetRate makes the clock run at rate clock seconds per real second from
@@ -56,6 +76,7 @@ func (c *Clock) SetRate(rate float64) {
 	defer c.mu.Unlock()
 	real := time.Now()
 	c.clockBase, c.realBase, c.rate = c.nowLocked(real), real, rate
+	c.changed()
 }
 
 // Reset makes the clock agree with the real one again.
@@ -64,4 +85,5 @@ func (c *Clock) Reset() {
 	defer c.mu.Unlock()
 	now := time.Now()
 	c.realBase, c.clockBase, c.rate = now, now, 1
+	c.changed()
 }

@@ -15,6 +15,17 @@ type Gate struct {
 	mu     sync.Mutex
 	paused bool
 	open   chan struct{} // closed while not paused
+	// notify, when set, hears every change, under mu (OnChange).
+	notify func(paused bool)
+}
+
+// OnChange makes f hear every pause and resume of the gate, as it happens
+// and in order (f runs under the gate's lock: it must be quick). A client
+// running as a process of its own freezes the whole process with it.
+func (g *Gate) OnChange(f func(paused bool)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.notify = f
 }
 
 // NewGate returns an open gate.
@@ -33,6 +44,9 @@ func (g *Gate) Pause() bool {
 	}
 	g.paused = true
 	g.open = make(chan struct{})
+	if g.notify != nil {
+		g.notify(true)
+	}
 	return true
 }
 
@@ -45,6 +59,9 @@ func (g *Gate) Resume() bool {
 		return false
 	}
 	g.paused = false
+	if g.notify != nil {
+		g.notify(false)
+	}
 	close(g.open)
 	return true
 }
