@@ -47,6 +47,7 @@ Usage:
                                    run scenarios x backends, judge each against its expectation
   locktorture merge    MATRIX...   join a matrix's shards into one report
   locktorture report   PATH        redraw a stored run's or matrix's report (no servers needed)
+  locktorture shrink   RUN         shrink a failing run to the smallest scenario that still fails
   locktorture list     backends|scenarios|nemeses
   locktorture COMMAND --help
 
@@ -75,11 +76,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMerge(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, merge, report)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, merge, report, shrink)\n", args[0])
 	return exitBadArgs
 }
 

@@ -1,0 +1,644 @@
+// Package shrink turns a failing run into the smallest scenario that
+// still fails: the run's recorded faults become a scripted schedule
+// (script.go), delta debugging drops the faults that do not matter
+// (ddmin.go), and then fewer clients, fewer keys, a shorter run and
+// shorter faults are tried, each candidate run again and again on real
+// servers and kept only when every re-run fails the same checker.
+//
+// The search is deterministic: the candidates come in a fixed order, the
+// re-runs of a candidate use seeds derived from the run's seed, and the
+// answer is written in whole steps of time, so a failure that reproduces
+// reliably shrinks to the same file every time.
+package shrink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/runner"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// Sentinel errors of this package. The first three wrap
+// runner.ErrBadInput (exit 254).
+var (
+	// ErrNoRun is wrapped when a directory holds no stored run.
+	ErrNoRun = fmt.Errorf("%w: no stored run", runner.ErrBadInput)
+	// ErrNotInvalid is wrapped when the run did not fail.
+	ErrNotInvalid = fmt.Errorf("%w: the run is not invalid", runner.ErrBadInput)
+	// ErrNoFaults is wrapped when the run's history holds no fault.
+	ErrNoFaults = fmt.Errorf("%w: no faults to drop", runner.ErrBadInput)
+	// ErrNotReproduced is wrapped when the run's faults, scripted, did not
+	// fail again on every re-run: there is nothing to shrink from.
+	ErrNotReproduced = errors.New("the failure did not reproduce")
+)
+
+// Files a shrink writes into the run's directory.
+const (
+	FileShrunk = "shrunk.yaml"
+	FileHTML   = "shrink.html"
+	FileLog    = "shrink.log"
+)
+
+// DefaultReruns is how many times each candidate runs unless told.
+const DefaultReruns = 3
+
+// grid is the step of time the search moves in: run and fault lengths
+// are multiples of it, so the answer reads well and repeats.
+const grid = 250 * time.Millisecond
+
+// lead is where the first fault of a shifted schedule starts: the clients
+// have connected and taken a lock or two by then.
+const lead = 300 * time.Millisecond
+
+// Options tune a shrink.
+type Options struct {
+	// Reruns is how many times each candidate runs (default 3); it is kept
+	// only if every run is invalid with the target checker failing.
+	Reruns int
+	// Checker is the checker that must fail (default: the first of the
+	// run's failing checkers, in checker.All's order).
+	Checker string
+	// TempDir holds the scratch store of candidate runs (default: the
+	// system's temporary directory); it is removed at the end.
+	TempDir string
+	// LinearizableTimeout bounds porcupine in candidate runs (zero: 30s).
+	LinearizableTimeout time.Duration
+	// Progress, when set, is told after every candidate run.
+	Progress func(Progress)
+	// Log, when set, gets a line per candidate.
+	Log io.Writer
+}
+
+// Progress is where a shrink stands.
+type Progress struct {
+	// Phase is what the search is trying: reproduce, faults, time,
+	// clients, keys, fault-lengths.
+	Phase string
+	// Candidates tried and runs made so far.
+	Candidates, Runs int
+	// Best is the smallest failing scenario so far, nil until one failed.
+	Best *Shape
+	// Elapsed since the shrink began.
+	Elapsed time.Duration
+}
+
+// Shape is a candidate's size.
+type Shape struct {
+	Faults, Clients, Keys int
+	Duration              time.Duration
+}
+
+// String is "2 faults, 2 clients, 1 key, 3.5s".
+func (s Shape) String() string {
+	return fmt.Sprintf("%s, %s, %s, %s", plural(s.Faults, "fault"), plural(s.Clients, "client"), plural(s.Keys, "key"), s.Duration)
+}
+
+func plural(n int, w string) string {
+	if n == 1 {
+		return "1 " + w
+	}
+	return fmt.Sprintf("%d %ss", n, w)
+}
+
+// Result is what a shrink found.
+type Result struct {
+	// Dir is the run's directory.
+	Dir string
+	// Original is the run's effective scenario; OriginalOps its history
+	// and OriginalResults its results.
+	Original        *scenarios.Scenario
+	OriginalOps     []history.Op
+	OriginalResults *checker.Results
+	// Recorded are the run's faults as scripted steps.
+	Recorded []Recorded
+	// Checker is the checker every kept candidate failed.
+	Checker string
+	// Reruns is how many runs each candidate had.
+	Reruns int
+	// Shrunk is the smallest scenario that failed every re-run (nil when
+	// none did); Kept indexes Recorded for its steps, in order; ShrunkOps
+	// and ShrunkResults are one of its failing runs.
+	Shrunk        *scenarios.Scenario
+	Kept          []int
+	ShrunkOps     []history.Op
+	ShrunkResults *checker.Results
+	// Candidates tried, runs made, and the time it took.
+	Candidates, Runs int
+	Elapsed          time.Duration
+}
+
+// OriginalShape is the original run's size, with its faults counted as
+// recorded.
+func (r *Result) OriginalShape() Shape {
+	return Shape{Faults: len(r.Recorded), Clients: r.Original.Clients, Keys: r.Original.Keys, Duration: r.Original.Duration.D()}
+}
+
+// ShrunkShape is the shrunk scenario's size.
+func (r *Result) ShrunkShape() Shape {
+	s := r.Shrunk
+	return Shape{Faults: len(s.Nemesis.Script), Clients: s.Clients, Keys: s.Keys, Duration: s.Duration.D()}
+}
+
+// Load reads a stored run: its scenario, history and results, and checks
+// that it is a failing run with faults to shrink. It starts nothing.
+func Load(dir string) (*Result, error) {
+	for _, f := range []string{"history.jsonl", reports.FileResults, reports.FileScenario} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("%w in %s (no %s)", ErrNoRun, dir, f)
+		}
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileResults))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	}
+	if res.Valid != checker.Invalid {
+		return nil, fmt.Errorf("%w: %s is %s; only a failing run shrinks", ErrNotInvalid, dir, res.Valid)
+	}
+	sc, err := scenarios.LoadFile(filepath.Join(dir, reports.FileScenario))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	}
+	ops, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	}
+	recs, err := FromHistory(ops, EventsOf(sc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", runner.ErrBadInput, dir, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%w: the history in %s records none (a failure without faults is already as small as it gets)", ErrNoFaults, dir)
+	}
+	return &Result{Dir: dir, Original: sc, OriginalOps: ops, OriginalResults: res, Recorded: recs}, nil
+}
+
+// targetChecker is the checker a shrink holds candidates to.
+func targetChecker(res *checker.Results, want string) (string, error) {
+	v := res.Checkers.Verdicts()
+	if want != "" {
+		if v[want] != checker.Invalid {
+			return "", fmt.Errorf("%w: --checker %s did not fail in this run (failing: %s)", runner.ErrBadInput, want, strings.Join(failing(v), ", "))
+		}
+		return want, nil
+	}
+	if f := failing(v); len(f) > 0 {
+		return f[0], nil
+	}
+	return "", fmt.Errorf("%w: no checker failed in this run", ErrNotInvalid)
+}
+
+func failing(v map[string]checker.Validity) []string {
+	var out []string
+	for _, n := range checker.All {
+		if v[n] == checker.Invalid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Shrink shrinks the failing run in dir. It returns the best scenario
+// found even when it stops early: on an interrupt (the error wraps
+// runner.ErrInterrupted) the Result holds what had failed every re-run so
+// far. ErrNotReproduced means the scripted faults did not fail again.
+func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
+	r, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Reruns <= 0 {
+		opt.Reruns = DefaultReruns
+	}
+	r.Reruns = opt.Reruns
+	if r.Checker, err = targetChecker(r.OriginalResults, opt.Checker); err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp(opt.TempDir, "locktorture-shrink-")
+	if err != nil {
+		return nil, fmt.Errorf("shrink: scratch store: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	s := &search{r: r, opt: opt, scratch: scratch, start: time.Now(), cache: map[string]bool{}}
+	base := *r.Original
+	base.Nemesis = scenarios.Nemesis{}
+	base.Expect = scenarios.Expect{}
+	base.Checkers = []string{r.Checker}
+	s.base = &base
+	err = s.run(ctx)
+	r.Candidates, r.Runs, r.Elapsed = s.tried, s.runs, time.Since(s.start)
+	if s.best != nil {
+		r.Shrunk = s.final(s.best)
+		r.Kept = slices.Clone(s.best.idx)
+	}
+	return r, err
+}
+
+// candidate is one scenario the search tries: which recorded faults
+// (idx, into Result.Recorded) as which steps, on how many clients and
+// keys, for how long.
+type candidate struct {
+	idx      []int
+	steps    []scenarios.Step
+	clients  int
+	keys     int
+	duration time.Duration
+}
+
+func (c *candidate) clone() *candidate {
+	d := *c
+	d.idx = slices.Clone(c.idx)
+	d.steps = slices.Clone(c.steps)
+	return &d
+}
+
+func (c *candidate) shape() Shape {
+	return Shape{Faults: len(c.steps), Clients: c.clients, Keys: c.keys, Duration: c.duration}
+}
+
+// lastAt is the latest step's start.
+func (c *candidate) lastAt() time.Duration {
+	var m time.Duration
+	for _, st := range c.steps {
+		m = max(m, st.At.D())
+	}
+	return m
+}
+
+// search is one shrink in progress.
+type search struct {
+	r       *Result
+	opt     Options
+	base    *scenarios.Scenario
+	scratch string
+	start   time.Time
+	phase   string
+	cache   map[string]bool
+	tried   int
+	runs    int
+	best    *candidate
+}
+
+// scenario is the candidate as a scenario run with seed.
+func (s *search) scenario(c *candidate, seed int64) *scenarios.Scenario {
+	sc := *s.base
+	sc.Clients, sc.Keys, sc.Duration, sc.Seed = c.clients, c.keys, scenarios.Duration(c.duration), seed
+	sc.Nemesis = scenarios.Nemesis{Script: slices.Clone(c.steps)}
+	return &sc
+}
+
+// final is the shrunk scenario as written to shrunk.yaml.
+func (s *search) final(c *candidate) *scenarios.Scenario {
+	o := s.r.Original
+	sc := s.scenario(c, o.Seed)
+	sc.Name = o.Name + "-shrunk"
+	sc.Backends = []string{o.Backend}
+	sc.Checkers = slices.Clone(o.Checkers)
+	sc.Expect = scenarios.Expect{Expectation: scenarios.Expectation{Valid: checker.Invalid.String(), Checkers: map[string]string{s.r.Checker: checker.Invalid.String()}}}
+	sc.Description = fmt.Sprintf("Shrunk by locktorture shrink from a %s run of %s on %s (seed %d): %d of its %d faults, %d of %d clients, %d of %d keys, %s of %s; %s failed on each of %d re-runs.",
+		o.Name, o.Name, o.Backend, o.Seed, len(c.steps), len(s.r.Recorded), c.clients, o.Clients, c.keys, o.Keys, c.duration, o.Duration, s.r.Checker, s.r.Reruns)
+	return sc
+}
+
+// run is the search, phase by phase; each phase starts from the best
+// candidate so far.
+func (s *search) run(ctx context.Context) error {
+	o := s.r.Original
+	full := &candidate{clients: o.Clients, keys: o.Keys, duration: o.Duration.D()}
+	for i, rec := range s.r.Recorded {
+		full.idx = append(full.idx, i)
+		full.steps = append(full.steps, rec.Step)
+	}
+	if err := s.reproduce(ctx, full); err != nil {
+		return err
+	}
+	phases := []struct {
+		name string
+		f    func(context.Context) error
+	}{
+		{"faults", s.faults},
+		{"time", s.time},
+		{"clients", s.clients},
+		{"keys", s.keys},
+		{"fault-lengths", s.lengths},
+		{"time", s.duration},
+	}
+	for _, p := range phases {
+		s.phase = p.name
+		if err := p.f(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reproduce finds the first failing candidate: the faults that started
+// before the failure was first seen, in a run cut shortly after it; else
+// every fault, for the original length.
+func (s *search) reproduce(ctx context.Context, full *candidate) error {
+	s.phase = "reproduce"
+	if w := witness(s.r.OriginalResults, s.r.Checker); w > 0 {
+		cut := &candidate{clients: full.clients, keys: full.keys}
+		for i, rec := range s.r.Recorded {
+			if rec.Start < w {
+				cut.idx = append(cut.idx, i)
+				cut.steps = append(cut.steps, rec.Step)
+			}
+		}
+		cut.duration = min(full.duration, ceilGrid(time.Duration(w)+2*time.Second))
+		if len(cut.steps) > 0 && len(cut.steps) < len(full.steps) || cut.duration < full.duration {
+			ok, err := s.test(ctx, cut)
+			if err != nil || ok {
+				return err
+			}
+		}
+	}
+	ok, err := s.test(ctx, full)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the run's %d faults, scripted, did not make %s fail on each of %d runs (see %s)", ErrNotReproduced, len(full.steps), s.r.Checker, s.r.Reruns, FileLog)
+	}
+	return nil
+}
+
+// witness is when the run first showed the checker's failure (ns), or 0
+// when it showed only at the end (a lost update found by the final read).
+func witness(res *checker.Results, name string) int64 {
+	var w int64
+	see := func(t int64) {
+		if t > 0 && (w == 0 || t < w) {
+			w = t
+		}
+	}
+	c := res.Checkers
+	switch name {
+	case checker.NameMutex, checker.NameLinearizable:
+		if c.Mutex != nil {
+			for _, v := range c.Mutex.Violations {
+				see(v.Start)
+			}
+		}
+	case checker.NameFencing:
+		if c.Fencing != nil {
+			for _, v := range c.Fencing.Violations {
+				see(v.Time)
+			}
+		}
+	}
+	return w
+}
+
+// faults drops the faults that do not matter (ddmin over the steps). A
+// subset keeps the same time after its last fault as the best so far.
+func (s *search) faults(ctx context.Context) error {
+	cur := s.best
+	pos := make([]int, len(cur.steps))
+	for i := range pos {
+		pos[i] = i
+	}
+	tail := cur.duration - cur.lastAt()
+	_, err := DDMin(ctx, pos, func(ctx context.Context, keep []int) (bool, error) {
+		c := cur.clone()
+		c.idx, c.steps = nil, nil
+		for _, p := range keep {
+			c.idx = append(c.idx, cur.idx[p])
+			c.steps = append(c.steps, cur.steps[p])
+		}
+		c.duration = min(cur.duration, ceilGrid(c.lastAt()+tail))
+		return s.test(ctx, c)
+	})
+	return err
+}
+
+// time moves the faults to the start of the run (the first at lead), then
+// shortens the run.
+func (s *search) time(ctx context.Context) error {
+	cur := s.best
+	first := cur.steps[0].At.D()
+	for _, st := range cur.steps {
+		first = min(first, st.At.D())
+	}
+	if shift := (first - lead) / grid * grid; shift > 0 {
+		c := cur.clone()
+		for i := range c.steps {
+			c.steps[i].At = scenarios.Duration(c.steps[i].At.D() - shift)
+		}
+		c.duration = ceilGrid(cur.duration - shift)
+		if _, err := s.test(ctx, c); err != nil {
+			return err
+		}
+	}
+	return s.duration(ctx)
+}
+
+// duration shortens the run by bisection, on the grid, to no less than
+// one grid step past the last fault's start.
+func (s *search) duration(ctx context.Context) error {
+	cur := s.best
+	return s.bisect(ctx, ceilGrid(cur.lastAt()+time.Millisecond), cur.duration, func(d time.Duration) *candidate {
+		c := s.best.clone()
+		c.duration = d
+		return c
+	})
+}
+
+// bisect finds, on the grid, the smallest value in [lo, hi] for which
+// make(value) fails, hi known to fail: lo first, then halving.
+func (s *search) bisect(ctx context.Context, lo, hi time.Duration, make func(time.Duration) *candidate) error {
+	lo = ceilGrid(lo)
+	if lo >= hi {
+		return nil
+	}
+	ok, err := s.test(ctx, make(lo))
+	if err != nil || ok {
+		return err
+	}
+	for hi-lo > grid {
+		mid := ceilGrid(lo + (hi-lo)/2)
+		if mid >= hi {
+			break
+		}
+		ok, err := s.test(ctx, make(mid))
+		if err != nil {
+			return err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return nil
+}
+
+// clients tries fewer clients, fewest first (at least 2: one client
+// alone cannot overlap anyone), renumbering the processes the faults
+// name when they would not exist.
+func (s *search) clients(ctx context.Context) error {
+	cur := s.best
+	for n := 2; n < cur.clients; n++ {
+		c, ok := withClients(cur, n)
+		if !ok {
+			continue
+		}
+		good, err := s.test(ctx, c)
+		if err != nil || good {
+			return err
+		}
+	}
+	return nil
+}
+
+// keys tries fewer keys, fewest first.
+func (s *search) keys(ctx context.Context) error {
+	cur := s.best
+	for n := 1; n < cur.keys; n++ {
+		c := cur.clone()
+		c.keys = n
+		good, err := s.test(ctx, c)
+		if err != nil || good {
+			return err
+		}
+	}
+	return nil
+}
+
+// lengths shortens each fault in turn by bisection (to 0 for a fault that
+// may be instant, else one grid step).
+func (s *search) lengths(ctx context.Context) error {
+	for i := range s.best.steps {
+		lo := grid
+		if allowsZero(s.best.steps[i].Fault) {
+			lo = 0
+		}
+		err := s.bisect(ctx, lo, s.best.steps[i].For.D(), func(d time.Duration) *candidate {
+			c := s.best.clone()
+			c.steps[i].For = scenarios.Duration(d)
+			return c
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// test runs a candidate Reruns times (stopping at the first run that does
+// not fail the checker) and keeps it as the best when every run failed.
+// A candidate is tried once: the answer is remembered.
+func (s *search) test(ctx context.Context, c *candidate) (bool, error) {
+	seed := s.r.Original.Seed
+	key, err := s.scenario(c, seed).Marshal()
+	if err != nil {
+		return false, err
+	}
+	if ok, seen := s.cache[string(key)]; seen {
+		return ok, nil
+	}
+	s.tried++
+	ok, why, ops, res, err := s.runAll(ctx, c, seed)
+	if err != nil {
+		return false, err
+	}
+	s.cache[string(key)] = ok
+	verdict := "dropped: " + why
+	if ok {
+		verdict = fmt.Sprintf("kept: %s failed %d of %d", s.r.Checker, s.r.Reruns, s.r.Reruns)
+		s.best = c
+		s.r.ShrunkOps, s.r.ShrunkResults = ops, res
+	}
+	s.logf("candidate %d (%s): %s: %s", s.tried, s.phase, c.shape(), verdict)
+	for _, st := range c.steps {
+		s.logf("    %s", stepString(st))
+	}
+	return ok, nil
+}
+
+// runAll makes the candidate's runs, re-run j with seed+j. It returns
+// the first run's history and results when every run failed, else why not.
+func (s *search) runAll(ctx context.Context, c *candidate, seed int64) (ok bool, why string, ops []history.Op, res *checker.Results, err error) {
+	for j := range s.r.Reruns {
+		sc := s.scenario(c, seed+int64(j))
+		if err := sc.Validate(); err != nil {
+			return false, "not a valid scenario: " + err.Error(), nil, nil, nil
+		}
+		out, err := runner.Run(ctx, sc, runner.Options{Store: s.scratch, TempDir: s.opt.TempDir, LinearizableTimeout: s.opt.LinearizableTimeout})
+		s.runs++
+		s.report()
+		if ctx.Err() != nil || errors.Is(err, runner.ErrInterrupted) {
+			return false, "", nil, nil, fmt.Errorf("%w: shrink stopped after %d candidates", runner.ErrInterrupted, s.tried)
+		}
+		if out == nil {
+			_ = os.RemoveAll(filepath.Join(s.scratch, sc.Name))
+			return false, fmt.Sprintf("run %d of %d: %v", j+1, s.r.Reruns, err), nil, nil, nil
+		}
+		v := out.Results.Checkers.Verdicts()[s.r.Checker]
+		if out.Results.Valid != checker.Invalid || v != checker.Invalid {
+			_ = os.RemoveAll(filepath.Join(s.scratch, sc.Name))
+			return false, fmt.Sprintf("run %d of %d: %s %s", j+1, s.r.Reruns, s.r.Checker, v), nil, nil, nil
+		}
+		if j == 0 {
+			ops, err = history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+			if err != nil {
+				return false, "", nil, nil, fmt.Errorf("shrink: %w", err)
+			}
+			res = out.Results
+		}
+		_ = os.RemoveAll(filepath.Join(s.scratch, sc.Name))
+	}
+	return true, "", ops, res, nil
+}
+
+func (s *search) report() {
+	if s.opt.Progress == nil {
+		return
+	}
+	p := Progress{Phase: s.phase, Candidates: s.tried, Runs: s.runs, Elapsed: time.Since(s.start)}
+	if s.best != nil {
+		b := s.best.shape()
+		p.Best = &b
+	}
+	s.opt.Progress(p)
+}
+
+func (s *search) logf(format string, a ...any) {
+	if s.opt.Log != nil {
+		fmt.Fprintf(s.opt.Log, format+"\n", a...)
+	}
+}
+
+// ceilGrid rounds d up to the grid.
+func ceilGrid(d time.Duration) time.Duration {
+	return (d + grid - 1) / grid * grid
+}
+
+// StepLine describes a script step as run.log's plan does: "pause process
+// 0 on read after 2.1s for 2.3s".
+func StepLine(st scenarios.Step) string { return stepString(st) }
+
+// StepLines describes the shrunk scenario's steps.
+func (r *Result) StepLines() []string {
+	if r.Shrunk == nil {
+		return nil
+	}
+	var out []string
+	for _, st := range r.Shrunk.Nemesis.Script {
+		out = append(out, stepString(st))
+	}
+	return out
+}
+
+// IsKept reports whether the shrunk scenario kept recorded fault i.
+func (r *Result) IsKept(i int) bool { return slices.Contains(r.Kept, i) }
