@@ -18,14 +18,44 @@ import (
 // DefaultLinearizableTimeout is the time limit Linearizable uses when given zero.
 const DefaultLinearizableTimeout = 30 * time.Second
 
-// lockInput is one lock operation as porcupine sees it.
+// lockInput is one lock operation as porcupine sees it. Operations carry a
+// pointer to theirs (see lockOperations), so that giving one to porcupine
+// boxes nothing.
 type lockInput struct {
-	release bool
 	process int
-	key     string
-	outcome history.Type // the completion's type, for the visualization
 	fence   *int64
+	key     string
+	self    any // process, boxed once: the state an acquire leads to
+	outcome outcome
+	release bool
 }
+
+// outcome is a lock operation's completion type, for the visualization.
+type outcome uint8
+
+// The outcomes, in the order of outcomeTypes.
+const (
+	outcomeOK outcome = iota
+	outcomeFail
+	outcomeInfo
+)
+
+var outcomeTypes = [...]history.Type{outcomeOK: history.OK, outcomeFail: history.Fail, outcomeInfo: history.Info}
+
+// outcomeOf returns the outcome of completion type t (info for anything
+// but ok and fail).
+func outcomeOf(t history.Type) outcome {
+	switch t {
+	case history.OK:
+		return outcomeOK
+	case history.Fail:
+		return outcomeFail
+	}
+	return outcomeInfo
+}
+
+// freeState is the model state free, boxed once.
+var freeState any = free
 
 // free is the model state of a key nobody holds; otherwise it is the owner.
 const free = -1
@@ -38,26 +68,26 @@ var lockModel = porcupine.Model{
 	Partition: partitionByKey,
 	Init:      func() any { return free },
 	Step: func(state, input, _ any) (bool, any) {
-		owner, in := state.(int), input.(lockInput)
+		owner, in := state.(int), input.(*lockInput)
 		if in.release {
 			if owner == in.process {
-				return true, free
+				return true, freeState
 			}
-			return true, owner
+			return true, state
 		}
 		if owner == free || owner == in.process {
-			return true, in.process
+			return true, in.self
 		}
-		return false, owner
+		return false, state
 	},
 	Hash: func(state any) uint64 { return uint64(state.(int) + 1) },
 	DescribeOperation: func(input, _ any) string {
-		in := input.(lockInput)
+		in := input.(*lockInput)
 		f := history.Acquire
 		if in.release {
 			f = history.Release
 		}
-		return fmt.Sprintf("p%d %s %s -> %s%s", in.process, f, in.key, in.outcome, fenceSuffix(in.fence))
+		return fmt.Sprintf("p%d %s %s -> %s%s", in.process, f, in.key, outcomeTypes[in.outcome], fenceSuffix(in.fence))
 	},
 	DescribeState: func(state any) string {
 		if owner := state.(int); owner != free {
@@ -71,7 +101,7 @@ var lockModel = porcupine.Model{
 func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 	byKey := map[string][]porcupine.Operation{}
 	for _, op := range ops {
-		k := op.Input.(lockInput).key
+		k := op.Input.(*lockInput).key
 		byKey[k] = append(byKey[k], op)
 	}
 	out := make([][]porcupine.Operation, 0, len(byKey))
@@ -83,21 +113,27 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 
 // lockEvent is the call or the return of one lock operation of a key.
 type lockEvent struct {
-	time    int64
-	pos     int // position in the history, for program order at equal times
-	process int
-	op      int  // index of the operation in the key's list
-	ret     bool // a return, else a call
-	start   int  // the hold this acquire return starts, or -1
-	end     int  // the hold this release call ends, or -1
+	time  int64
+	pos   int   // position in the history, for program order at equal times
+	op    int32 // index of the operation in the key's list
+	start int32 // the hold this acquire return starts, or -1
+	end   int32 // the hold this release call ends, or -1
+	ret   bool  // a return, else a call
 }
 
-// keyLocks gathers one key's lock operations, their events and holds.
+// keyLocks gathers one key's lock operations, their inputs, events and
+// holds.
 type keyLocks struct {
-	ops    []porcupine.Operation
-	events []lockEvent
-	holds  []span // from the acquire ok to the release invoke
+	n       int // lock operations at most (see lockOperations)
+	ops     []porcupine.Operation
+	inputs  []lockInput // ops[i].Input is &inputs[i]
+	events  []lockEvent
+	holds   []span        // from the acquire ok to the release invoke
+	holding map[int]int32 // process -> its open hold, an index into holds
 }
+
+// process returns the process of event e.
+func (kl *keyLocks) process(e lockEvent) int { return kl.ops[e.op].ClientId }
 
 // span is a hold's start and end; an open one never ends.
 type span struct {
@@ -109,7 +145,67 @@ type span struct {
 type pendingLock struct {
 	op   *history.Op
 	pos  int
-	ends int // the hold its release invoke ends, or -1
+	ends int32 // the hold its release invoke ends, or -1
+}
+
+// pendingLocks holds each process's outstanding lock invoke: a slice for
+// the usual small process numbers, a map for the rest.
+type pendingLocks struct {
+	small []pendingLock // by process; op nil: none
+	big   map[int]pendingLock
+}
+
+// smallProcesses bounds the process numbers pendingLocks keeps in its slice.
+const smallProcesses = 1 << 16
+
+func (p *pendingLocks) get(proc int) (pendingLock, bool) {
+	if proc >= 0 && proc < smallProcesses {
+		if proc < len(p.small) && p.small[proc].op != nil {
+			return p.small[proc], true
+		}
+		return pendingLock{}, false
+	}
+	pl, ok := p.big[proc]
+	return pl, ok
+}
+
+func (p *pendingLocks) set(proc int, pl pendingLock) {
+	if proc >= 0 && proc < smallProcesses {
+		if proc >= len(p.small) {
+			p.small = append(p.small, make([]pendingLock, proc+1-len(p.small))...)
+		}
+		p.small[proc] = pl
+		return
+	}
+	if p.big == nil {
+		p.big = map[int]pendingLock{}
+	}
+	p.big[proc] = pl
+}
+
+func (p *pendingLocks) del(proc int) {
+	if proc >= 0 && proc < smallProcesses {
+		if proc < len(p.small) {
+			p.small[proc] = pendingLock{}
+		}
+		return
+	}
+	delete(p.big, proc)
+}
+
+// sorted returns every outstanding invoke, in order of process.
+func (p *pendingLocks) sorted() []pendingLock {
+	var out []pendingLock
+	for _, pl := range p.big {
+		out = append(out, pl)
+	}
+	for _, pl := range p.small {
+		if pl.op != nil {
+			out = append(out, pl)
+		}
+	}
+	slices.SortFunc(out, func(a, b pendingLock) int { return cmp.Compare(a.op.Process, b.op.Process) })
+	return out
 }
 
 // lockOperations turns a history into porcupine operations, by key. Only
@@ -122,33 +218,63 @@ type pendingLock struct {
 //
 // Times are then renumbered (see orderTies); only their order matters to
 // porcupine.
+//
+// A million-op history has a quarter of a million lock operations, so this
+// allocates little per operation: a first pass counts each key's (at most
+// one per acquire ok and per release invoke) so that every slice is made
+// once, and each operation's Input points into its key's slice of inputs
+// rather than boxing one.
 func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
 	ops = resolveTx(ops)
 	keys := map[string]*keyLocks{}
-	pending := map[int]pendingLock{} // each process's outstanding lock invoke
-	holding := map[holdKey]int{}     // open holds, as indexes into their key's holds
-	var last int64
-	add := func(pl pendingLock, outcome history.Type, ret int64, retPos int, fence *int64) {
-		inv := pl.op
-		kl := keys[inv.Key]
+	var cur *keyLocks // the key of the op before, looked up once
+	curKey := ""
+	keyOf := func(k string) *keyLocks {
+		if cur == nil || k != curKey {
+			cur, curKey = keys[k], k
+		}
+		return cur
+	}
+	for i := range ops {
+		op := &ops[i]
+		if op.IsNemesis() || !(op.F == history.Acquire && op.Type == history.OK || op.F == history.Release && op.Type == history.Invoke) {
+			continue
+		}
+		kl := keyOf(op.Key)
 		if kl == nil {
 			kl = &keyLocks{}
-			keys[inv.Key] = kl
+			keys[op.Key], cur = kl, kl
 		}
-		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
-		o := porcupine.Operation{ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret}
+		kl.n++
+	}
+	for _, kl := range keys {
+		kl.ops = make([]porcupine.Operation, 0, kl.n)
+		kl.inputs = make([]lockInput, 0, kl.n)
+		kl.events = make([]lockEvent, 0, 2*kl.n)
+		kl.holding = map[int]int32{}
+	}
+	var pending pendingLocks // each process's outstanding lock invoke
+	var last int64
+	add := func(pl pendingLock, oc outcome, ret int64, retPos int, fence *int64) {
+		inv := pl.op
+		kl := keyOf(inv.Key)
+		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: oc, fence: fence}
+		if !in.release {
+			in.self = inv.Process
+		}
+		n := int32(len(kl.ops))
+		kl.inputs = append(kl.inputs, in)
+		o := porcupine.Operation{ClientId: inv.Process, Input: &kl.inputs[n], Call: inv.Time, Return: ret}
 		if meta {
 			o.Metadata = opTimes{call: inv.Time, ret: ret}
 		}
-		n := len(kl.ops)
 		kl.ops = append(kl.ops, o)
-		call := lockEvent{time: inv.Time, pos: pl.pos, process: inv.Process, op: n, start: -1, end: pl.ends}
-		rev := lockEvent{time: ret, pos: retPos, process: inv.Process, op: n, ret: true, start: -1, end: -1}
+		call := lockEvent{time: inv.Time, pos: pl.pos, op: n, start: -1, end: pl.ends}
+		rev := lockEvent{time: ret, pos: retPos, op: n, ret: true, start: -1, end: -1}
 		if !in.release {
-			hk := holdKey{inv.Process, inv.Key}
-			if _, held := holding[hk]; !held {
-				holding[hk] = len(kl.holds)
-				rev.start = len(kl.holds)
+			if _, held := kl.holding[inv.Process]; !held {
+				kl.holding[inv.Process] = int32(len(kl.holds))
+				rev.start = int32(len(kl.holds))
 				kl.holds = append(kl.holds, span{start: ret, open: true})
 			}
 		}
@@ -164,27 +290,27 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 			pl := pendingLock{op: op, pos: i, ends: -1}
 			if op.F == history.Release {
 				// The hold ends at the release invoke.
-				hk := holdKey{op.Process, op.Key}
-				if h, ok := holding[hk]; ok {
+				kl := keyOf(op.Key)
+				if h, ok := kl.holding[op.Process]; ok {
 					pl.ends = h
-					keys[op.Key].holds[h].end = op.Time
-					keys[op.Key].holds[h].open = false
-					delete(holding, hk)
+					kl.holds[h].end = op.Time
+					kl.holds[h].open = false
+					delete(kl.holding, op.Process)
 				}
 			}
-			pending[op.Process] = pl
+			pending.set(op.Process, pl)
 			continue
 		}
-		pl, ok := pending[op.Process]
+		pl, ok := pending.get(op.Process)
 		if ok && (pl.op.F != op.F || pl.op.Key != op.Key) {
 			ok = false
 		}
 		if ok {
-			delete(pending, op.Process)
+			pending.del(op.Process)
 		}
 		if op.F != history.Acquire || op.Type != history.OK {
 			if ok && op.F == history.Release {
-				add(pl, op.Type, op.Time, i, nil)
+				add(pl, outcomeOf(op.Type), op.Time, i, nil)
 			}
 			continue
 		}
@@ -195,20 +321,18 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		if fence == nil {
 			fence = pl.op.Fence
 		}
-		add(pl, op.Type, op.Time, i, fence)
+		add(pl, outcomeOK, op.Time, i, fence)
 	}
-	procs := make([]int, 0, len(pending))
-	for p := range pending {
-		procs = append(procs, p)
-	}
-	slices.Sort(procs)
-	for _, p := range procs {
-		if pl := pending[p]; pl.op.F == history.Release {
-			add(pl, history.Info, last, len(ops), nil)
+	for _, pl := range pending.sorted() {
+		if pl.op.F == history.Release {
+			add(pl, outcomeInfo, last, len(ops), nil)
 		}
 	}
 	out := make(map[string][]porcupine.Operation, len(keys))
 	for k, kl := range keys {
+		if len(kl.ops) == 0 {
+			continue
+		}
 		orderTies(kl)
 		out[k] = kl.ops
 	}
@@ -228,8 +352,11 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 // instant); last, every acquire return that begins a hold lasting past it,
 // and what follows. A hold ending at an instant thus comes before any hold
 // beginning at it, as in the mutex checker.
+//
+// It frees the key's events and holds, which nothing needs after it.
 func orderTies(kl *keyLocks) {
 	ev := kl.events
+	defer func() { kl.events, kl.holds, kl.holding = nil, nil, nil }()
 	slices.SortStableFunc(ev, func(a, b lockEvent) int {
 		if c := cmp.Compare(a.time, b.time); c != 0 {
 			return c
@@ -265,12 +392,12 @@ func orderTies(kl *keyLocks) {
 		clear(startAt)
 		for g, e := range group {
 			if e.end >= 0 && kl.holds[e.end].start < t {
-				endAt[e.process] = g
+				endAt[kl.process(e)] = g
 			}
 			if e.start >= 0 {
 				if h := kl.holds[e.start]; h.open || h.end > t {
-					if _, seen := startAt[e.process]; !seen {
-						startAt[e.process] = g
+					if _, seen := startAt[kl.process(e)]; !seen {
+						startAt[kl.process(e)] = g
 					}
 				}
 			}
@@ -280,9 +407,9 @@ func orderTies(kl *keyLocks) {
 			from := len(order)
 			for g, e := range group {
 				ph := int8(2)
-				if at, ok := endAt[e.process]; ok && g <= at {
+				if at, ok := endAt[kl.process(e)]; ok && g <= at {
 					ph = 1
-				} else if at, ok := startAt[e.process]; ok && g >= at {
+				} else if at, ok := startAt[kl.process(e)]; ok && g >= at {
 					ph = 3
 				}
 				if ph == pass {
@@ -291,7 +418,7 @@ func orderTies(kl *keyLocks) {
 			}
 			if pass == 2 {
 				slices.SortStableFunc(order[from:], func(a, b int) int {
-					return cmp.Compare(group[a].process, group[b].process)
+					return cmp.Compare(kl.process(group[a]), kl.process(group[b]))
 				})
 			}
 		}
@@ -346,7 +473,7 @@ func splitKey(key string, ops []porcupine.Operation, least int) []chunk {
 			}
 		}
 		lastReturn = max(lastReturn, op.Return)
-		if in := op.Input.(lockInput); in.release {
+		if in := op.Input.(*lockInput); in.release {
 			delete(holding, in.process)
 		} else {
 			holding[in.process] = true
@@ -485,7 +612,7 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 			t := show.ops[0].Call
 			all = append(all, porcupine.Operation{
 				ClientId: show.init, Call: t - 2, Return: t - 1,
-				Input:    lockInput{process: show.init, key: k, outcome: history.OK},
+				Input:    &lockInput{process: show.init, key: k, self: show.init},
 				Metadata: "held the key before this part of the history",
 			})
 		}
@@ -527,7 +654,7 @@ func annotationsOnOps(ops []porcupine.Operation, anns []porcupine.Annotation) []
 	var key string
 	for _, o := range ops {
 		t, ok := o.Metadata.(opTimes)
-		in, isLock := o.Input.(lockInput)
+		in, isLock := o.Input.(*lockInput)
 		if !ok || !isLock {
 			continue
 		}

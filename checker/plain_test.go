@@ -1,0 +1,254 @@
+package checker
+
+// This file keeps the plain lockOperations that the one in linearizable.go
+// replaced (a lockInput boxed per operation, slices grown by append), as
+// the reference FuzzLockOperations holds the fast one to.
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// plainInput is one lock operation as the plain version gave it to porcupine.
+type plainInput struct {
+	release bool
+	process int
+	key     string
+	outcome history.Type // the completion's type, for the visualization
+	fence   *int64
+}
+
+// plainEvent is the call or the return of one lock operation of a key.
+type plainEvent struct {
+	time    int64
+	pos     int // position in the history, for program order at equal times
+	process int
+	op      int  // index of the operation in the key's list
+	ret     bool // a return, else a call
+	start   int  // the hold this acquire return starts, or -1
+	end     int  // the hold this release call ends, or -1
+}
+
+// plainKeyLocks gathers one key's lock operations, their events and holds.
+type plainKeyLocks struct {
+	ops    []porcupine.Operation
+	events []plainEvent
+	holds  []plainSpan // from the acquire ok to the release invoke
+}
+
+// plainSpan is a hold's start and end; an open one never ends.
+type plainSpan struct {
+	start, end int64
+	open       bool
+}
+
+// plainPending is a lock invoke awaiting its completion.
+type plainPending struct {
+	op   *history.Op
+	pos  int
+	ends int // the hold its release invoke ends, or -1
+}
+
+// plainLockOperations turns a history into porcupine operations, by key. Only
+// acquires that completed ok are kept (a failed or indeterminate acquire gave
+// the client no hold); every release is kept, whatever its outcome, since the
+// client stops believing it holds the lock when it invokes one. A release
+// still pending at the end returns at the last op's time. Other ops are not
+// lock operations. With meta, each operation carries its real times for the
+// visualization.
+//
+// Times are then renumbered (see plainOrderTies); only their order matters to
+// porcupine.
+func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
+	ops = resolveTx(ops)
+	keys := map[string]*plainKeyLocks{}
+	pending := map[int]plainPending{} // each process's outstanding lock invoke
+	holding := map[holdKey]int{}     // open holds, as indexes into their key's holds
+	var last int64
+	add := func(pl plainPending, outcome history.Type, ret int64, retPos int, fence *int64) {
+		inv := pl.op
+		kl := keys[inv.Key]
+		if kl == nil {
+			kl = &plainKeyLocks{}
+			keys[inv.Key] = kl
+		}
+		in := plainInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
+		o := porcupine.Operation{ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret}
+		if meta {
+			o.Metadata = opTimes{call: inv.Time, ret: ret}
+		}
+		n := len(kl.ops)
+		kl.ops = append(kl.ops, o)
+		call := plainEvent{time: inv.Time, pos: pl.pos, process: inv.Process, op: n, start: -1, end: pl.ends}
+		rev := plainEvent{time: ret, pos: retPos, process: inv.Process, op: n, ret: true, start: -1, end: -1}
+		if !in.release {
+			hk := holdKey{inv.Process, inv.Key}
+			if _, held := holding[hk]; !held {
+				holding[hk] = len(kl.holds)
+				rev.start = len(kl.holds)
+				kl.holds = append(kl.holds, plainSpan{start: ret, open: true})
+			}
+		}
+		kl.events = append(kl.events, call, rev)
+	}
+	for i := range ops {
+		op := &ops[i]
+		last = max(last, op.Time)
+		if op.IsNemesis() || (op.F != history.Acquire && op.F != history.Release) {
+			continue
+		}
+		if op.Type == history.Invoke {
+			pl := plainPending{op: op, pos: i, ends: -1}
+			if op.F == history.Release {
+				// The hold ends at the release invoke.
+				hk := holdKey{op.Process, op.Key}
+				if h, ok := holding[hk]; ok {
+					pl.ends = h
+					keys[op.Key].holds[h].end = op.Time
+					keys[op.Key].holds[h].open = false
+					delete(holding, hk)
+				}
+			}
+			pending[op.Process] = pl
+			continue
+		}
+		pl, ok := pending[op.Process]
+		if ok && (pl.op.F != op.F || pl.op.Key != op.Key) {
+			ok = false
+		}
+		if ok {
+			delete(pending, op.Process)
+		}
+		if op.F != history.Acquire || op.Type != history.OK {
+			if ok && op.F == history.Release {
+				add(pl, op.Type, op.Time, i, nil)
+			}
+			continue
+		}
+		if !ok { // an acquire ok without its invoke: take it as instant
+			pl = plainPending{op: op, pos: i, ends: -1}
+		}
+		fence := op.Fence
+		if fence == nil {
+			fence = pl.op.Fence
+		}
+		add(pl, op.Type, op.Time, i, fence)
+	}
+	procs := make([]int, 0, len(pending))
+	for p := range pending {
+		procs = append(procs, p)
+	}
+	slices.Sort(procs)
+	for _, p := range procs {
+		if pl := pending[p]; pl.op.F == history.Release {
+			add(pl, history.Info, last, len(ops), nil)
+		}
+	}
+	out := make(map[string][]porcupine.Operation, len(keys))
+	for k, kl := range keys {
+		plainOrderTies(kl)
+		out[k] = kl.ops
+	}
+	return out
+}
+
+// plainOrderTies renumbers a key's times so that porcupine, which sees only
+// intervals, answers exactly the mutex checker's question even when events
+// share a timestamp. Porcupine takes [call, return] as closed intervals, so
+// two events at one instant may be linearized in either order. That is right
+// between processes (a hold may end and another begin at the same
+// nanosecond: a hand-off), but wrong within one process, whose ops happen in
+// program order. So events at one instant are spread over distinct slots,
+// kept in program order within each process, in three phases: first every
+// process's events up to a release that ends a hold begun earlier; then, one
+// process after another, everything else (holds that begin and end at this
+// instant); last, every acquire return that begins a hold lasting past it,
+// and what follows. A hold ending at an instant thus comes before any hold
+// beginning at it, as in the mutex checker.
+func plainOrderTies(kl *plainKeyLocks) {
+	ev := kl.events
+	slices.SortStableFunc(ev, func(a, b plainEvent) int {
+		if c := cmp.Compare(a.time, b.time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	// Slots per instant: the largest group of events sharing one.
+	width := 1
+	for i := 0; i < len(ev); {
+		j := i
+		for j < len(ev) && ev[j].time == ev[i].time {
+			j++
+		}
+		width = max(width, j-i)
+		i = j
+	}
+	endAt := map[int]int{}   // process -> position in group of its last hold-ending call
+	startAt := map[int]int{} // process -> position in group of its hold-starting return
+	instant := int64(0)
+	for i := 0; i < len(ev); instant++ {
+		t := ev[i].time
+		j := i
+		for j < len(ev) && ev[j].time == t {
+			j++
+		}
+		group := ev[i:j]
+		if len(group) == 1 { // the usual case: nothing to order
+			plainSetTime(kl, group[0], instant*int64(width))
+			i = j
+			continue
+		}
+		clear(endAt)
+		clear(startAt)
+		for g, e := range group {
+			if e.end >= 0 && kl.holds[e.end].start < t {
+				endAt[e.process] = g
+			}
+			if e.start >= 0 {
+				if h := kl.holds[e.start]; h.open || h.end > t {
+					if _, seen := startAt[e.process]; !seen {
+						startAt[e.process] = g
+					}
+				}
+			}
+		}
+		order := make([]int, 0, len(group)) // group positions in slot order
+		for pass := int8(1); pass <= 3; pass++ {
+			from := len(order)
+			for g, e := range group {
+				ph := int8(2)
+				if at, ok := endAt[e.process]; ok && g <= at {
+					ph = 1
+				} else if at, ok := startAt[e.process]; ok && g >= at {
+					ph = 3
+				}
+				if ph == pass {
+					order = append(order, g)
+				}
+			}
+			if pass == 2 {
+				slices.SortStableFunc(order[from:], func(a, b int) int {
+					return cmp.Compare(group[a].process, group[b].process)
+				})
+			}
+		}
+		for slot, g := range order {
+			plainSetTime(kl, group[g], instant*int64(width)+int64(slot))
+		}
+		i = j
+	}
+}
+
+// plainSetTime gives an event its new time.
+func plainSetTime(kl *plainKeyLocks, e plainEvent, at int64) {
+	if e.ret {
+		kl.ops[e.op].Return = at
+	} else {
+		kl.ops[e.op].Call = at
+	}
+}
+
