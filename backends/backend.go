@@ -30,6 +30,11 @@ var (
 	// ErrLost is given to a client whose lease watchdog failed: it must
 	// end its critical section.
 	ErrLost = errors.New("lock lost")
+	// ErrAbort is wrapped by an Acquire or Release error that is no
+	// outcome but a harness failure (a client process broke the protocol
+	// or died): the client loop records it as info and stops, and the run
+	// fails.
+	ErrAbort = errors.New("client failed")
 	// errCertain marks an error as a certain failure (see Certain).
 	errCertain = errors.New("certain failure")
 )
@@ -96,6 +101,11 @@ type ClientEnv struct {
 	// Clock is the process's own clock: lease arithmetic reads it, never
 	// time.Now, so a clock nemesis can skew it.
 	Clock *cluster.Clock
+	// WholeProcess is set when the client runs alone in a process of its
+	// own, which a pause freezes whole (SIGSTOP): a backend then leaves
+	// lease keepalives to its library, as users write it, instead of
+	// driving them under Gate.
+	WholeProcess bool
 }
 
 // Client is one simulated process's view of the lock service.

@@ -234,6 +234,9 @@ func (l *loop) round(ctx context.Context, key string) error {
 	}
 	err := l.record(ctx, done)
 	l.enter() // the first reply is in: the next client may ask
+	if errors.Is(aerr, backends.ErrAbort) {
+		return aerr
+	}
 	if err != nil || aerr != nil {
 		return err
 	}
@@ -306,7 +309,10 @@ func (l *loop) release(ctx context.Context, key string, g backends.Grant) error 
 	if err != nil {
 		done.Error = errString(err)
 	}
-	return l.record(ctx, done)
+	if rerr := l.record(ctx, done); rerr != nil || !errors.Is(err, backends.ErrAbort) {
+		return rerr
+	}
+	return err
 }
 
 // resourceOutcome maps a resource error: a stale-fence rejection certainly
