@@ -141,7 +141,7 @@ func (b *etcdBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) 
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	return &etcdClient{cli: cli, ttl: b.ttl, opTimeout: b.env.OpTimeout, clock: clock, gate: gate, hist: ce.History,
-		ctx: cctx, cancel: cancel}, nil
+		ctx: cctx, cancel: cancel, whole: ce.WholeProcess}, nil
 }
 
 func (b *etcdBackend) Close() error { return nil }
@@ -156,6 +156,10 @@ type etcdClient struct {
 	ctx       context.Context // ends the keepalive goroutines
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+	// whole is set in a process of its own (ClientEnv.WholeProcess): the
+	// session keeps its lease alive itself, as users write it, and a pause
+	// (SIGSTOP) stops that keepalive with everything else.
+	whole bool
 
 	mu     sync.Mutex
 	sess   *etcdSession
@@ -230,6 +234,9 @@ func (c *etcdClient) session(ctx context.Context) (*etcdSession, error) {
 	if s != nil && !s.isLost() {
 		return s, nil
 	}
+	if c.whole {
+		return c.librarySession(ctx)
+	}
 	sent := c.clock.Now()
 	gr, err := c.cli.Grant(ctx, c.ttl)
 	if err != nil {
@@ -254,6 +261,37 @@ func (c *etcdClient) session(ctx context.Context) (*etcdSession, error) {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go c.keepalive(s)
+	return s, nil
+}
+
+// librarySession makes a session as users write it:
+// concurrency.NewSession keeps its lease alive in the library's own
+// goroutine, and the session ends (lost) when that keepalive stops.
+func (c *etcdClient) librarySession(ctx context.Context) (*etcdSession, error) {
+	sent := c.clock.Now()
+	cs, err := concurrency.NewSession(c.cli, concurrency.WithTTL(int(c.ttl)), concurrency.WithContext(c.ctx))
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	s := &etcdSession{s: cs, lease: cs.Lease(), ttl: time.Duration(c.ttl) * time.Second, lost: make(chan struct{}),
+		fresh: sent, mutexes: map[string]*concurrency.Mutex{}}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.revoke(s.lease)
+		return nil, errors.New("etcd client closed")
+	}
+	c.sess = s
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-cs.Done():
+			s.markLost()
+		case <-c.ctx.Done():
+		}
+	}()
 	return s, nil
 }
 
@@ -351,7 +389,8 @@ func (c *etcdClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	owner := pb.Compare(m.IsOwner())
 	fence := owner.GetCreateRevision()
 	base := s.refreshed()
-	if start.Before(base) {
+	if start.Before(base) || c.whole {
+		// (The library's keepalive refreshes unseen: count from the start.)
 		base = start
 	}
 	c.setHeld(key)

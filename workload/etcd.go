@@ -92,6 +92,11 @@ func (r *Etcd) conn(g backends.Grant) (*clientv3.Client, string) {
 	if c, ok := g.Conn.(*backends.EtcdConn); ok && c != nil && c.Client != nil {
 		return c.Client, c.LockKey
 	}
+	if c, ok := g.Conn.(*backends.EtcdConn); ok && c != nil && c.LockKey != "" {
+		// A client in a process of its own: its connection stays there,
+		// the guard on its lock key holds all the same.
+		return r.cli, c.LockKey
+	}
 	return r.cli, ""
 }
 
