@@ -150,6 +150,9 @@ type Env struct {
 	Postgres cluster.PostgresOptions
 	// EtcdMembers is the size of the etcd cluster (0 means 1).
 	EtcdMembers int
+	// ExecServers are the servers the exec backend starts for its program,
+	// by kind, one entry per server (the scenario's exec.servers).
+	ExecServers []string
 	// Options are the backend's own settings (the scenario's
 	// backend_options block for it, decoded by DecodeOptions), of the type
 	// its Info.Options returns; nil means its defaults.
