@@ -35,6 +35,11 @@ type Options struct {
 	LogDir string
 	// TempDir is where data directories go; empty means os.TempDir().
 	TempDir string
+	// Servers is where servers run: local (the default, "") or docker
+	// (when the cluster/docker package is linked in; see RegisterProvider).
+	Servers string
+	// Images names the image per kind of server (or "all") in docker mode.
+	Images map[string]string
 }
 
 // Server is what every server the cluster runs can do.
@@ -54,7 +59,8 @@ type Cluster struct {
 	opt   Options
 	tmp   string
 	mu    sync.Mutex
-	procs []*proc
+	prov  Provider
+	units []Unit
 	redis []*Redis
 	// servers lists every data server in start order (the targets of
 	// server faults: "A" is the first).
@@ -85,7 +91,40 @@ func New(opt Options) (*Cluster, error) {
 	if opt.LogDir == "" {
 		opt.LogDir = tmp
 	}
-	return &Cluster{opt: opt, tmp: tmp}, nil
+	prov, err := newProvider(context.Background(), opt.Servers, ProviderOptions{Images: opt.Images, LogDir: opt.LogDir, TempDir: tmp})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &Cluster{opt: opt, tmp: tmp, prov: prov}, nil
+}
+
+// provider is where the cluster's servers run (local when none was made).
+func (c *Cluster) provider() Provider {
+	if c.prov == nil {
+		return localProvider{tmp: c.tmp}
+	}
+	return c.prov
+}
+
+// Mode is where the cluster's servers run: local or docker.
+func (c *Cluster) Mode() string { return c.provider().Mode() }
+
+// Images names the image each kind of server runs from (none when local).
+func (c *Cluster) Images() map[string]string { return c.provider().Images() }
+
+// launch prepares a server's program through the provider and tracks it,
+// so Close stops it.
+func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
+	u, err := c.provider().Launch(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.track(u); err != nil {
+		_ = u.Stop(ctx)
+		return nil, err
+	}
+	return u, nil
 }
 
 // TempDir is the cluster's private temporary directory, removed by Close.
@@ -146,22 +185,24 @@ func (c *Cluster) Logs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	for _, p := range c.procs {
-		out = append(out, p.logPath)
+	seen := map[string]bool{}
+	for _, u := range c.units {
+		if !seen[u.LogPath()] {
+			seen[u.LogPath()] = true
+			out = append(out, u.LogPath())
+		}
 	}
 	return out
 }
 
-func (c *Cluster) track(p *proc) error {
+func (c *Cluster) track(u Unit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}
-	p.mu.Lock()
-	p.onDeath = c.serverDied
-	p.mu.Unlock()
-	c.procs = append(c.procs, p)
+	u.OnDeath(c.serverDied)
+	c.units = append(c.units, u)
 	return nil
 }
 
@@ -190,17 +231,18 @@ func (c *Cluster) Close() error {
 	c.closeLinks()
 	c.mu.Lock()
 	c.closed = true
-	procs := c.procs
-	c.procs = nil
+	units := c.units
+	c.units = nil
 	c.mu.Unlock()
 	var errs []error
 	var wg sync.WaitGroup
 	var emu sync.Mutex
-	for _, p := range procs {
+	ctx := context.Background()
+	for _, u := range units {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.stop(); err != nil {
+			if err := u.Stop(ctx); err != nil {
 				emu.Lock()
 				errs = append(errs, err)
 				emu.Unlock()
@@ -208,6 +250,9 @@ func (c *Cluster) Close() error {
 		}()
 	}
 	wg.Wait()
+	if err := c.provider().Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := os.RemoveAll(c.tmp); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: remove %s: %w", c.tmp, err))
 	}

@@ -8,14 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -44,8 +43,9 @@ type Etcd struct {
 
 // EtcdMember is one etcd member process.
 type EtcdMember struct {
-	p          *proc
+	p          Unit
 	name       string
+	host       string
 	clientPort int
 	peerPort   int
 	dataDir    string
@@ -90,7 +90,7 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 	if opt.Members < 1 || opt.Members > maxEtcdMembers {
 		return nil, fmt.Errorf("cluster: etcd members must be 1 to %d, not %d", maxEtcdMembers, opt.Members)
 	}
-	bin, err := lookBin("etcd", "etcd-server")
+	bin, err := c.provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
 	}
@@ -119,63 +119,74 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	e := &Etcd{}
 	var peers []string
 	used := map[int]bool{}
-	port := func() (int, error) {
-		p, err := FreePort()
-		if err == nil && used[p] {
+	pv := c.provider()
+	port := func(usual int) (int, error) {
+		p, err := pv.Port(usual)
+		if err == nil && used[p] && p != usual {
 			err = fmt.Errorf("etcd: the kernel gave port %d twice", p)
 		}
 		used[p] = true
 		return p, err
 	}
 	for i := range opt.Members {
-		cp, err := port()
+		cp, err := port(2379)
 		if err != nil {
 			return nil, err
 		}
-		pp, err := port()
+		pp, err := port(2380)
 		if err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("etcd-%d", i)
-		dir := filepath.Join(c.tmp, name)
-		m := &EtcdMember{name: name, clientPort: cp, peerPort: pp, dataDir: filepath.Join(dir, "data")}
+		dir, err := pv.Dir(name)
+		if err != nil {
+			return nil, err
+		}
+		host, err := pv.Host(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		m := &EtcdMember{name: name, host: host, clientPort: cp, peerPort: pp, dataDir: path.Join(dir, "data")}
 		// Each attempt starts from an empty data directory: a member
 		// bootstrapped with other peers' ports cannot join new ones.
-		if err := os.RemoveAll(m.dataDir); err != nil {
-			return nil, fmt.Errorf("etcd: %s: %w", name, err)
+		if pv.Mode() == ServersLocal {
+			if err := os.RemoveAll(m.dataDir); err != nil {
+				return nil, fmt.Errorf("etcd: %s: %w", name, err)
+			}
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("etcd: %s: %w", name, err)
-		}
-		m.p = &proc{name: name, bin: bin, dir: dir, logPath: filepath.Join(c.opt.LogDir, name+".log")}
 		e.members = append(e.members, m)
 		peers = append(peers, name+"="+m.peerURL())
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	token := "locktorture-" + hex.EncodeToString(b[:])
-	for _, m := range e.members {
-		m.p.args = etcdArgs(m, strings.Join(peers, ","), token, opt.Args)
-		if err := c.track(m.p); err != nil {
-			return nil, err
-		}
-	}
 	fail := func(err error) (*Etcd, error) {
 		for _, m := range e.members {
-			_ = m.p.kill()
-			_ = m.p.stop() // closes the log
+			if m.p != nil {
+				_ = m.p.Kill(ctx)
+				_ = m.p.Stop(ctx) // closes the log
+			}
 		}
 		return nil, err
 	}
 	for _, m := range e.members {
-		if err := m.p.start(); err != nil {
+		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin,
+			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir),
+			LogPath: filepath.Join(c.opt.LogDir, m.name+".log")})
+		if err != nil {
+			return fail(err)
+		}
+		m.p = u
+	}
+	for _, m := range e.members {
+		if err := m.p.Start(ctx); err != nil {
 			return fail(err)
 		}
 	}
 	// A member of a larger cluster becomes healthy only once a quorum is
 	// up, so all start first and are checked after.
 	for _, m := range e.members {
-		if err := m.p.waitReady(ctx, m.health); err != nil {
+		if err := waitUnit(ctx, m.name, m.p, m.health); err != nil {
 			return fail(err)
 		}
 	}
@@ -254,11 +265,11 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 func (m *EtcdMember) Name() string { return m.name }
 
 // Addr is the member's client address, host:port.
-func (m *EtcdMember) Addr() string { return hostPort(m.given, m.clientPort) }
+func (m *EtcdMember) Addr() string { return hostPort(m.given, m.host, m.clientPort) }
 
 // PeerAddr is the member's peer (raft) address, host:port.
 func (m *EtcdMember) PeerAddr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.peerPort))
+	return hostPort("", m.host, m.peerPort)
 }
 
 func (m *EtcdMember) clientURL() string { return "http://" + m.Addr() }
@@ -268,51 +279,44 @@ func (m *EtcdMember) peerURL() string   { return "http://" + m.PeerAddr() }
 func (m *EtcdMember) DataDir() string { return m.dataDir }
 
 // LogPath is the member's log file.
-func (m *EtcdMember) LogPath() string { return m.p.logPath }
+func (m *EtcdMember) LogPath() string { return m.p.LogPath() }
 
 // PID is the member's process id, or 0 when it is not running.
-func (m *EtcdMember) PID() int {
-	m.p.mu.Lock()
-	defer m.p.mu.Unlock()
-	if m.p.cmd == nil || m.p.cmd.Process == nil {
-		return 0
-	}
-	return m.p.cmd.Process.Pid
-}
+func (m *EtcdMember) PID() int { return unitPID(m.p) }
 
 // Running reports whether the member's process is up.
-func (m *EtcdMember) Running() bool { return m.p.running() }
+func (m *EtcdMember) Running() bool { return m.p.Running() }
 
-// Pause freezes the member with SIGSTOP.
-func (m *EtcdMember) Pause(ctx context.Context) error { return m.p.signal(syscall.SIGSTOP) }
+// Pause freezes the member (SIGSTOP; in a container, docker pause).
+func (m *EtcdMember) Pause(ctx context.Context) error { return m.p.Pause(ctx) }
 
-// Resume thaws a paused member with SIGCONT.
-func (m *EtcdMember) Resume(ctx context.Context) error { return m.p.signal(syscall.SIGCONT) }
+// Resume thaws a paused member.
+func (m *EtcdMember) Resume(ctx context.Context) error { return m.p.Resume(ctx) }
 
 // Kill ends the member with SIGKILL, as a crash would.
-func (m *EtcdMember) Kill(ctx context.Context) error { return m.p.kill() }
+func (m *EtcdMember) Kill(ctx context.Context) error { return m.p.Kill(ctx) }
 
 // Restart starts a killed or stopped member again with the same data
 // directory and ports, and waits until it is healthy (which, in a larger
 // cluster, needs a quorum of members up). etcd fsyncs its log, so the
 // member comes back with everything it had acknowledged.
 func (m *EtcdMember) Restart(ctx context.Context) error {
-	if m.p.running() {
-		if err := m.p.kill(); err != nil {
+	if m.p.Running() {
+		if err := m.p.Kill(ctx); err != nil {
 			return err
 		}
 	}
-	if err := m.p.start(); err != nil {
+	if err := m.p.Start(ctx); err != nil {
 		return err
 	}
-	if err := m.p.waitReady(ctx, m.health); err != nil {
+	if err := waitUnit(ctx, m.name, m.p, m.health); err != nil {
 		return fmt.Errorf("cluster: restart: %w", err)
 	}
 	return nil
 }
 
 // Stop ends the member for good.
-func (m *EtcdMember) Stop(ctx context.Context) error { return m.p.stop() }
+func (m *EtcdMember) Stop(ctx context.Context) error { return m.p.Stop(ctx) }
 
 // EtcdStatus is what a member says about itself.
 type EtcdStatus struct {

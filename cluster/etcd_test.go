@@ -175,7 +175,7 @@ func TestEtcdThree(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	if err := rest[0].p.waitReady(ctx, rest[0].health); err != nil {
+	if err := waitUnit(ctx, rest[0].name, rest[0].p, rest[0].health); err != nil {
 		t.Fatalf("the two members left have no leader: %v", err)
 	}
 	if l, err := e.Leader(ctx); err != nil || l == leader {

@@ -81,12 +81,16 @@ func (c *Cluster) GivenAddrs(kind string) ([]string, bool) {
 	return g.Other[kind], true
 }
 
-// hostPort is a server's address: the given one, or 127.0.0.1:port.
-func hostPort(given string, port int) string {
+// hostPort is a server's address: the given one, or host:port (host
+// empty: 127.0.0.1).
+func hostPort(given, host string, port int) string {
 	if given != "" {
 		return given
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // givenProc is the stand-in process of a given server: it has a name and

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -205,7 +206,9 @@ func (c *Cluster) Link(from string, s Server) (*Link, error) {
 	if l, ok := ls.byKey[key]; ok {
 		return l, nil
 	}
-	p := toxiproxy.NewProxy(ls.server, key, "127.0.0.1:0", s.Addr())
+	// Where servers, too, can dial it (a replica's link to its primary).
+	listen := net.JoinHostPort(c.provider().HarnessHost(), "0")
+	p := toxiproxy.NewProxy(ls.server, key, listen, s.Addr())
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("cluster: link %s: %w", key, err)
 	}

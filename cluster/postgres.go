@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -129,7 +130,9 @@ type postgresSlot struct {
 // harness runs as root, the server runs as the `postgres` system user
 // (PostgreSQL refuses root).
 type Postgres struct {
-	p       *proc
+	p       Unit
+	name    string
+	host    string
 	port    int
 	given   string // the address of a server someone else runs (given.go)
 	opt     PostgresOptions
@@ -172,6 +175,9 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
+	if c.provider().Mode() != ServersLocal {
+		return c.startPostgresElsewhere(ctx, opt)
+	}
 	bins, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -214,7 +220,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 		if err != nil {
 			return nil, err
 		}
-		pg := &Postgres{port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
+		pg := &Postgres{name: name, host: "127.0.0.1", port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
 		args := append([]string{
 			"-D", data,
 			"-p", strconv.Itoa(port),
@@ -224,27 +230,28 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 			"-c", "logging_collector=off",
 			"-c", "log_line_prefix=%m [%p] %q%a ",
 		}, opt.args()...)
-		pg.p = &proc{
-			name:    name,
-			bin:     bins.postgres,
-			args:    args,
-			dir:     data,
-			logPath: filepath.Join(c.opt.LogDir, name+".log"),
-			cred:    as.cred,
-			stopSig: syscall.SIGINT, // fast shutdown: SIGTERM waits for clients to leave
-			tree:    true,
-		}
-		if err := c.track(pg.p); err != nil {
+		pg.p, err = c.launch(ctx, Spec{
+			Name:       name,
+			Kind:       "postgres",
+			Program:    bins.postgres,
+			Args:       args,
+			Dir:        data,
+			LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+			Cred:       as.cred,
+			StopSignal: syscall.SIGINT, // fast shutdown: SIGTERM waits for clients to leave
+			Tree:       true,
+		})
+		if err != nil {
 			return nil, err
 		}
-		if err := pg.p.start(); err != nil {
+		if err := pg.p.Start(ctx); err != nil {
 			return nil, err
 		}
-		if lastErr = pg.p.waitReady(ctx, pg.ping); lastErr == nil {
+		if lastErr = waitUnit(ctx, name, pg.p, pg.ping); lastErr == nil {
 			c.AddServer(pg)
 			return pg, nil
 		}
-		_ = pg.p.kill()
+		_ = pg.p.Kill(ctx)
 		if ctx.Err() != nil {
 			break
 		}
@@ -253,10 +260,15 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 }
 
 // Name is the server's name.
-func (pg *Postgres) Name() string { return pg.p.name }
+func (pg *Postgres) Name() string {
+	if pg.name == "" {
+		return "postgres"
+	}
+	return pg.name
+}
 
 // Addr is the server's host:port.
-func (pg *Postgres) Addr() string { return hostPort(pg.given, pg.port) }
+func (pg *Postgres) Addr() string { return hostPort(pg.given, pg.host, pg.port) }
 
 // Port is the server's TCP port.
 func (pg *Postgres) Port() int { return pg.port }
@@ -288,47 +300,40 @@ func PostgresApplication(p int) string { return "locktorture-" + ClientName(p) }
 func (pg *Postgres) DataDir() string { return pg.dataDir }
 
 // LogPath is the server's log file.
-func (pg *Postgres) LogPath() string { return pg.p.logPath }
+func (pg *Postgres) LogPath() string { return pg.p.LogPath() }
 
 // Options are the settings the server runs with.
 func (pg *Postgres) Options() PostgresOptions { return pg.opt }
 
 // PID is the postmaster's process id, or 0 when it is not running.
-func (pg *Postgres) PID() int {
-	pg.p.mu.Lock()
-	defer pg.p.mu.Unlock()
-	if pg.p.cmd == nil || pg.p.cmd.Process == nil {
-		return 0
-	}
-	return pg.p.cmd.Process.Pid
-}
+func (pg *Postgres) PID() int { return unitPID(pg.p) }
 
 // Running reports whether the server is up.
-func (pg *Postgres) Running() bool { return pg.p.running() }
+func (pg *Postgres) Running() bool { return pg.p.Running() }
 
 // Pause freezes the whole server (the postmaster and every backend) with
 // SIGSTOP, as a stalled machine would be.
-func (pg *Postgres) Pause(ctx context.Context) error { return pg.p.signal(syscall.SIGSTOP) }
+func (pg *Postgres) Pause(ctx context.Context) error { return pg.p.Pause(ctx) }
 
 // Resume thaws a paused server with SIGCONT.
-func (pg *Postgres) Resume(ctx context.Context) error { return pg.p.signal(syscall.SIGCONT) }
+func (pg *Postgres) Resume(ctx context.Context) error { return pg.p.Resume(ctx) }
 
 // Kill ends the server and every backend with SIGKILL, as a crash would,
 // and returns when none is left.
-func (pg *Postgres) Kill(ctx context.Context) error { return pg.p.kill() }
+func (pg *Postgres) Kill(ctx context.Context) error { return pg.p.Kill(ctx) }
 
 // Restart starts a killed or stopped server again on the same port with
 // the same data (crash recovery runs) and waits until it answers.
 func (pg *Postgres) Restart(ctx context.Context) error {
-	if pg.p.running() {
-		if err := pg.p.kill(); err != nil {
+	if pg.p.Running() {
+		if err := pg.p.Kill(ctx); err != nil {
 			return err
 		}
 	}
-	if err := pg.p.start(); err != nil {
+	if err := pg.p.Start(ctx); err != nil {
 		return err
 	}
-	if err := pg.p.waitReady(ctx, pg.ping); err != nil {
+	if err := waitUnit(ctx, pg.Name(), pg.p, pg.ping); err != nil {
 		return fmt.Errorf("cluster: restart: %w", err)
 	}
 	return nil
@@ -336,7 +341,7 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 
 // Stop ends the server for good (fast shutdown, then SIGKILL), returning
 // when no postgres process of it is left.
-func (pg *Postgres) Stop(ctx context.Context) error { return pg.p.stop() }
+func (pg *Postgres) Stop(ctx context.Context) error { return pg.p.Stop(ctx) }
 
 // Connect opens a new connection to the harness's database, dialling the
 // server directly (for setup and for faults such as terminating a session).
@@ -669,4 +674,72 @@ func copyFile(src, dst string, perm os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// postgresFirstStart is the script a PostgreSQL started elsewhere (in a
+// container) runs as its own user: on the first start it makes the data
+// directory as the local template is made (initdb with the harness's role,
+// trust for TCP from anywhere on the run's network, the harness's
+// database), then it runs the server with its arguments. A restart finds
+// the data directory and runs the server at once (crash recovery).
+const postgresFirstStart = `set -e
+D="$1"; shift
+if [ ! -s "$D/PG_VERSION" ]; then
+  initdb -D "$D" -U ` + PostgresUser + ` --auth=trust --encoding=UTF8 --locale=C --no-sync --wal-segsize=1 >"$D.initdb.log" 2>&1 || { cat "$D.initdb.log"; exit 1; }
+  echo "host all all 0.0.0.0/0 trust" >>"$D/pg_hba.conf"
+  echo "CREATE DATABASE ` + PostgresDatabase + `;" | postgres --single -D "$D" -F -c exit_on_error=on postgres >/dev/null
+fi
+exec postgres -D "$D" "$@"
+`
+
+// startPostgresElsewhere starts the run's PostgreSQL through a provider
+// other than local (a container): the program and initdb from the image,
+// run as the image's postgres user, on the server's own address.
+func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	const name = "postgres"
+	pv := c.provider()
+	dir, err := pv.Dir(name)
+	if err != nil {
+		return nil, err
+	}
+	host, err := pv.Host(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	port, err := pv.Port(5432)
+	if err != nil {
+		return nil, err
+	}
+	data := path.Join(dir, "pgdata")
+	pg := &Postgres{name: name, host: host, port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
+	args := append([]string{
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses=*",
+		"-c", "unix_socket_directories=",
+		"-c", "shared_buffers=32MB",
+		"-c", "logging_collector=off",
+		"-c", "log_line_prefix=%m [%p] %q%a ",
+	}, opt.args()...)
+	pg.p, err = c.launch(ctx, Spec{
+		Name:       name,
+		Kind:       "postgres",
+		Program:    data,
+		Args:       args,
+		Shell:      postgresFirstStart,
+		User:       "postgres",
+		LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+		StopSignal: syscall.SIGINT,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := pg.p.Start(ctx); err != nil {
+		return nil, err
+	}
+	// initdb runs first: allow it more than a server's start.
+	if err := waitUnit(ctx, name, pg.p, pg.ping); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.AddServer(pg)
+	return pg, nil
 }

@@ -206,6 +206,51 @@ func (p *proc) stop() error {
 	return err
 }
 
+// Start starts the process (Unit).
+func (p *proc) Start(context.Context) error { return p.start() }
+
+// Pause freezes the process (and, for a tree, its descendants) with SIGSTOP.
+func (p *proc) Pause(context.Context) error { return p.signal(syscall.SIGSTOP) }
+
+// Resume thaws it with SIGCONT.
+func (p *proc) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
+
+// Kill ends it with SIGKILL and waits until it is gone.
+func (p *proc) Kill(context.Context) error { return p.kill() }
+
+// Stop ends it for good.
+func (p *proc) Stop(context.Context) error { return p.stop() }
+
+// Running reports whether it is up.
+func (p *proc) Running() bool { return p.running() }
+
+// Exited is closed when the current start has ended.
+func (p *proc) Exited() <-chan struct{} { return p.exitedCh() }
+
+// LogPath is its log file.
+func (p *proc) LogPath() string { return p.logPath }
+
+// OnDeath sets what hears of an exit nobody asked for.
+func (p *proc) OnDeath(f func(name, logPath string)) {
+	p.mu.Lock()
+	p.onDeath = f
+	p.mu.Unlock()
+}
+
+// unitPID is a local unit's process id, or 0 (not running, or not local).
+func unitPID(u Unit) int {
+	p, ok := u.(*proc)
+	if !ok {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // readyPoll is how often a starting server is asked whether it is ready:
 // often, since a run waits for its servers (a redis-server answers within
 // about 10ms of its start).

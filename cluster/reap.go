@@ -175,3 +175,11 @@ func procIdentity(pid int) (string, error) {
 	}
 	return fmt.Sprintf("%d %s", pid, f[19]), nil
 }
+
+// OwnerID names this process the way owner files and container labels do
+// ("pid starttime"): a reused pid is never taken for it.
+func OwnerID() (string, error) { return procIdentity(os.Getpid()) }
+
+// OwnerAlive reports whether the process an OwnerID names still runs (an
+// unreadable one counts as alive, so nothing is removed on a guess).
+func OwnerAlive(owner string) bool { return ownerAlive(owner) }

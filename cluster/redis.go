@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -26,7 +24,8 @@ type RedisOptions struct {
 
 // Redis is one redis-server process on 127.0.0.1.
 type Redis struct {
-	p    *proc
+	p    Unit
+	host string
 	port int
 	opt  RedisOptions
 	// given is the address of a server someone else runs (given.go).
@@ -38,7 +37,8 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	if c.given != nil {
 		return c.givenRedis(opt)
 	}
-	bin, err := lookBin("redis-server", "redis-server")
+	pv := c.provider()
+	bin, err := pv.Program("redis-server", "redis-server")
 	if err != nil {
 		return nil, err
 	}
@@ -48,38 +48,43 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	dir := filepath.Join(c.tmp, opt.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", opt.Name, err)
+	dir, err := pv.Dir(opt.Name)
+	if err != nil {
+		return nil, err
+	}
+	host, err := pv.Host(ctx, opt.Name)
+	if err != nil {
+		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := FreePort()
+		port, err := pv.Port(6379)
 		if err != nil {
 			return nil, err
 		}
-		r := &Redis{port: port, opt: opt}
-		r.p = &proc{
-			name:    opt.Name,
-			bin:     bin,
-			args:    redisArgs(port, dir, opt),
-			dir:     dir,
-			logPath: filepath.Join(c.opt.LogDir, opt.Name+".log"),
-		}
-		if err := c.track(r.p); err != nil {
+		r := &Redis{host: host, port: port, opt: opt}
+		r.p, err = c.launch(ctx, Spec{
+			Name:    opt.Name,
+			Kind:    "redis",
+			Program: bin,
+			Args:    redisArgs(host, port, dir, opt),
+			Dir:     dir,
+			LogPath: filepath.Join(c.opt.LogDir, opt.Name+".log"),
+		})
+		if err != nil {
 			return nil, err
 		}
-		if err := r.p.start(); err != nil {
+		if err := r.p.Start(ctx); err != nil {
 			return nil, err
 		}
-		if lastErr = r.p.waitReady(ctx, r.ping); lastErr == nil {
+		if lastErr = waitUnit(ctx, opt.Name, r.p, r.ping); lastErr == nil {
 			c.mu.Lock()
 			c.redis = append(c.redis, r)
 			c.mu.Unlock()
 			c.AddServer(r)
 			return r, nil
 		}
-		_ = r.p.kill()
+		_ = r.p.Kill(ctx)
 		if ctx.Err() != nil {
 			break
 		}
@@ -87,10 +92,10 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	return nil, fmt.Errorf("cluster: %w", lastErr)
 }
 
-func redisArgs(port int, dir string, opt RedisOptions) []string {
+func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
+		"--bind", host,
 		"--dir", dir,
 		"--daemonize", "no",
 		"--save", "",
@@ -118,55 +123,48 @@ func redisArgs(port int, dir string, opt RedisOptions) []string {
 func (r *Redis) Name() string { return r.opt.Name }
 
 // Addr is the server's host:port.
-func (r *Redis) Addr() string { return hostPort(r.given, r.port) }
+func (r *Redis) Addr() string { return hostPort(r.given, r.host, r.port) }
 
 // Port is the server's TCP port.
 func (r *Redis) Port() int { return r.port }
 
 // LogPath is the server's log file.
-func (r *Redis) LogPath() string { return r.p.logPath }
+func (r *Redis) LogPath() string { return r.p.LogPath() }
 
 // PID is the server's process id, or 0 when it is not running.
-func (r *Redis) PID() int {
-	r.p.mu.Lock()
-	defer r.p.mu.Unlock()
-	if r.p.cmd == nil || r.p.cmd.Process == nil {
-		return 0
-	}
-	return r.p.cmd.Process.Pid
-}
+func (r *Redis) PID() int { return unitPID(r.p) }
 
 // Running reports whether the server process is up.
-func (r *Redis) Running() bool { return r.p.running() }
+func (r *Redis) Running() bool { return r.p.Running() }
 
-// Pause freezes the server with SIGSTOP.
-func (r *Redis) Pause(ctx context.Context) error { return r.p.signal(syscall.SIGSTOP) }
+// Pause freezes the server (SIGSTOP; in a container, docker pause).
+func (r *Redis) Pause(ctx context.Context) error { return r.p.Pause(ctx) }
 
-// Resume thaws a paused server with SIGCONT.
-func (r *Redis) Resume(ctx context.Context) error { return r.p.signal(syscall.SIGCONT) }
+// Resume thaws a paused server.
+func (r *Redis) Resume(ctx context.Context) error { return r.p.Resume(ctx) }
 
 // Kill ends the server with SIGKILL, as a crash would.
-func (r *Redis) Kill(ctx context.Context) error { return r.p.kill() }
+func (r *Redis) Kill(ctx context.Context) error { return r.p.Kill(ctx) }
 
 // Restart starts a killed or stopped server again on the same port and
 // waits until it answers. Without persistence it comes back empty.
 func (r *Redis) Restart(ctx context.Context) error {
-	if r.p.running() {
-		if err := r.p.kill(); err != nil {
+	if r.p.Running() {
+		if err := r.p.Kill(ctx); err != nil {
 			return err
 		}
 	}
-	if err := r.p.start(); err != nil {
+	if err := r.p.Start(ctx); err != nil {
 		return err
 	}
-	if err := r.p.waitReady(ctx, r.ping); err != nil {
+	if err := waitUnit(ctx, r.opt.Name, r.p, r.ping); err != nil {
 		return fmt.Errorf("cluster: restart: %w", err)
 	}
 	return nil
 }
 
 // Stop ends the server for good.
-func (r *Redis) Stop(ctx context.Context) error { return r.p.stop() }
+func (r *Redis) Stop(ctx context.Context) error { return r.p.Stop(ctx) }
 
 // ShortenTTLs has the effect on expiry of a jump of the server's clock by
 // d: every key's remaining time to live is cut by d, and keys with less

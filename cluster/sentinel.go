@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +15,8 @@ const SentinelMaster = "locktorture"
 
 // Sentinel is one redis-sentinel process.
 type Sentinel struct {
-	p    *proc
+	p    Unit
+	host string
 	port int
 	name string
 	// given is the address of a Sentinel someone else runs (given.go).
@@ -26,13 +27,13 @@ type Sentinel struct {
 func (s *Sentinel) Name() string { return s.name }
 
 // Addr is its host:port.
-func (s *Sentinel) Addr() string { return hostPort(s.given, s.port) }
+func (s *Sentinel) Addr() string { return hostPort(s.given, s.host, s.port) }
 
 // LogPath is its log file.
-func (s *Sentinel) LogPath() string { return s.p.logPath }
+func (s *Sentinel) LogPath() string { return s.p.LogPath() }
 
 // Stop ends it.
-func (s *Sentinel) Stop(ctx context.Context) error { return s.p.stop() }
+func (s *Sentinel) Stop(ctx context.Context) error { return s.p.Stop(ctx) }
 
 // SentinelGroup is a primary, a replica and three Sentinels, the setup of
 // the Redis docs' failover race. The replica replicates through a link, so
@@ -112,7 +113,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if c.given != nil {
 		return c.givenSentinelGroup()
 	}
-	bin, err := lookBin("redis-sentinel", "redis-sentinel")
+	bin, err := c.provider().Program("redis-sentinel", "redis-sentinel")
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +129,14 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 		g.Replication, upstream = l, l.Addr()
 	}
 	host, port, _ := net.SplitHostPort(upstream)
+	// The replica announces its own address (not the one its link to the
+	// primary comes from), so Sentinels name it as clients reach it.
+	replicaHost, err := c.provider().Host(ctx, "redis-replica")
+	if err != nil {
+		return nil, err
+	}
 	g.Replica, err = c.StartRedis(ctx, RedisOptions{Name: "redis-replica", Persistence: persistence,
-		Args: []string{"--replicaof", host, port, "--replica-announce-ip", "127.0.0.1"}})
+		Args: []string{"--replicaof", host, port, "--replica-announce-ip", replicaHost}})
 	if err != nil {
 		return nil, err
 	}
@@ -173,36 +180,40 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 }
 
 func (c *Cluster) startSentinel(ctx context.Context, bin, name string, primary *Redis) (*Sentinel, error) {
-	dir := filepath.Join(c.tmp, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", name, err)
-	}
-	port, err := FreePort()
+	pv := c.provider()
+	dir, err := pv.Dir(name)
 	if err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(dir, "sentinel.conf")
+	host, err := pv.Host(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	port, err := pv.Port(26379)
+	if err != nil {
+		return nil, err
+	}
+	conf := path.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf(`port %d
-bind 127.0.0.1
+bind %s
 protected-mode no
 dir %s
-sentinel monitor %s 127.0.0.1 %d 2
+sentinel monitor %s %s %d 2
 sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
-`, port, dir, SentinelMaster, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", name, err)
-	}
-	s := &Sentinel{port: port, name: name}
-	s.p = &proc{name: name, bin: bin, args: []string{conf}, dir: dir, logPath: filepath.Join(c.opt.LogDir, name+".log")}
-	if err := c.track(s.p); err != nil {
+`, port, host, dir, SentinelMaster, primary.host, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
+	s := &Sentinel{host: host, port: port, name: name}
+	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
+		Files:   []File{{Path: conf, Content: []byte(text), Mode: 0o666}},
+		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
+	if err != nil {
 		return nil, err
 	}
-	if err := s.p.start(); err != nil {
+	if err := s.p.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.p.waitReady(ctx, func(ctx context.Context) error { return pingRedis(ctx, s.Addr()) }); err != nil {
+	if err := waitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.Addr()) }); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return s, nil
