@@ -185,6 +185,10 @@ type Info struct {
 	// on servers ask it, so a backend that left it out would be refused
 	// every partition, kill and delay.
 	Kinds []string
+	// InTx is set when a grant's Conn is a transaction that the postgres
+	// resource acts inside: it cannot leave a client's process, so client
+	// processes refuse that resource.
+	InTx bool
 	// Options, when set, returns the backend's fresh options with their
 	// defaults: the keys of its backend_options block (see Options).
 	Options func() Options

@@ -20,6 +20,7 @@ func init() {
 		Servers:     "those exec.servers names (default: 1 redis-server)",
 		Kinds:       ExecKinds,
 		Lease:       true,
+		Sentinel:    true,
 		Options:     func() Options { return FreeOptions{} },
 	}, newExec)
 }

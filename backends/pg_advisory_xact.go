@@ -28,6 +28,7 @@ import (
 func init() {
 	Register(Info{
 		Name:        "pg-advisory-xact",
+		InTx:        true,
 		Description: "PostgreSQL transaction-level advisory lock held in an open transaction; with the postgres resource the write commits with the release",
 		Servers:     "1 postgres",
 		Kinds:       []string{"postgres"},

@@ -25,6 +25,7 @@ import (
 func init() {
 	Register(Info{
 		Name:        "pg-skip-locked",
+		InTx:        true,
 		Description: "claim the key's row with SELECT ... FOR UPDATE SKIP LOCKED in a transaction held for the critical section",
 		Servers:     "1 postgres",
 		Kinds:       []string{"postgres"},

@@ -166,7 +166,7 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 // abilities and server kinds, the Redis setup.
 func (s *Scenario) nemesisShape() nemesis.Shape {
 	info, _, _ := backends.Lookup(s.Backend)
-	return nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: info.ServerKinds(), Lease: info.Lease,
+	return nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: s.serverKinds(info), Lease: info.Lease,
 		Sentinel: s.Redis == backends.RedisSentinel}
 }
 

@@ -158,6 +158,12 @@ type Scenario struct {
 	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
 	// each backend takes are its own (see BackendOptions).
 	BackendOptions BackendOptions `yaml:"backend_options,omitempty"`
+	// ClientMode is how clients run: inproc (the default: goroutines of
+	// the harness) or process (one process each, speaking the client
+	// protocol; a pause freezes the whole process).
+	ClientMode string `yaml:"client_mode,omitempty"`
+	// Exec is the program of the exec backend.
+	Exec *Exec `yaml:"exec,omitempty"`
 	// ThinkMin and ThinkMax bound the random pause between rounds:
 	// 5ms to 25ms when both are left out; 0 to 0 is no pause.
 	ThinkMin Duration `yaml:"think_min"`

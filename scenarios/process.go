@@ -1,0 +1,145 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/locktorture/locktorture/backends"
+)
+
+// Client modes (client_mode, --client-mode).
+const (
+	// ClientInproc runs every client as goroutines of the harness (the
+	// default); a pause stops them at their next step.
+	ClientInproc = "inproc"
+	// ClientProcess runs every client as a process of its own that speaks
+	// the client protocol; a pause freezes the whole process (SIGSTOP).
+	ClientProcess = "process"
+)
+
+// ExecBackend is the backend that runs a program of the user's.
+const ExecBackend = "exec"
+
+// Exec is the program the exec backend runs, one copy per client.
+type Exec struct {
+	// Command is the program and its arguments (required).
+	Command []string `yaml:"command"`
+	// Env adds to the harness's environment.
+	Env map[string]string `yaml:"env,omitempty"`
+	// Servers are the servers to start for it, one entry per server:
+	// redis (the default: one), postgres, etcd.
+	Servers []string `yaml:"servers,omitempty"`
+}
+
+// ProcessClients reports whether the run's clients are processes: in
+// process mode, and always for exec.
+func (s *Scenario) ProcessClients() bool {
+	return s.ClientMode == ClientProcess || s.Backend == ExecBackend
+}
+
+// ExecServers are the servers the exec backend starts (nil for another backend).
+func (s *Scenario) ExecServers() []string {
+	if s.Backend != ExecBackend || s.Exec == nil {
+		return nil
+	}
+	if len(s.Exec.Servers) == 0 {
+		return []string{"redis"}
+	}
+	return s.Exec.Servers
+}
+
+// serverKinds are the kinds of server the run's backend runs.
+func (s *Scenario) serverKinds(info backends.Info) []string {
+	if s.Backend != ExecBackend {
+		return info.ServerKinds()
+	}
+	var out []string
+	for _, k := range s.ExecServers() {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// validateClients checks client_mode and exec.
+func (s *Scenario) validateClients() error {
+	bad := func(field, format string, a ...any) error {
+		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
+	}
+	switch s.ClientMode {
+	case "", ClientInproc, ClientProcess:
+	default:
+		return bad("client_mode", "unknown client_mode %q (inproc, process)", s.ClientMode)
+	}
+	if s.Backend == ExecBackend {
+		if s.ClientMode == ClientInproc {
+			return bad("client_mode", "backend exec runs its program as processes: client_mode inproc does not apply")
+		}
+		if s.Exec == nil || len(s.Exec.Command) == 0 || s.Exec.Command[0] == "" {
+			return bad("exec", "backend exec needs the program to run: exec: {command: [program, args...]}")
+		}
+		for _, k := range s.Exec.Servers {
+			if !slices.Contains(backends.ExecKinds, k) {
+				return bad("exec", "exec.servers: unknown kind of server %q (known: %s)", k, strings.Join(backends.ExecKinds, ", "))
+			}
+		}
+	}
+	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && s.Resource == "postgres" {
+		return bad("client_mode", "backend %s with the postgres resource writes inside the lock's own transaction, which cannot leave the client's process: run it with client_mode inproc", s.Backend)
+	}
+	return nil
+}
+
+// SplitCommand splits a command line as a POSIX shell would split plain
+// words and quoted ones ('...', "...", backslash escapes): --exec's value.
+func SplitCommand(line string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	esc := false
+	for _, r := range line {
+		switch {
+		case esc:
+			cur.WriteRune(r)
+			esc = false
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\\':
+			esc, inWord = true, true
+		case quote == '"':
+			if r == '"' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 || esc {
+		return nil, fmt.Errorf("%w: unbalanced quote or trailing backslash in %q", ErrInvalid, line)
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
