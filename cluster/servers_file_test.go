@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/internal/testenv"
+)
+
+// TestParseServersFile: a good file gives its servers; every bad one is
+// one line naming the file, the line and the problem.
+func TestParseServersFile(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		line int    // 0: accepted
+		has  string // what the problem names
+	}{
+		{"every kind", "redis: [127.0.0.1:6379, 127.0.0.1:6380]\nsentinel: {master: mymaster, addrs: [127.0.0.1:26379]}\npostgres: postgres://u:p@127.0.0.1:5432/db\netcd: [127.0.0.1:2379]\nzookeeper: [127.0.0.1:2181]\n", 0, ""},
+		{"controlled", "redis:\n  - {addr: 127.0.0.1:6379, control: docker, container: r0}\npostgres: {dsn: postgres://u@h:5432/d, control: docker, container: pg}\n", 0, ""},
+		{"empty", "", 1, "empty"},
+		{"no servers", "redis: []\n", 1, "no servers"},
+		{"unknown top-level field", "redis: [127.0.0.1:6379]\nmysql: [x]\n", 2, "unknown field mysql"},
+		{"unknown server field", "redis:\n  - {addr: 127.0.0.1:6379, colour: red}\n", 2, "unknown field colour"},
+		{"not host:port", "redis: [localhost]\n", 1, `"localhost" is not host:port`},
+		{"not a DSN", "postgres: 127.0.0.1:5432\n", 1, "not a DSN"},
+		{"control without container", "etcd:\n  - {addr: 127.0.0.1:2379, control: docker}\n", 2, "needs container"},
+		{"container without control", "etcd:\n  - {addr: 127.0.0.1:2379, container: e0}\n", 2, "no control"},
+		{"unknown control", "etcd:\n  - {addr: 127.0.0.1:2379, control: ssh, container: e0}\n", 2, `unknown control "ssh"`},
+		{"a server twice", "redis: [127.0.0.1:6379, 127.0.0.1:6379]\n", 1, "named twice"},
+		{"sentinel without master", "sentinel: {addrs: [127.0.0.1:26379]}\n", 1, "needs master"},
+		{"sentinel without addrs", "sentinel: {master: m}\n", 1, "needs addrs"},
+		{"not YAML", "redis: [unclosed\n", 1, ""},
+		{"a list where a DSN goes", "postgres: [a, b]\n", 1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseServersFile([]byte(tc.in), "s.yaml")
+			if tc.line == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if g := f.Given(); len(g.Redis) == 0 && g.Postgres == "" {
+					t.Errorf("Given() = %+v: the servers are lost", g)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want a problem at line %d naming %q", tc.line, tc.has)
+			}
+			if !errors.Is(err, ErrServersFile) {
+				t.Errorf("%v does not wrap ErrServersFile", err)
+			}
+			if want := "s.yaml:" + itoa(tc.line) + ":"; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%v: want it to start %q", err, want)
+			}
+			if !strings.Contains(err.Error(), tc.has) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%v: want one line naming %q", err, tc.has)
+			}
+		})
+	}
+}
+
+// TestServersFileControls: controls and the uncontrolled servers a run
+// would need for server faults; a DSN's password never shows.
+func TestServersFileControls(t *testing.T) {
+	f, err := ParseServersFile([]byte("redis:\n  - {addr: 127.0.0.1:6379, control: docker, container: r0}\n  - 127.0.0.1:6380\npostgres: postgres://u:secret@h:5432/d\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
+		t.Errorf("Controls() = %v", c)
+	}
+	got := strings.Join(f.Uncontrolled([]string{"redis", "postgres"}), "; ")
+	if !strings.Contains(got, "redis 127.0.0.1:6380") || !strings.Contains(got, "postgres postgres://u:xxxxx@h:5432/d") || strings.Contains(got, "secret") || strings.Contains(got, "6379") {
+		t.Errorf("Uncontrolled = %q", got)
+	}
+	if u := f.Uncontrolled([]string{"etcd"}); len(u) != 0 {
+		t.Errorf("Uncontrolled(etcd) = %v, want none", u)
+	}
+}
+
+// TestServersFileCheck: servers that answer and are what the file says
+// pass; a replica named as a primary, a silent address and an unknown
+// Sentinel master are each refused, naming the server.
+func TestServersFileCheck(t *testing.T) {
+	testenv.Require(t, "redis-server", "redis-sentinel")
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	g, err := c.StartSentinelGroup(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := g.Primary.Addr(), g.Replica.Addr()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := "127.0.0.1:" + itoa(port)
+	tests := []struct {
+		name     string
+		file     string
+		kinds    []string
+		sentinel bool
+		has      string // "" = passes
+	}{
+		{"a primary", "redis: [" + primary + "]\n", []string{"redis"}, false, ""},
+		{"a replica named as a primary", "redis: [" + replica + "]\n", []string{"redis"}, false, "redis " + replica + ": it is a slave, not a primary"},
+		{"nobody listens", "redis: [" + silent + "]\n", []string{"redis"}, false, "redis " + silent},
+		{"no redis for a redis backend", "etcd: [" + silent + "]\n", []string{"redis"}, false, "names none"},
+		{"the sentinel group", "sentinel: {master: " + SentinelMaster + ", addrs: [" + strings.Join(g.SentinelAddrs(), ", ") + "]}\n", []string{"redis"}, true, ""},
+		{"an unknown master", "sentinel: {master: nobody, addrs: [" + g.SentinelAddrs()[0] + "]}\n", []string{"redis"}, true, `does not know a master named "nobody"`},
+		{"kinds the run does not use are not asked", "redis: [" + primary + "]\netcd: [" + silent + "]\n", []string{"redis"}, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseServersFile([]byte(tc.file), "s.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = f.Check(ctx, tc.kinds, tc.sentinel)
+			if tc.has == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrServerCheck) || !strings.Contains(err.Error(), tc.has) {
+				t.Fatalf("Check = %v, want ErrServerCheck naming %q", err, tc.has)
+			}
+		})
+	}
+}
