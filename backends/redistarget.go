@@ -99,7 +99,7 @@ func (t *redisTarget) client(c ClientEnv) *redis.Client {
 	}
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
-	o := lockFailoverOptions(cluster.SentinelMaster, t.group.SentinelAddrs(), timeout)
+	o := lockFailoverOptions(t.group.MasterName(), t.group.SentinelAddrs(), timeout)
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if s := cl.ServerByAddr(addr); s != nil {
 			addr = cl.ClientAddr(c.Process, s)

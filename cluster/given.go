@@ -125,10 +125,7 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 	if gs == nil || len(gs.Addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was given", ErrStart)
 	}
-	if gs.Master != "" && gs.Master != SentinelMaster {
-		return nil, fmt.Errorf("cluster: %w: the Sentinels monitor %q; the backends expect %q", ErrStart, gs.Master, SentinelMaster)
-	}
-	g := &SentinelGroup{}
+	g := &SentinelGroup{Master: gs.Master}
 	if len(c.given.g.Redis) > 0 {
 		g.Primary, _ = c.givenRedis(RedisOptions{Name: "redis-primary"})
 	}

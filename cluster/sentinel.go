@@ -45,6 +45,17 @@ type SentinelGroup struct {
 	Sentinels []*Sentinel
 	// Replication is the replica's link to the primary (nil without links).
 	Replication *Link
+	// Master is the name the Sentinels monitor the primary under; empty
+	// means SentinelMaster (the groups the harness starts).
+	Master string
+}
+
+// MasterName is the name the Sentinels monitor the primary under.
+func (g *SentinelGroup) MasterName() string {
+	if g.Master == "" {
+		return SentinelMaster
+	}
+	return g.Master
 }
 
 // SentinelAddrs lists the Sentinels' addresses.
@@ -60,7 +71,7 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 	var last error
 	for _, s := range g.Sentinels {
-		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "get-master-addr-by-name", SentinelMaster)
+		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "get-master-addr-by-name", g.MasterName())
 		if err != nil {
 			last = err
 			continue
