@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/nemesis"
@@ -72,6 +73,8 @@ type run struct {
 	rec     *history.Recorder
 	procs   *workload.Procs
 	engine  *nemesis.Engine
+	// launcher runs the clients as processes (nil: in-process).
+	launcher *clientproc.Launcher
 
 	// started is set once clients run: from then on the store keeps the
 	// run (and its history) whatever happens.
@@ -215,6 +218,9 @@ func (r *run) startClients(ctx context.Context) error {
 	if err := nemesis.CheckSteps(nenv, steps, r.sc.Duration.D()); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
+	if err := r.launchClients(ctx, steps); err != nil {
+		return err
+	}
 	r.engine = nemesis.NewEngine(ctx, nenv, r.rec, steps)
 	return nil
 }
@@ -241,6 +247,8 @@ func (r *run) runClients(ctx context.Context) error {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
+	case <-r.clientsFailed():
+		t.Stop()
 	}
 	close(stop)
 	if herr := r.engine.Heal(context.WithoutCancel(ctx)); herr != nil {
@@ -251,7 +259,7 @@ func (r *run) runClients(ctx context.Context) error {
 	}
 	wg.Wait()
 	r.lg.Printf("clients stopped; faults healed")
-	return werr
+	return r.clientError(werr)
 }
 
 // interrupted is the error of a run stopped by a signal after its clients
@@ -323,6 +331,7 @@ func (r *run) report(ctx context.Context, ops []history.Op, results *checker.Res
 	for _, l := range r.cl.Logs() {
 		logs = append(logs, filepath.Base(l))
 	}
+	logs = append(logs, r.clientLogs()...)
 	info := reports.RunInfo{
 		Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
 		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: r.opt.Command,

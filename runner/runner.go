@@ -52,6 +52,9 @@ type Options struct {
 	Checkers []string
 	// TempDir holds the servers' data directories (default: the system's).
 	TempDir string
+	// ClientCommand runs a built-in backend's client process (client_mode
+	// process); empty: this program's own `client` subcommand.
+	ClientCommand []string
 	// Observe, when set, sees every op as it is recorded (on the
 	// recording goroutine: it must be quick), for progress displays.
 	Observe func(history.Op)
@@ -83,6 +86,7 @@ func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 		Options:     sc.Options(sc.Backend),
 		EtcdMembers: sc.EtcdMembers,
 		Postgres:    sc.PostgresOptions(),
+		ExecServers: sc.ExecServers(),
 	}
 }
 

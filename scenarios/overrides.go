@@ -26,6 +26,11 @@ type Overrides struct {
 	Nemesis *string
 	// NemesisInterval is the mean time between random faults.
 	NemesisInterval *time.Duration
+	// ClientMode is inproc or process.
+	ClientMode *string
+	// Exec is a command line (split as a shell splits plain and quoted
+	// words): the run's backend becomes exec, running it.
+	Exec *string
 }
 
 // Apply sets the overrides on s and validates the result. An error wraps
@@ -33,6 +38,20 @@ type Overrides struct {
 func (s *Scenario) Apply(o Overrides) error {
 	if o.NemesisInterval != nil && *o.NemesisInterval <= 0 {
 		return fmt.Errorf("%w: --nemesis-interval: must be positive, not %s", ErrInvalid, *o.NemesisInterval)
+	}
+	if o.Exec != nil {
+		argv, err := SplitCommand(*o.Exec)
+		if err != nil {
+			return fmt.Errorf("--exec: %w", err)
+		}
+		if s.Exec == nil {
+			s.Exec = &Exec{}
+		}
+		s.Exec.Command = argv
+		if o.Backend == nil {
+			exec := ExecBackend
+			o.Backend = &exec
+		}
 	}
 	if o.Backend != nil {
 		s.Backend = *o.Backend
@@ -66,6 +85,9 @@ func (s *Scenario) Apply(o Overrides) error {
 	}
 	if o.Seed != nil {
 		s.Seed = *o.Seed
+	}
+	if o.ClientMode != nil {
+		s.ClientMode = *o.ClientMode
 	}
 	if o.Nemesis != nil {
 		s.Nemesis = Nemesis{}

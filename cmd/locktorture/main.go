@@ -76,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMerge(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "client":
+		return cmdClient(args[1:], stdout, stderr)
 	case "shrink":
 		return cmdShrink(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
@@ -110,6 +112,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	nemInterval := fs.Duration("nemesis-interval", 0, "mean time between random faults (with --nemesis)")
 	store := fs.String("store", "store", "store `DIR` for runs")
 	quiet := fs.Bool("quiet", false, "print only the summary")
+	clientMode := fs.String("client-mode", "", "how clients run: inproc (goroutines of the harness) or process (one process each; a pause freezes it whole)")
+	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture run --scenario NAME | --scenario-file PATH [flags]\n\nRuns one scenario against real servers and checks the history.\n\n")
 		fs.PrintDefaults()
@@ -177,6 +181,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if set["nemesis-interval"] {
 		o.NemesisInterval = nemInterval
+	}
+	if set["client-mode"] {
+		o.ClientMode = clientMode
+	}
+	if set["exec"] {
+		o.Exec = execCmd
 	}
 	if err := sc.Apply(o); err != nil {
 		fmt.Fprintf(stderr, "locktorture run: %v\n", err)

@@ -1,0 +1,388 @@
+package clientproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// child drives one client process: the harness side of the protocol. It is
+// the backends.Client the client loop calls.
+type child struct {
+	l       *Launcher
+	p       int
+	logPath string
+	cmd     *exec.Cmd
+	pgid    int
+	stdin   io.WriteCloser
+	given   cluster.Given
+	gate    *cluster.Gate
+	clock   *cluster.Clock
+	hist    *history.Proc
+
+	abilities []string
+
+	wmu    sync.Mutex // one writer at a time
+	callMu sync.Mutex // one request outstanding
+
+	mu        sync.Mutex
+	nextID    int64
+	cur       int64
+	curCh     chan Message // nil when no request waits
+	abandoned map[int64]bool
+	lost      map[string]chan struct{} // the current grant's, by key
+	closing   bool
+	signalled bool // the harness killed it: its exit is expected
+
+	events  chan Message
+	fatal   error
+	fatalCh chan struct{}
+	once    sync.Once
+	exited  chan struct{}
+}
+
+func (c *child) name() string { return fmt.Sprintf("client %d", c.p) }
+
+// logName is the child's log as a user finds it: store-relative.
+func (c *child) logName() string { return filepath.Base(c.logPath) }
+
+// die records the child's failure (the first one counts), tells the
+// launcher, and kills the child.
+func (c *child) die(err error) {
+	c.once.Do(func() {
+		c.fatal = fmt.Errorf("%s (its log: %s): %w", c.name(), c.logPath, err)
+		close(c.fatalCh)
+		c.l.fail(c.fatal)
+	})
+	c.kill()
+}
+
+func (c *child) err() error {
+	select {
+	case <-c.fatalCh:
+		return c.fatal
+	default:
+		return nil
+	}
+}
+
+// read reads the child's stdout until it ends, handing replies to the
+// waiting request and events to handleEvents; then it waits for the child
+// to exit.
+func (c *child) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var perr error
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		m, err := parseMessage(line)
+		if err != nil {
+			perr = err
+			break
+		}
+		if m.Event != "" {
+			c.events <- m
+			continue
+		}
+		if err := c.deliver(m); err != nil {
+			perr = err
+			break
+		}
+	}
+	if perr == nil {
+		perr = sc.Err()
+	}
+	if perr != nil {
+		c.die(perr)
+	}
+	werr := c.cmd.Wait()
+	close(c.exited)
+	close(c.events)
+	c.mu.Lock()
+	expected := c.closing || c.signalled
+	c.mu.Unlock()
+	if !expected {
+		why := "exit status 0"
+		if werr != nil {
+			why = werr.Error()
+		}
+		c.die(fmt.Errorf("%w before it was told to close (%s)", ErrExited, why))
+	}
+}
+
+// deliver hands a reply to the request it answers; a late reply to a
+// request that timed out is dropped.
+func (c *child) deliver(m Message) error {
+	id := *m.ID
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.curCh != nil && id == c.cur:
+		c.curCh <- m
+		c.curCh = nil
+		return nil
+	case c.abandoned[id]:
+		delete(c.abandoned, id)
+		return nil
+	}
+	return fmt.Errorf("%w: a reply to id %d, which no request outstanding has", ErrProtocol, id)
+}
+
+// handleEvents records the child's extend events as the process's extend
+// ops and closes a grant's Lost channel on a lost event, in order.
+func (c *child) handleEvents() {
+	open := "" // the key of an extend invoked and not yet completed
+	complete := func(op history.Op) {
+		_, _ = c.hist.Complete(op)
+		open = ""
+	}
+	for m := range c.events {
+		switch m.Event {
+		case EventExtend:
+			if c.hist == nil {
+				continue
+			}
+			if m.Phase == "invoke" {
+				if open != "" {
+					complete(history.Op{Type: history.Info, F: history.Extend, Key: open, Error: "the client invoked another extend before completing this one"})
+				}
+				if _, err := c.hist.Invoke(c.l.ctx, history.Op{F: history.Extend, Key: m.Key}); err != nil {
+					continue
+				}
+				open = m.Key
+				continue
+			}
+			if open == "" { // a completion with no invoke: record both
+				if _, err := c.hist.Invoke(c.l.ctx, history.Op{F: history.Extend, Key: m.Key}); err != nil {
+					continue
+				}
+			}
+			op := history.Op{Type: history.Type(m.Type), F: history.Extend, Key: m.Key, Error: m.Error}
+			if m.Type == TypeOK && m.LeaseMS != nil {
+				op.LeaseMS = history.Int64(*m.LeaseMS)
+			}
+			complete(op)
+		case EventLost:
+			c.mu.Lock()
+			ch := c.lost[m.Key]
+			delete(c.lost, m.Key)
+			c.mu.Unlock()
+			if ch != nil {
+				close(ch)
+			}
+		}
+	}
+	if open != "" {
+		complete(history.Op{Type: history.Info, F: history.Extend, Key: open, Error: "the client process ended"})
+	}
+}
+
+// write sends one line to the child.
+func (c *child) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("clientproc: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// call sends one request and waits for its reply, until ctx ends (the
+// request timed out: its late reply will be dropped) or the child fails.
+func (c *child) call(ctx context.Context, req func(id int64) any) (Message, error) {
+	c.callMu.Lock()
+	defer c.callMu.Unlock()
+	if err := c.err(); err != nil {
+		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, err)
+	}
+	ch := make(chan Message, 1)
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.cur, c.curCh = id, ch
+	c.mu.Unlock()
+	if err := c.write(req(id)); err != nil {
+		c.die(fmt.Errorf("%w: writing a request: %w", ErrExited, err))
+		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
+	}
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-c.fatalCh:
+		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if c.curCh == ch {
+		c.curCh = nil
+		c.abandoned[id] = true
+	}
+	c.mu.Unlock()
+	select {
+	case m := <-ch: // it came in just now
+		return m, nil
+	default:
+	}
+	return Message{}, fmt.Errorf("no reply from %s: %w", c.name(), ctx.Err())
+}
+
+// open sends the open request and reads the child's abilities.
+func (c *child) open(ctx context.Context, timeout time.Duration) error {
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m, err := c.call(octx, func(id int64) any {
+		return Open{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
+			Servers: c.given, Options: c.l.options}
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		c.die(fmt.Errorf("%w: no reply to open within %s", ErrOpen, timeout))
+		return c.fatal
+	case err != nil:
+		return c.fatal
+	case m.Type != TypeOK:
+		c.die(fmt.Errorf("%w: it answered open with %s: %s", ErrOpen, m.Type, m.Error))
+		return c.fatal
+	}
+	c.abilities = m.Abilities
+	if c.gate != nil {
+		c.gate.OnChange(c.freeze)
+	}
+	if c.clock != nil && slices.Contains(c.abilities, AbilityClock) {
+		c.clock.OnChange(func(offset time.Duration, rate float64) {
+			// A message with no id and no reply (see OpClock).
+			go func() { _ = c.write(Clock{Op: OpClock, OffsetNS: int64(offset), Rate: rate}) }()
+		})
+	}
+	return nil
+}
+
+// freeze stops (paused) or continues the child's whole process group.
+func (c *child) freeze(paused bool) {
+	sig := syscall.SIGCONT
+	if paused {
+		sig = syscall.SIGSTOP
+	}
+	_ = syscall.Kill(-c.pgid, sig)
+}
+
+// Acquire implements backends.Client.
+func (c *child) Acquire(ctx context.Context, key string) (backends.Grant, error) {
+	m, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpAcquire, Key: key} })
+	if err != nil {
+		return backends.Grant{}, err
+	}
+	switch m.Type {
+	case TypeFail:
+		if m.Error == "" || m.Error == "busy" {
+			return backends.Grant{}, backends.ErrBusy
+		}
+		return backends.Grant{}, backends.Certain(errors.New(m.Error))
+	case TypeInfo:
+		return backends.Grant{}, errors.New(orUnknown(m.Error))
+	}
+	g := backends.Grant{Fence: m.Fence, Nodes: m.Nodes}
+	if m.LeaseMS != nil {
+		g.Lease, g.HasLease = time.Duration(*m.LeaseMS)*time.Millisecond, true
+	}
+	if m.Conn != nil {
+		switch {
+		case m.Conn.EtcdLockKey != "":
+			g.Token = m.Conn.EtcdLockKey
+			g.Conn = &backends.EtcdConn{LockKey: m.Conn.EtcdLockKey}
+		case m.Conn.PGVersion != nil:
+			g.Conn = backends.PGVersion{Version: *m.Conn.PGVersion}
+		}
+	}
+	lost := make(chan struct{})
+	g.Lost = lost
+	c.mu.Lock()
+	c.lost[key] = lost
+	c.mu.Unlock()
+	return g, nil
+}
+
+// Release implements backends.Client.
+func (c *child) Release(ctx context.Context, key string, g backends.Grant) error {
+	c.mu.Lock()
+	delete(c.lost, key)
+	c.mu.Unlock()
+	m, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpRelease, Key: key} })
+	if err != nil {
+		return err
+	}
+	switch m.Type {
+	case TypeFail:
+		if m.Error == "" || m.Error == "not held" {
+			return backends.ErrNotHeld
+		}
+		return backends.Certain(errors.New(m.Error))
+	case TypeInfo:
+		return errors.New(orUnknown(m.Error))
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown (the client said info)"
+	}
+	return s
+}
+
+// Close implements backends.Client: the launcher closes the children.
+func (c *child) Close() error { return nil }
+
+// shutdown asks the child to close, waits a little for it to exit, and
+// kills whatever is left.
+func (c *child) shutdown() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	if c.err() == nil {
+		// A paused child cannot answer: it is resumed first (the run is over).
+		c.freeze(false)
+		ctx, cancel := context.WithTimeout(context.Background(), max(c.l.opt.Timeout, 500*time.Millisecond))
+		_, _ = c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpClose} })
+		cancel()
+		_ = c.stdin.Close()
+		t := time.NewTimer(time.Second)
+		select {
+		case <-c.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.kill()
+	<-c.exited
+}
+
+// kill ends the child's whole process group: continued first, so that no
+// process is left stopped, then SIGKILL.
+func (c *child) kill() {
+	c.mu.Lock()
+	c.signalled = true
+	c.mu.Unlock()
+	_ = syscall.Kill(-c.pgid, syscall.SIGCONT)
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+}

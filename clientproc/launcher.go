@@ -1,0 +1,340 @@
+package clientproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// ErrCommand is wrapped when a child's program cannot be found: a bad
+// scenario, not a harness failure.
+var ErrCommand = errors.New("client program not found")
+
+// ConfigEnv is the environment variable that carries a built-in backend's
+// settings (a ChildConfig, as JSON) to `locktorture client`.
+const ConfigEnv = "LOCKTORTURE_CLIENT"
+
+// defaultOpenTimeout bounds how long a child may take to answer open.
+const defaultOpenTimeout = 10 * time.Second
+
+// Options say how to start and open the children of a run.
+type Options struct {
+	// Command is the program and its arguments; Env adds to the
+	// harness's environment.
+	Command []string
+	Env     map[string]string
+	// Builtin, when set, is the built-in backend `locktorture client`
+	// runs: it reaches the child in ConfigEnv, with each client's address
+	// aliases added.
+	Builtin *ChildConfig
+	// Cluster holds the servers; each child gets the addresses of its
+	// own links to them (ClientAddr).
+	Cluster *cluster.Cluster
+	// Dir receives client-N.log, each child's stderr.
+	Dir string
+	// TTL and Timeout are the open request's ttl_ms and timeout_ms.
+	TTL, Timeout time.Duration
+	// BackendOptions are the backend's options, sent as the open request's
+	// "options" (an options struct is sent by its yaml keys).
+	BackendOptions any
+	// OpenTimeout bounds the open request (zero: 10s).
+	OpenTimeout time.Duration
+}
+
+// Procs are the harness's view of the simulated processes: process p's
+// pause gate, clock and history.
+type Procs struct {
+	Gates   []*cluster.Gate
+	Clocks  []*cluster.Clock
+	History []*history.Proc
+}
+
+// Launcher runs a run's clients as processes: it is the backend the client
+// loop drives (Client returns process p's child) and the one place that
+// starts, freezes and kills them.
+type Launcher struct {
+	opt      Options
+	children []*child
+	options  map[string]any
+
+	// ctx ends the children's event handling when the launcher closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	failOnce sync.Once
+	failed   chan struct{}
+	failErr  error
+}
+
+// New returns a launcher; Start starts the children.
+func New(opt Options) *Launcher {
+	if opt.OpenTimeout <= 0 {
+		opt.OpenTimeout = defaultOpenTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Launcher{opt: opt, ctx: ctx, cancel: cancel, failed: make(chan struct{})}
+}
+
+// Start starts one child per process, in parallel, and opens each with the
+// addresses of its own links; it returns when every child has answered
+// (or the first error: a child that did not open, exit 255; a program
+// that does not exist, ErrCommand). Close must be called in any case.
+func (l *Launcher) Start(ctx context.Context, procs Procs) error {
+	if len(l.opt.Command) == 0 {
+		return fmt.Errorf("%w: no command", ErrCommand)
+	}
+	if _, err := exec.LookPath(l.opt.Command[0]); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCommand, l.opt.Command[0], err)
+	}
+	opts, err := jsonOptions(l.opt.BackendOptions)
+	if err != nil {
+		return err
+	}
+	l.options = opts
+	n := len(procs.Gates)
+	l.children = make([]*child, n)
+	for p := range n {
+		c, err := l.spawn(p, procs)
+		if err != nil {
+			return err
+		}
+		l.children[p] = c
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for p, c := range l.children {
+		wg.Go(func() { errs[p] = c.open(ctx, l.opt.OpenTimeout) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonOptions turns backend options into the JSON object the open request
+// carries: a map as it is, a struct by its yaml keys.
+func jsonOptions(o any) (map[string]any, error) {
+	out := map[string]any{}
+	if o == nil {
+		return out, nil
+	}
+	b, err := yaml.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("clientproc: options: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("clientproc: options: %w", err)
+	}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// LogName is the name of process p's stderr log in the store.
+func LogName(p int) string { return fmt.Sprintf("client-%d.log", p) }
+
+// spawn starts process p's child (not yet opened).
+func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
+	logPath := filepath.Join(l.opt.Dir, LogName(p))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	defer logf.Close() // the child holds its own copy
+	cmd := exec.Command(l.opt.Command[0], l.opt.Command[1:]...)
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(l.opt.Env))
+	for k := range l.opt.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+l.opt.Env[k])
+	}
+	given := l.given(p)
+	if l.opt.Builtin != nil {
+		cfg := *l.opt.Builtin
+		cfg.Aliases = given.Aliases
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("clientproc: %w", err)
+		}
+		cmd.Env = append(cmd.Env, ConfigEnv+"="+string(b))
+	}
+	cmd.Stderr = logf
+	// A process group of its own, so a pause stops everything the client
+	// started and a kill ends it all; and it dies with the harness.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given,
+		gate: procs.Gates[p], clock: procs.Clocks[p], hist: procs.History[p],
+		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
+		events: make(chan Message, 1024), fatalCh: make(chan struct{}), exited: make(chan struct{}),
+		nextID: -1}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", c.name(), l.opt.Command[0], err)
+	}
+	c.pgid = cmd.Process.Pid
+	go c.read(stdout)
+	go c.handleEvents()
+	return c, nil
+}
+
+// given is what process p dials: the address of its own link to every
+// server (Aliases map each server's real address to it).
+func (l *Launcher) given(p int) cluster.Given {
+	g := cluster.Given{Aliases: map[string]string{}}
+	cl := l.opt.Cluster
+	if cl == nil {
+		return g
+	}
+	for _, s := range cl.Servers() {
+		a := cl.ClientAddr(p, s)
+		g.Aliases[s.Addr()] = a
+		switch s.(type) {
+		case *cluster.Redis:
+			g.Redis = append(g.Redis, a)
+		case *cluster.Postgres:
+			g.Postgres = cluster.PostgresDSN(a, cluster.PostgresApplication(p))
+		case *cluster.EtcdMember:
+			g.Etcd = append(g.Etcd, a)
+		default:
+			switch kind := serverKind(s.Name()); kind {
+			case "zookeeper", "zk":
+				g.Zookeeper = append(g.Zookeeper, a)
+			default:
+				if g.Other == nil {
+					g.Other = map[string][]string{}
+				}
+				g.Other[kind] = append(g.Other[kind], a)
+			}
+		}
+	}
+	if sg := cl.SentinelGroup(); sg != nil {
+		g.Sentinel = &cluster.GivenSentinel{Master: cluster.SentinelMaster}
+		for _, s := range sg.Sentinels {
+			a := cl.ClientAddr(p, s)
+			g.Aliases[s.Addr()] = a
+			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
+		}
+	}
+	return g
+}
+
+// serverKind is the kind in a server's name: "zookeeper" in "zookeeper-1".
+func serverKind(name string) string {
+	if i := strings.IndexAny(name, "-_0123456789"); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// Abilities returns what process p's child announced when it opened.
+func (l *Launcher) Abilities(p int) []string {
+	if p < 0 || p >= len(l.children) || l.children[p] == nil {
+		return nil
+	}
+	return l.children[p].abilities
+}
+
+// Has reports whether every child announced ability a.
+func (l *Launcher) Has(a string) bool {
+	for _, c := range l.children {
+		if c == nil || !slices.Contains(c.abilities, a) {
+			return false
+		}
+	}
+	return len(l.children) > 0
+}
+
+// Client returns process ce.Process's child, opened by Start.
+func (l *Launcher) Client(ctx context.Context, ce backends.ClientEnv) (backends.Client, error) {
+	if ce.Process < 0 || ce.Process >= len(l.children) || l.children[ce.Process] == nil {
+		return nil, fmt.Errorf("clientproc: no client process %d was started", ce.Process)
+	}
+	return l.children[ce.Process], nil
+}
+
+// Failed is closed when a child failed the harness (it broke the protocol
+// or exited early); Err says how.
+func (l *Launcher) Failed() <-chan struct{} { return l.failed }
+
+// Err is the first child failure, or nil.
+func (l *Launcher) Err() error {
+	select {
+	case <-l.failed:
+		return l.failErr
+	default:
+		return nil
+	}
+}
+
+func (l *Launcher) fail(err error) {
+	l.failOnce.Do(func() {
+		l.failErr = err
+		close(l.failed)
+	})
+}
+
+// Logs are the children's log files.
+func (l *Launcher) Logs() []string {
+	var out []string
+	for _, c := range l.children {
+		if c != nil {
+			out = append(out, c.logPath)
+		}
+	}
+	return out
+}
+
+// Close asks every child to close, then kills what is left of each
+// (resumed first, so nothing stays stopped) and waits until all are gone.
+func (l *Launcher) Close() error {
+	var wg sync.WaitGroup
+	for _, c := range l.children {
+		if c != nil {
+			wg.Go(c.shutdown)
+		}
+	}
+	wg.Wait()
+	l.cancel()
+	return nil
+}
+
+// KillAll kills every child at once (resumed first): for a harness that is
+// going down.
+func (l *Launcher) KillAll() {
+	for _, c := range l.children {
+		if c != nil {
+			c.kill()
+		}
+	}
+}

@@ -1,0 +1,185 @@
+// Package clientproc runs lock clients as processes of their own that
+// speak the client protocol (docs/client-protocol.md, DESIGN's "Clients as
+// processes"): JSON lines, requests on the child's stdin, replies and
+// events on its stdout, its stderr in client-N.log in the store.
+//
+// The harness side (Launcher) starts one child per simulated client,
+// opens it with the addresses of that client's own links, drives it as a
+// backends.Backend (so the client loop is the same in both modes), freezes
+// it whole for a pause (SIGSTOP/SIGCONT to its process group) and kills
+// it, and anything it started, when the run ends. The child side (Serve)
+// is `locktorture client`: it runs a built-in backend's client inside the
+// child, built from the given addresses only.
+package clientproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// Sentinel errors of this package.
+var (
+	// ErrProtocol is wrapped when a child breaks the protocol: bad JSON,
+	// a reply with an unknown id or type, an unknown event.
+	ErrProtocol = errors.New("client protocol violated")
+	// ErrExited is wrapped when a child exits before it was told to close.
+	ErrExited = errors.New("client process exited")
+	// ErrOpen is wrapped when a child does not answer its open request.
+	ErrOpen = errors.New("client process did not open")
+)
+
+// Operations of the protocol.
+const (
+	OpOpen    = "open"
+	OpAcquire = "acquire"
+	OpRelease = "release"
+	OpClose   = "close"
+	// OpClock is not part of the protocol: it is sent only to a child that
+	// announced the "clock" ability (locktorture client does), with no id,
+	// and is never answered: the child sets its own clock to the harness's
+	// clock of that process.
+	OpClock = "clock"
+)
+
+// Abilities a child may announce in its open reply.
+const (
+	// AbilityExtend: the child renews its leases and sends extend events.
+	AbilityExtend = "extend"
+	// AbilityClock: the child keeps a clock the harness may jump and skew
+	// (OpClock messages), so client clock faults act on it.
+	AbilityClock = "clock"
+)
+
+// Reply and event types.
+const (
+	TypeOK   = "ok"
+	TypeFail = "fail"
+	TypeInfo = "info"
+)
+
+// Events a child may send unasked.
+const (
+	EventExtend = "extend"
+	EventLost   = "lost"
+)
+
+// Open is the open request: the client's number, its lease and request
+// timeout, the addresses of its own links to every server, and the
+// backend's options.
+type Open struct {
+	ID        int64          `json:"id"`
+	Op        string         `json:"op"`
+	Process   int            `json:"process"`
+	TTLMS     int64          `json:"ttl_ms"`
+	TimeoutMS int64          `json:"timeout_ms"`
+	Servers   cluster.Given  `json:"servers"`
+	Options   map[string]any `json:"options"`
+}
+
+// Request is an acquire, release or close request.
+type Request struct {
+	ID  int64  `json:"id"`
+	Op  string `json:"op"`
+	Key string `json:"key,omitempty"`
+}
+
+// Clock is the OpClock message: the offset of the process's clock from
+// real time and its rate (clock seconds per real second).
+type Clock struct {
+	Op       string  `json:"op"`
+	OffsetNS int64   `json:"offset_ns"`
+	Rate     float64 `json:"rate"`
+}
+
+// Message is one line a child writes: a reply (ID set) or an event.
+type Message struct {
+	// ID is the request answered; nil for an event.
+	ID *int64 `json:"id,omitempty"`
+	// Type is ok, fail or info (a reply, or an extend event's completion).
+	Type string `json:"type,omitempty"`
+	// Error says why, on fail and info.
+	Error string `json:"error,omitempty"`
+	// LeaseMS is the lease the client may count on (acquire and extend ok).
+	LeaseMS *int64 `json:"lease_ms,omitempty"`
+	// Fence is the grant's fencing token (acquire ok).
+	Fence *int64 `json:"fence,omitempty"`
+	// Abilities are announced in the open reply.
+	Abilities []string `json:"abilities,omitempty"`
+	// Event is extend or lost for an unsolicited event.
+	Event string `json:"event,omitempty"`
+	// Key is the event's lock key.
+	Key string `json:"key,omitempty"`
+	// Phase is "invoke" for an extend event's start.
+	Phase string `json:"phase,omitempty"`
+
+	// Nodes name the servers that granted a quorum lock (an extension:
+	// locktorture client sends it; other children may).
+	Nodes []string `json:"nodes,omitempty"`
+	// Conn is what the harness's resource needs of the grant's session
+	// (an extension of locktorture client; see Conn).
+	Conn *Conn `json:"conn,omitempty"`
+}
+
+// Conn carries across the process boundary the part of a grant's session
+// that the harness's resource acts on.
+type Conn struct {
+	// EtcdLockKey is an etcd grant's lock key (the etcd resource guards
+	// writes with its create revision).
+	EtcdLockKey string `json:"etcd_lock_key,omitempty"`
+	// PGVersion is pg-optimistic's row version read at acquire.
+	PGVersion *int64 `json:"pg_version,omitempty"`
+}
+
+// parseMessage decodes and checks one line from a child.
+func parseMessage(line []byte) (Message, error) {
+	var m Message
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return m, fmt.Errorf("%w: not a JSON object: %s", ErrProtocol, clip(line))
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("%w: bad JSON (%v): %s", ErrProtocol, err, clip(line))
+	}
+	if dec.More() {
+		return m, fmt.Errorf("%w: more than one JSON value on a line: %s", ErrProtocol, clip(line))
+	}
+	switch {
+	case m.Event != "":
+		switch m.Event {
+		case EventExtend:
+			if m.Phase != "invoke" && m.Phase != "" {
+				return m, fmt.Errorf("%w: extend event with unknown phase %q: %s", ErrProtocol, m.Phase, clip(line))
+			}
+			if m.Phase == "" && !knownType(m.Type) {
+				return m, fmt.Errorf("%w: extend event with unknown type %q: %s", ErrProtocol, m.Type, clip(line))
+			}
+		case EventLost:
+		default:
+			return m, fmt.Errorf("%w: unknown event %q: %s", ErrProtocol, m.Event, clip(line))
+		}
+		if m.Key == "" {
+			return m, fmt.Errorf("%w: %s event without a key: %s", ErrProtocol, m.Event, clip(line))
+		}
+	case m.ID == nil:
+		return m, fmt.Errorf("%w: a reply without an id: %s", ErrProtocol, clip(line))
+	case !knownType(m.Type):
+		return m, fmt.Errorf("%w: reply with unknown type %q (ok, fail, info): %s", ErrProtocol, m.Type, clip(line))
+	}
+	return m, nil
+}
+
+func knownType(t string) bool { return t == TypeOK || t == TypeFail || t == TypeInfo }
+
+// clip shortens a line for an error message.
+func clip(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

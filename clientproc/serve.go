@@ -1,0 +1,315 @@
+package clientproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// ChildConfig is what `locktorture client` needs, besides the open
+// request, to run a built-in backend's client: the run's settings that the
+// protocol does not carry. The harness passes it in ConfigEnv.
+type ChildConfig struct {
+	// Backend is the built-in backend's name.
+	Backend string `json:"backend"`
+	// Clients, Keys and Seed are the run's.
+	Clients int      `json:"clients"`
+	Keys    []string `json:"keys"`
+	Seed    int64    `json:"seed"`
+	// Redis, Persistence, EtcdMembers and Postgres are the run's server
+	// setup, as backends.Env has them.
+	Redis       string                  `json:"redis,omitempty"`
+	Persistence bool                    `json:"persistence,omitempty"`
+	EtcdMembers int                     `json:"etcd_members,omitempty"`
+	Postgres    cluster.PostgresOptions `json:"postgres"`
+	// Aliases map each server's real address to this client's link to it.
+	Aliases map[string]string `json:"aliases,omitempty"`
+}
+
+// inbound is any line the harness writes.
+type inbound struct {
+	ID        *int64         `json:"id"`
+	Op        string         `json:"op"`
+	Key       string         `json:"key"`
+	Process   int            `json:"process"`
+	TTLMS     int64          `json:"ttl_ms"`
+	TimeoutMS int64          `json:"timeout_ms"`
+	Servers   cluster.Given  `json:"servers"`
+	Options   map[string]any `json:"options"`
+	OffsetNS  int64          `json:"offset_ns"`
+	Rate      float64        `json:"rate"`
+}
+
+// server is the child side of the protocol for a built-in backend.
+type server struct {
+	cfg   ChildConfig
+	omu   sync.Mutex
+	out   *bufio.Writer
+	clock *cluster.Clock
+
+	backend backends.Backend
+	client  backends.Client
+	timeout time.Duration
+	grants  map[string]childGrant
+	rec     *history.Recorder
+}
+
+// childGrant is a grant the child holds, and the end of its lost watcher.
+type childGrant struct {
+	g    backends.Grant
+	done chan struct{}
+}
+
+// Serve is `locktorture client`: it reads requests from in and answers on
+// out until the close request or the end of in. It runs cfg.Backend's
+// client inside this process, built from the open request's addresses
+// only; it starts no server.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ChildConfig) error {
+	s := &server{cfg: cfg, out: bufio.NewWriter(out), clock: cluster.NewClock(), grants: map[string]childGrant{}}
+	defer s.shutdown()
+	reqs := make(chan inbound, 16)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(reqs)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 4<<20)
+		for sc.Scan() {
+			var r inbound
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
+				return
+			}
+			if r.Op == OpClock && r.ID == nil {
+				s.setClock(r)
+				continue
+			}
+			reqs <- r
+		}
+		readErr <- sc.Err()
+	}()
+	for r := range reqs {
+		if r.ID == nil {
+			return fmt.Errorf("a request without an id: %+v", r)
+		}
+		done, err := s.handle(ctx, r)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+	return <-readErr
+}
+
+// setClock makes the child's clock read the harness's clock of this process.
+func (s *server) setClock(r inbound) {
+	s.clock.Reset()
+	if r.OffsetNS != 0 {
+		s.clock.Jump(time.Duration(r.OffsetNS))
+	}
+	if r.Rate != 0 && r.Rate != 1 {
+		s.clock.SetRate(r.Rate)
+	}
+}
+
+// emit writes one line.
+func (s *server) emit(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	if _, err := s.out.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return s.out.Flush()
+}
+
+func (s *server) reply(id int64, m Message) error {
+	m.ID = &id
+	return s.emit(m)
+}
+
+// outcome is a reply for err (nil: ok).
+func outcome(err error) Message {
+	switch backends.Outcome(err) {
+	case history.OK:
+		return Message{Type: TypeOK}
+	case history.Fail:
+		switch {
+		case errors.Is(err, backends.ErrBusy):
+			return Message{Type: TypeFail, Error: "busy"}
+		case errors.Is(err, backends.ErrNotHeld):
+			return Message{Type: TypeFail, Error: "not held"}
+		}
+		return Message{Type: TypeFail, Error: err.Error()}
+	}
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timeout: " + msg
+	}
+	return Message{Type: TypeInfo, Error: msg}
+}
+
+// handle answers one request; done is set after close.
+func (s *server) handle(ctx context.Context, r inbound) (done bool, err error) {
+	id := *r.ID
+	switch r.Op {
+	case OpOpen:
+		if s.client != nil {
+			return false, s.reply(id, Message{Type: TypeFail, Error: "already open"})
+		}
+		if err := s.open(ctx, r); err != nil {
+			return false, s.reply(id, Message{Type: TypeFail, Error: err.Error()})
+		}
+		return false, s.reply(id, Message{Type: TypeOK, Abilities: []string{AbilityClock}})
+	case OpClose:
+		s.shutdown()
+		return true, s.reply(id, Message{Type: TypeOK})
+	case OpAcquire, OpRelease:
+		if s.client == nil {
+			return false, s.reply(id, Message{Type: TypeFail, Error: "not open"})
+		}
+	default:
+		return false, s.reply(id, Message{Type: TypeFail, Error: fmt.Sprintf("unknown op %q", r.Op)})
+	}
+	octx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if r.Op == OpRelease {
+		cg, ok := s.grants[r.Key]
+		if !ok {
+			return false, s.reply(id, Message{Type: TypeFail, Error: "not held"})
+		}
+		delete(s.grants, r.Key)
+		close(cg.done)
+		return false, s.reply(id, outcome(s.client.Release(octx, r.Key, cg.g)))
+	}
+	g, aerr := s.client.Acquire(octx, r.Key)
+	m := outcome(aerr)
+	if aerr == nil {
+		m.Fence, m.Nodes = g.Fence, g.Nodes
+		if g.HasLease {
+			m.LeaseMS = history.Int64(g.Lease.Milliseconds())
+		}
+		switch c := g.Conn.(type) {
+		case *backends.EtcdConn:
+			m.Conn = &Conn{EtcdLockKey: c.LockKey}
+		case backends.PGVersion:
+			m.Conn = &Conn{PGVersion: history.Int64(c.Version)}
+		}
+		if old, ok := s.grants[r.Key]; ok {
+			close(old.done)
+		}
+		cg := childGrant{g: g, done: make(chan struct{})}
+		s.grants[r.Key] = cg
+		if g.Lost != nil {
+			go func() {
+				select {
+				case <-g.Lost:
+					_ = s.emit(map[string]string{"event": EventLost, "key": r.Key})
+				case <-cg.done:
+				}
+			}()
+		}
+	}
+	return false, s.reply(id, m)
+}
+
+// open builds the backend's client from the given addresses.
+func (s *server) open(ctx context.Context, r inbound) error {
+	given := r.Servers
+	given.Aliases = s.cfg.Aliases
+	s.timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	if s.timeout <= 0 {
+		s.timeout = 500 * time.Millisecond
+	}
+	_, factory, err := backends.Lookup(s.cfg.Backend)
+	if err != nil {
+		return err
+	}
+	opts, err := decodeOptions(s.cfg.Backend, r.Options)
+	if err != nil {
+		return err
+	}
+	env := backends.Env{
+		Cluster: cluster.NewGiven(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
+		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Persistence: s.cfg.Persistence,
+		Redis: s.cfg.Redis, Postgres: s.cfg.Postgres, EtcdMembers: s.cfg.EtcdMembers, Options: opts,
+	}
+	b, err := factory(ctx, env)
+	if err != nil {
+		return fmt.Errorf("backend %s: %w", s.cfg.Backend, err)
+	}
+	s.backend = b
+	// The backend's own goroutines (a lease watchdog) record extend ops:
+	// each becomes an extend event.
+	s.rec = history.NewRecorder(nil, history.RecorderOptions{Observe: s.observe})
+	c, err := b.Client(ctx, backends.ClientEnv{Process: r.Process, Gate: cluster.NewGate(), History: s.rec.Proc(r.Process),
+		Clock: s.clock, WholeProcess: true})
+	if err != nil {
+		return fmt.Errorf("backend %s: client: %w", s.cfg.Backend, err)
+	}
+	s.client = c
+	return nil
+}
+
+// observe turns a recorded extend op into an extend event.
+func (s *server) observe(op history.Op) {
+	if op.F != history.Extend {
+		return
+	}
+	if op.Type == history.Invoke {
+		_ = s.emit(Message{Event: EventExtend, Key: op.Key, Phase: "invoke"})
+		return
+	}
+	_ = s.emit(Message{Event: EventExtend, Key: op.Key, Type: string(op.Type), LeaseMS: op.LeaseMS, Error: op.Error})
+}
+
+// decodeOptions decodes the open request's options as the backend's own
+// (strictly, as a scenario's backend_options block).
+func decodeOptions(backend string, opts map[string]any) (backends.Options, error) {
+	if len(opts) == 0 {
+		return backends.DecodeOptions(backend, nil)
+	}
+	b, err := yaml.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return backends.DecodeOptions(backend, doc.Content[0])
+}
+
+func (s *server) shutdown() {
+	for k, cg := range s.grants {
+		close(cg.done)
+		delete(s.grants, k)
+	}
+	if s.client != nil {
+		_ = s.client.Close()
+		s.client = nil
+	}
+	if s.backend != nil {
+		_ = s.backend.Close()
+		s.backend = nil
+	}
+	if s.rec != nil {
+		_ = s.rec.Close()
+		s.rec = nil
+	}
+}

@@ -1,0 +1,109 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// The client launchers: in-process (the default: the backend's clients
+// are goroutines of the harness) and process (clientproc: one process per
+// client speaking the client protocol). The runner picks one here, once;
+// nemeses and backends never ask which runs.
+
+// launchClients starts the clients as processes when the run asks for
+// them (client_mode process, or the exec backend): after the faults are
+// planned, so that a fault a child cannot serve is refused before the run.
+func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
+	sc := r.sc
+	if !sc.ProcessClients() {
+		return nil
+	}
+	opt := clientproc.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend)}
+	if sc.Backend == scenarios.ExecBackend {
+		opt.Command, opt.Env = sc.Exec.Command, sc.Exec.Env
+	} else {
+		opt.Command = r.opt.ClientCommand
+		if len(opt.Command) == 0 {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("runner: the harness's own program, to run clients: %w", err)
+			}
+			opt.Command = []string{self, "client"}
+		}
+		opt.Builtin = &clientproc.ChildConfig{Backend: sc.Backend, Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed,
+			Redis: sc.Redis, Persistence: sc.Persistence, EtcdMembers: sc.EtcdMembers, Postgres: sc.PostgresOptions()}
+	}
+	l := clientproc.New(opt)
+	r.launcher = l
+	r.deferClose(func() { _ = l.Close() })
+	start := time.Now()
+	err := l.Start(ctx, clientproc.Procs{Gates: r.procs.Gates, Clocks: r.procs.Clocks, History: r.procs.History})
+	switch {
+	case err == nil:
+	case errors.Is(err, clientproc.ErrCommand):
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
+	default:
+		return err
+	}
+	r.lg.Printf("clients: %d processes (%s) open in %s", sc.Clients, opt.Command[0], time.Since(start).Round(time.Millisecond))
+	if p := clientClockStep(steps); p != nil && !l.Has(clientproc.AbilityClock) {
+		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", ErrBadInput, p, clientproc.AbilityClock)
+	}
+	r.backend = l
+	return nil
+}
+
+// clientClockStep is the first step that jumps or skews a client's clock.
+func clientClockStep(steps []nemesis.Step) *nemesis.Step {
+	for i, s := range steps {
+		if s.Fault != "clock" {
+			continue
+		}
+		if p, ok := s.Params.(*nemesis.ClockParams); ok && len(p.ClientSet.List()) > 0 {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+// clientsFailed is closed when a client process failed the harness.
+func (r *run) clientsFailed() <-chan struct{} {
+	if r.launcher == nil {
+		return nil
+	}
+	return r.launcher.Failed()
+}
+
+// clientError is a client process's failure, which outranks the client
+// loop's own error (it is what caused it).
+func (r *run) clientError(werr error) error {
+	if r.launcher != nil {
+		if err := r.launcher.Err(); err != nil {
+			return err
+		}
+	}
+	return werr
+}
+
+// clientLogs are the client processes' logs, for the report.
+func (r *run) clientLogs() []string {
+	if r.launcher == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range r.launcher.Logs() {
+		out = append(out, filepath.Base(l))
+	}
+	return slices.Clip(out)
+}
