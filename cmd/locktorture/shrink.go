@@ -27,10 +27,18 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: locktorture shrink [flags] RUN\n\nShrinks a failing stored run (e.g. store/latest) to the smallest scenario that\nstill fails: its recorded faults become a script, then faults, clients, keys,\nrun time and fault lengths are cut while every re-run still fails. Writes\nshrunk.yaml, shrink.html and shrink.log into RUN.\n\n")
 		fs.PrintDefaults()
 	}
-	if code, ok := parseArgs(fs, args, stderr); !ok {
-		return code
+	// Flags may come before or after RUN.
+	var pos []string
+	for rest := args; ; {
+		if code, ok := parseArgs(fs, rest, stderr); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return exitBadArgs
 	}
@@ -38,7 +46,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locktorture shrink: --reruns must be 1 or more, not %d\n", *reruns)
 		return exitBadArgs
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
 	if _, err := shrink.Load(dir); err != nil {
 		return fail(stderr, "shrink", err)
 	}
