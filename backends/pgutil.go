@@ -110,7 +110,7 @@ type pgSession struct {
 // newPGSession makes process p's session to pg and connects it.
 func newPGSession(ctx context.Context, env Env, p int, pg *cluster.Postgres) (*pgSession, error) {
 	s := &pgSession{
-		dsn:     cluster.PostgresDSN(env.Cluster.ClientAddr(p, pg), cluster.PostgresApplication(p)),
+		dsn:     pg.ClientDSN(env.Cluster.ClientAddr(p, pg), cluster.PostgresApplication(p)),
 		timeout: env.OpTimeout,
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -33,6 +33,10 @@ type Given struct {
 	// Sentinel names the primary by its real address; the client must
 	// still go through its own link). Not part of the protocol.
 	Aliases map[string]string `json:"-"`
+	// Controls map a server's address (a DSN for PostgreSQL) to the
+	// container that runs it, for server faults (servers files'
+	// control: docker). Not part of the protocol.
+	Controls map[string]string `json:"-"`
 }
 
 // GivenSentinel is a Sentinel group someone else runs.
@@ -93,9 +97,15 @@ func hostPort(given, host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// givenProc is the stand-in process of a given server: it has a name and
-// nothing to run.
-func givenProc(name string) *proc { return &proc{name: name} }
+// givenUnit is what stands for a given server's program: a container the
+// harness controls through docker when Controls names one for addr, else
+// nothing a fault can act on.
+func (c *Cluster) givenUnit(name, addr string) Unit {
+	if ctr := c.given.g.Controls[addr]; ctr != "" {
+		return &controlledUnit{name: name, container: ctr}
+	}
+	return uncontrolledUnit{name: name}
+}
 
 // givenRedis hands out the next given Redis server.
 func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
@@ -110,7 +120,7 @@ func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	r := &Redis{opt: opt, given: s.g.Redis[n], p: givenProc(opt.Name)}
+	r := &Redis{opt: opt, given: s.g.Redis[n], p: c.givenUnit(opt.Name, s.g.Redis[n])}
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
@@ -134,7 +144,7 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
-		g.Sentinels = append(g.Sentinels, &Sentinel{name: name, given: a, p: givenProc(name)})
+		g.Sentinels = append(g.Sentinels, &Sentinel{name: name, given: a, p: c.givenUnit(name, a)})
 	}
 	c.mu.Lock()
 	c.sentinel = g
@@ -152,7 +162,7 @@ func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the given PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
 	}
-	pg := &Postgres{p: givenProc("postgres"), given: u.Host, opt: opt}
+	pg := &Postgres{p: c.givenUnit("postgres", dsn), given: u.Host, givenDSN: dsn, opt: opt}
 	c.AddServer(pg)
 	return pg, nil
 }
@@ -166,7 +176,7 @@ func (c *Cluster) givenEtcd() (*Etcd, error) {
 	e := &Etcd{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("etcd-%d", i)
-		m := &EtcdMember{name: name, given: a, p: givenProc(name)}
+		m := &EtcdMember{name: name, given: a, p: c.givenUnit(name, a)}
 		e.members = append(e.members, m)
 		c.AddServer(m)
 	}

@@ -130,13 +130,15 @@ type postgresSlot struct {
 // harness runs as root, the server runs as the `postgres` system user
 // (PostgreSQL refuses root).
 type Postgres struct {
-	p       Unit
-	name    string
-	host    string
-	port    int
-	given   string // the address of a server someone else runs (given.go)
-	opt     PostgresOptions
-	dataDir string
+	p     Unit
+	name  string
+	host  string
+	port  int
+	given string // the address of a server someone else runs (given.go)
+	// givenDSN is the connection string of a server someone else runs.
+	givenDSN string
+	opt      PostgresOptions
+	dataDir  string
 
 	setupMu sync.Mutex
 	setups  map[string]bool
@@ -275,7 +277,28 @@ func (pg *Postgres) Port() int { return pg.port }
 
 // DSN is the connection string for the harness's database, dialling the
 // server directly.
-func (pg *Postgres) DSN() string { return PostgresDSN(pg.Addr(), "locktorture") }
+func (pg *Postgres) DSN() string { return pg.ClientDSN(pg.Addr(), "locktorture") }
+
+// ClientDSN is the connection string a client dials at addr (its own link
+// to the server) under application name: the server's own DSN (a given
+// one keeps its user, password, database and settings) with the host
+// replaced.
+func (pg *Postgres) ClientDSN(addr, application string) string {
+	if pg.givenDSN == "" {
+		return PostgresDSN(addr, application)
+	}
+	u, err := url.Parse(pg.givenDSN)
+	if err != nil {
+		return PostgresDSN(addr, application)
+	}
+	u.Host = addr
+	q := u.Query()
+	if application != "" {
+		q.Set("application_name", application)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
 
 // PostgresDSN is the connection string for the harness's database at addr
 // (host:port, e.g. Cluster.ClientAddr's answer), naming the connection

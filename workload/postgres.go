@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // ResourcePostgres is a row per key in the run's PostgreSQL.
@@ -66,7 +65,7 @@ func NewPostgres(ctx context.Context, env ResourceEnv) (*Postgres, error) {
 	if err := backends.PGSetupResource(ctx, pg, env.Keys); err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}
-	cfg, err := pgxpool.ParseConfig(cluster.PostgresDSN(pg.Addr(), "locktorture-resource"))
+	cfg, err := pgxpool.ParseConfig(pg.ClientDSN(pg.Addr(), "locktorture-resource"))
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrNoControl is returned by a fault on a server someone else runs that
+// the servers file gives no control for.
+var ErrNoControl = errors.New("the servers file gives no control for this server")
+
+// controlledUnit is a server someone else runs in a container the servers
+// file names (control: docker): server faults reach it through the docker
+// command — pause/unpause (the cgroup freezer), kill, start. It never
+// stops or removes the container: the run does not own it.
+type controlledUnit struct {
+	name, container string
+
+	mu     sync.Mutex
+	paused bool
+}
+
+// docker runs one docker command against the container.
+func (u *controlledUnit) docker(ctx context.Context, verb string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", append(append([]string{verb}, args...), u.container)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("cluster: %s: docker %s %s: %w: %s", u.name, verb, u.container, err, strings.TrimSpace(out.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Start starts the container again after Kill.
+func (u *controlledUnit) Start(ctx context.Context) error {
+	_, err := u.docker(ctx, "start")
+	return err
+}
+
+// Pause freezes the container (docker pause: the cgroup freezer).
+func (u *controlledUnit) Pause(ctx context.Context) error {
+	if _, err := u.docker(ctx, "pause"); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	u.paused = true
+	u.mu.Unlock()
+	return nil
+}
+
+// Resume thaws it.
+func (u *controlledUnit) Resume(ctx context.Context) error {
+	if _, err := u.docker(ctx, "unpause"); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	u.paused = false
+	u.mu.Unlock()
+	return nil
+}
+
+// Kill kills the container's processes at once (docker kill: SIGKILL).
+func (u *controlledUnit) Kill(ctx context.Context) error {
+	_, err := u.docker(ctx, "kill")
+	return err
+}
+
+// Stop leaves the server as the run found it: a container the run paused
+// is thawed, one it killed is started again; it is never stopped.
+func (u *controlledUnit) Stop(ctx context.Context) error {
+	u.mu.Lock()
+	paused := u.paused
+	u.mu.Unlock()
+	if paused {
+		return u.Resume(ctx)
+	}
+	if !u.Running() {
+		return u.Start(ctx)
+	}
+	return nil
+}
+
+// Running asks docker whether the container runs.
+func (u *controlledUnit) Running() bool {
+	out, err := u.docker(context.Background(), "inspect", "--format", "{{.State.Running}}")
+	return err == nil && out == "true"
+}
+
+// Exited is never closed: the harness does not watch a server it does not own.
+func (u *controlledUnit) Exited() <-chan struct{} { return nil }
+
+// LogPath is empty: the container's log is its owner's (docker logs).
+func (u *controlledUnit) LogPath() string { return "" }
+
+// OnDeath is not watched for a server someone else runs.
+func (u *controlledUnit) OnDeath(func(name, logPath string)) {}
+
+// uncontrolledUnit is a server someone else runs with no control: every
+// fault on it fails with ErrNoControl (runs refuse such faults before
+// they start; this is the second net).
+type uncontrolledUnit struct{ name string }
+
+func (u uncontrolledUnit) err() error { return fmt.Errorf("cluster: %s: %w", u.name, ErrNoControl) }
+
+// Start fails: see ErrNoControl.
+func (u uncontrolledUnit) Start(context.Context) error { return u.err() }
+
+// Pause fails: see ErrNoControl.
+func (u uncontrolledUnit) Pause(context.Context) error { return u.err() }
+
+// Resume fails: see ErrNoControl.
+func (u uncontrolledUnit) Resume(context.Context) error { return u.err() }
+
+// Kill fails: see ErrNoControl.
+func (u uncontrolledUnit) Kill(context.Context) error { return u.err() }
+
+// Stop does nothing: the server is not the run's.
+func (u uncontrolledUnit) Stop(context.Context) error { return nil }
+
+// Running is true: someone else keeps it up.
+func (u uncontrolledUnit) Running() bool { return true }
+
+// Exited is never closed.
+func (u uncontrolledUnit) Exited() <-chan struct{} { return nil }
+
+// LogPath is empty.
+func (u uncontrolledUnit) LogPath() string { return "" }
+
+// OnDeath is not watched.
+func (u uncontrolledUnit) OnDeath(func(name, logPath string)) {}
