@@ -84,6 +84,10 @@ type MatrixCell struct {
 	// Dir is the run's directory relative to the matrix directory, empty
 	// when the run left none.
 	Dir string `json:"dir,omitempty"`
+	// Shrink is the command that shrinks the cell's run to the smallest
+	// scenario that still fails: set on an invalid cell whose faults were
+	// a random mix.
+	Shrink string `json:"shrink,omitempty"`
 	// Headline is the first line of the run's summary.
 	Headline string `json:"headline,omitempty"`
 	// Ops is the history's length; Holds the locks granted; Violations the

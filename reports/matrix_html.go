@@ -252,6 +252,7 @@ type backendStatView struct {
 
 type cellView struct {
 	Scenario, Backend, Verdict, Expected, Result, Class, Href, Why, Time string
+	Shrink                                                               string
 	Seed                                                                 int64
 	Holds, Violations, Cycles                                            string
 }
@@ -286,7 +287,7 @@ func matrixHTML(m *Matrix) ([]byte, error) {
 	for _, c := range m.Cells {
 		cv := cellView{
 			Scenario: c.Scenario, Backend: c.Backend, Seed: c.Seed, Verdict: c.Verdict, Expected: c.Expected,
-			Class: cellClass(c), Why: c.Why, Time: fmt.Sprintf("%.1fs", c.Seconds),
+			Class: cellClass(c), Why: c.Why, Shrink: c.Shrink, Time: fmt.Sprintf("%.1fs", c.Seconds),
 			Holds: thousands(c.Holds), Violations: thousands(c.Violations), Cycles: fmt.Sprintf("%.1f", c.HoldsPerSecond),
 		}
 		switch cv.Class {
@@ -362,7 +363,7 @@ Each verdict links to its run's report. A * marks a run whose verdict matches bu
 <h2>Cells</h2>
 <table>
 <tr><th>scenario</th><th>backend</th><th>seed</th><th>verdict</th><th>expected</th><th>result</th><th>holds</th><th>violations</th><th>cycles/s</th><th>time</th><th>report</th></tr>
-{{range .Cells}}<tr class="{{.Class}}"><td>{{.Scenario}}</td><td><code>{{.Backend}}</code></td><td class="num">{{.Seed}}</td><td>{{.Verdict}}</td><td>{{.Expected}}</td><td class="res">{{.Result}}{{with .Why}}<br><small>{{.}}</small>{{end}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.Cycles}}</td><td class="num">{{.Time}}</td><td>{{with .Href}}<a href="{{.}}">run</a>{{end}}</td></tr>
+{{range .Cells}}<tr class="{{.Class}}"><td>{{.Scenario}}</td><td><code>{{.Backend}}</code></td><td class="num">{{.Seed}}</td><td>{{.Verdict}}</td><td>{{.Expected}}</td><td class="res">{{.Result}}{{with .Why}}<br><small>{{.}}</small>{{end}}{{with .Shrink}}<br><small>shrink: <code>{{.}}</code></small>{{end}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.Cycles}}</td><td class="num">{{.Time}}</td><td>{{with .Href}}<a href="{{.}}">run</a>{{end}}</td></tr>
 {{end}}</table>
 
 {{if .Skipped}}<h2>Not applicable</h2>

@@ -345,6 +345,9 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 				rel = out.Dir
 			}
 			cell = reports.NewCell(c.key, out.Results, c.expect.Valid, c.expect.Checkers, rel)
+			if out.Results.Valid == checker.Invalid && c.sc.Nemesis.Random != nil {
+				cell.Shrink = shell.Join([]string{"locktorture", "shrink", out.Dir})
+			}
 			ev.Dir = out.Dir
 		}
 		cell.Seconds = roundSeconds(time.Since(start))
