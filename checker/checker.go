@@ -169,6 +169,8 @@ type Results struct {
 	// WarningCount counts them all.
 	Warnings     []string `json:"warnings,omitempty"`
 	WarningCount int      `json:"warning_count,omitempty"`
+	// Servers says where the servers came from (mode, images, versions).
+	Servers *ServerSource `json:"servers,omitempty"`
 }
 
 // MaxWarnings caps the warnings listed in Results.

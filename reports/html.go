@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,7 @@ type (
 		Faults                               []string
 		FaultsMore                           int
 		Settings                             [][2]string
+		Servers                              string
 		Plots                                [][2]string // file, alt text
 		Links                                [][2]string // file, what
 		Summary                              string
@@ -170,6 +172,7 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 		}
 		v.Faults = append(v.Faults, faultWhen(f)+"  "+f.Label())
 	}
+	v.Servers = serversLine(info.Servers)
 	keys := make([]string, 0, len(info.Settings))
 	for k := range info.Settings {
 		keys = append(keys, k)
@@ -242,6 +245,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace}
 {{with .Clients}}<tr><td>clients</td><td>{{.}}</td></tr>{{end}}
 {{with .Keys}}<tr><td>keys</td><td>{{.}}</td></tr>{{end}}
 <tr><td>ops</td><td>{{.Ops}}</td></tr>
+{{with .Servers}}<tr><td>servers</td><td>{{.}}</td></tr>{{end}}
 </table>
 {{with .Command}}<p>Repeat this run:</p><pre><code>{{.}}</code></pre>{{end}}
 
@@ -278,3 +282,52 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace}
 </body>
 </html>
 `))
+
+// serversLine says where the servers came from, in one line: "docker:
+// redis 7.0.15 (locktorture-servers:bookworm); postgres 15.18 (...)".
+func serversLine(s *checker.ServerSource) string {
+	if s == nil {
+		return ""
+	}
+	kindOf := func(name string) string {
+		switch {
+		case strings.HasPrefix(name, "redis"), strings.HasPrefix(name, "sentinel"):
+			return "redis"
+		case strings.HasPrefix(name, "etcd"):
+			return "etcd"
+		}
+		name, _, _ = strings.Cut(name, "-")
+		return name
+	}
+	versions := map[string][]string{}
+	for name, v := range s.Versions {
+		k := kindOf(name)
+		if !slices.Contains(versions[k], v) {
+			versions[k] = append(versions[k], v)
+		}
+	}
+	kinds := make([]string, 0, len(versions))
+	for k := range versions {
+		kinds = append(kinds, k)
+	}
+	for k := range s.Images {
+		if _, ok := versions[k]; !ok {
+			kinds = append(kinds, k)
+		}
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		vs := versions[k]
+		sort.Strings(vs)
+		p := strings.TrimSpace(k + " " + strings.Join(vs, ", "))
+		if img := s.Images[k]; img != "" {
+			p += " (" + img + ")"
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return s.Mode
+	}
+	return s.Mode + ": " + strings.Join(parts, "; ")
+}

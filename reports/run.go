@@ -69,6 +69,8 @@ type RunInfo struct {
 	// Logs are the file names, relative to the run directory, of the
 	// servers' logs.
 	Logs []string `json:"logs,omitempty"`
+	// Servers says where the servers came from: mode, images, versions.
+	Servers *checker.ServerSource `json:"servers,omitempty"`
 }
 
 // heading names the run for titles: "scenario / backend — VERDICT".

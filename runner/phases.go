@@ -73,6 +73,7 @@ type run struct {
 	rec     *history.Recorder
 	procs   *workload.Procs
 	engine  *nemesis.Engine
+	servers *checker.ServerSource // where the servers came from
 	// launcher runs the clients as processes (nil: in-process).
 	launcher *clientproc.Launcher
 
@@ -144,7 +145,7 @@ func (r *run) openStore() error {
 // startServers starts the cluster, the backend (which starts the servers
 // it needs) and the protected resource.
 func (r *run) startServers(ctx context.Context) error {
-	cl, err := cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir})
+	cl, err := cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images})
 	if err != nil {
 		return err
 	}
@@ -179,6 +180,7 @@ func (r *run) startServers(ctx context.Context) error {
 	}
 	r.res = res
 	r.deferClose(func() { _ = res.Close() })
+	r.recordServers(ctx)
 	return nil
 }
 
@@ -315,6 +317,7 @@ func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, er
 	}
 	noteMissed(results, r.engine.Missed(len(r.sch.Script)))
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+	results.Servers = r.servers
 	return results, nil
 }
 
@@ -336,6 +339,7 @@ func (r *run) report(ctx context.Context, ops []history.Op, results *checker.Res
 		Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
 		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: r.opt.Command,
 		Expected: out.Expected.Valid, Summary: out.Summary, Settings: settings(sc), Logs: logs,
+		Servers: r.servers,
 	}
 	var rerr error
 	if err := reports.WriteRun(ctx, r.dir, ops, results, info); err != nil {

@@ -31,6 +31,10 @@ type Overrides struct {
 	// Exec is a command line (split as a shell splits plain and quoted
 	// words): the run's backend becomes exec, running it.
 	Exec *string
+	// Servers is where the servers run (--servers local|docker).
+	Servers *string
+	// Images are --image KIND=REF settings, over the scenario's images.
+	Images map[string]string
 }
 
 // Apply sets the overrides on s and validates the result. An error wraps
@@ -98,6 +102,15 @@ func (s *Scenario) Apply(o Overrides) error {
 			}
 			s.Nemesis.Random = r
 		}
+	}
+	if o.Servers != nil {
+		s.Servers = *o.Servers
+	}
+	for k, v := range o.Images {
+		if s.Images == nil {
+			s.Images = map[string]string{}
+		}
+		s.Images[k] = v
 	}
 	if o.NemesisInterval != nil && s.Nemesis.Random != nil {
 		s.Nemesis.Random.Interval = Duration(*o.NemesisInterval)

@@ -158,6 +158,13 @@ type Scenario struct {
 	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
 	// each backend takes are its own (see BackendOptions).
 	BackendOptions BackendOptions `yaml:"backend_options,omitempty"`
+	// Servers is where the servers run: local (the default: processes of
+	// this machine on 127.0.0.1) or docker (a container each).
+	Servers string `yaml:"servers,omitempty"`
+	// Images names, in docker mode, the image each kind of server runs
+	// from: redis, postgres, etcd, zookeeper, or all (official images by
+	// default; `make images` builds locktorture-servers:bookworm).
+	Images map[string]string `yaml:"images,omitempty"`
 	// ClientMode is how clients run: inproc (the default: goroutines of
 	// the harness) or process (one process each, speaking the client
 	// protocol; a pause freezes the whole process).

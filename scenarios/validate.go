@@ -107,6 +107,9 @@ func (s *Scenario) Validate() error {
 	if err := s.validateOptions(); err != nil {
 		return err
 	}
+	if err := s.validateServers(); err != nil {
+		return err
+	}
 	if err := s.validateClients(); err != nil {
 		return err
 	}

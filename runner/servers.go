@@ -1,0 +1,35 @@
+package runner
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+)
+
+// recordServers notes where the run's servers came from — the mode, each
+// kind's image, each server's version as the server reports it — for
+// results.json, run.json and the report, and says so in run.log.
+func (r *run) recordServers(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	src := &checker.ServerSource{Mode: r.cl.Mode(), Images: r.cl.Images(), Versions: r.cl.ServerVersions(ctx)}
+	if len(src.Images) == 0 {
+		src.Images = nil
+	}
+	if len(src.Versions) == 0 {
+		src.Versions = nil
+	}
+	r.servers = src
+	var parts []string
+	for k, v := range src.Images {
+		parts = append(parts, k+" image "+v)
+	}
+	for k, v := range src.Versions {
+		parts = append(parts, k+" "+v)
+	}
+	sort.Strings(parts)
+	r.lg.Printf("servers: %s; %s", src.Mode, strings.Join(parts, ", "))
+}

@@ -1,0 +1,38 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// ServerModes are the values `servers:` takes.
+var ServerModes = []string{cluster.ServersLocal, cluster.ServersDocker}
+
+// validateServers checks where the servers come from: servers (local, the
+// default, or docker) and images (a kind — redis, postgres, etcd,
+// zookeeper, or all — to an image reference; docker only).
+func (s *Scenario) validateServers() error {
+	if s.Servers != "" && !slices.Contains(ServerModes, s.Servers) {
+		return &fieldError{field: "servers", msg: fmt.Sprintf("unknown servers mode %q (local, docker)", s.Servers)}
+	}
+	if len(s.Images) == 0 {
+		return nil
+	}
+	if s.Servers != cluster.ServersDocker {
+		return &fieldError{field: "images", msg: "images name what containers run: they need servers: docker (--servers docker)"}
+	}
+	kinds := make([]string, 0, len(s.Images))
+	for k := range s.Images {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if err := cluster.CheckImages(map[string]string{k: s.Images[k]}); err != nil {
+			return &fieldError{field: "images", path: []string{k}, msg: "images: " + err.Error()}
+		}
+	}
+	return nil
+}
