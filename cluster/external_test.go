@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/locktorture/locktorture/internal/testenv"
+)
+
+// TestExternalCleanupTouchesOnlyTheRun: on servers someone else runs, the
+// run's namespace is all that Cleanup removes — the owner's keys, another
+// run's keys and tables outside the run's schema are all still there.
+func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
+	testenv.Require(t, "redis-server", "etcd", "postgres")
+	ctx := context.Background()
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.StartRedis(ctx, RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Etcd(ctx, EtcdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := c.Postgres(ctx, PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := fmt.Sprintf("redis: [%s]\netcd: [%s]\npostgres: %s\n", r.Addr(), e.Endpoints()[0], pg.DSN())
+	f, err := ParseServersFile([]byte(file), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"redis", "etcd", "postgres"}
+	if err := f.Check(ctx, kinds, false); err != nil {
+		t.Fatal(err)
+	}
+	ns := NewNamespace()
+	// The owner's data, and another run's, before the run.
+	theirs := []string{"user:1", "locktorture:lock:k0", "locktorture:lock:lt00000000:k0", "k0", ns + "-not-a-key"}
+	for _, k := range theirs {
+		mustRedis(t, r.Addr(), "SET", k, "mine")
+	}
+	etcdPut(t, e.Endpoints()[0], "app/config", "v")
+	etcdPut(t, e.Endpoints()[0], "locktorture/lock/lt00000000:k0", "other run")
+	if err := pgExec(ctx, pg.DSN(), "CREATE TABLE mine (x int); INSERT INTO mine VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+
+	g, err := f.Prepare(ctx, ns, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Prepare(ctx, ns, kinds); err == nil {
+		t.Error("a second Prepare adopted an existing schema")
+	}
+	// The run's data: keys of its backends and resources, a table in its schema.
+	ours := []string{"locktorture:lock:" + ns + ":k0", "locktorture:fence:" + ns + ":k12"}
+	for _, k := range ours {
+		mustRedis(t, r.Addr(), "SET", k, "run")
+	}
+	etcdPut(t, e.Endpoints()[0], "locktorture/lock/"+ns+":k0/694d", "")
+	etcdPut(t, e.Endpoints()[0], "locktorture/value/"+ns+":k1", "3")
+	if err := pgExec(ctx, g.Postgres, "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ours {
+		if v, _ := redisCall(ctx, r.Addr(), "EXISTS", k); v != int64(0) {
+			t.Errorf("the run's key %s is still there", k)
+		}
+	}
+	for _, k := range theirs {
+		if v, _ := redisCall(ctx, r.Addr(), "GET", k); v != "mine" {
+			t.Errorf("the owner's key %s is gone (%v)", k, v)
+		}
+	}
+	keys := etcdKeys(t, e.Endpoints()[0])
+	if !slices.Contains(keys, "app/config") || !slices.Contains(keys, "locktorture/lock/lt00000000:k0") {
+		t.Errorf("the owner's etcd keys are gone: %v", keys)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, ns) {
+			t.Errorf("the run's etcd key %s is still there", k)
+		}
+	}
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM mine").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the owner's table: %d rows, %v", n, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", PostgresSchema(ns)).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the run's schema is still there (%d, %v)", n, err)
+	}
+}
+
+func mustRedis(t *testing.T, addr string, args ...string) {
+	t.Helper()
+	if _, err := redisCall(context.Background(), addr, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func etcdPut(t *testing.T, addr, k, v string) {
+	t.Helper()
+	if _, err := etcdPost(context.Background(), addr, "/v3/kv/put", map[string]any{"key": base64Std(k), "value": base64Std(v)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func etcdKeys(t *testing.T, addr string) []string {
+	t.Helper()
+	body, err := etcdPost(context.Background(), addr, "/v3/kv/range", map[string]any{"key": base64Std("\x00"), "range_end": base64Std("\x00"), "keys_only": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeKeys(t, body)
+}
+
+func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func decodeKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	var resp struct {
+		Kvs []struct {
+			Key string `json:"key"`
+		} `json:"kvs"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		k, _ := base64.StdEncoding.DecodeString(kv.Key)
+		out = append(out, string(k))
+	}
+	return out
+}
