@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,9 +279,15 @@ type Reader struct {
 	dec  decoder
 }
 
+// readerBuffer is the size of a Reader's buffer.
+const readerBuffer = 256 << 10
+
 // NewReader returns a Reader over r.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10), dec: newDecoder()}
+func NewReader(r io.Reader) *Reader { return newReaderSize(r, readerBuffer) }
+
+// newReaderSize returns a Reader over r with a buffer of size bytes.
+func newReaderSize(r io.Reader, size int) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, size), dec: newDecoder()}
 }
 
 // Next returns the next op. At the end it returns io.EOF. If the last line
@@ -440,7 +447,8 @@ func countLines(s io.ReadSeeker) (int, error) {
 	return n, nil
 }
 
-// ReadFile reads the history in path; see ReadAll for truncated files.
+// ReadFile reads the history in path; see ReadAll for truncated files. A
+// large file is parsed in two halves side by side, with the same result.
 func ReadFile(path string) ([]Op, error) { return readFile(path, false) }
 
 // ReadFileContract reads the history in path holding every line to the
@@ -453,7 +461,14 @@ func readFile(path string, contract bool) ([]Op, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	ops, err := readAll(f, contract)
+	var ops []Op
+	split := false
+	if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() && st.Size() >= splitMin && runtime.GOMAXPROCS(0) > 1 {
+		ops, split, err = readSplit(f, st.Size(), st.Size()/2, contract)
+	}
+	if !split {
+		ops, err = readAll(f, contract)
+	}
 	if err != nil {
 		return ops, fmt.Errorf("%s: %w", path, err)
 	}
