@@ -12,12 +12,14 @@ have redis-sentinel || missing+=(redis-sentinel)
 have etcd           || missing+=(etcd-server)
 # Headless Chromium opens the HTML reports in the browser tests.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# The Python client adapter (clients/python) wraps redis-py's Lock.
+{ python3 -c 'import redis' || /usr/bin/python3 -c 'import redis'; } >/dev/null 2>&1 || missing+=(python3-redis)
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
   missing+=(postgresql)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: redis-server, redis-sentinel, etcd, postgres and chromium are installed"
+  echo "deps: redis-server, redis-sentinel, etcd, postgres, chromium and python3-redis are installed"
   exit 0
 fi
 
