@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -55,9 +54,6 @@ type child struct {
 }
 
 func (c *child) name() string { return fmt.Sprintf("client %d", c.p) }
-
-// logName is the child's log as a user finds it: store-relative.
-func (c *child) logName() string { return filepath.Base(c.logPath) }
 
 // die records the child's failure (the first one counts), tells the
 // launcher, and kills the child.

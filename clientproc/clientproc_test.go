@@ -1,0 +1,235 @@
+package clientproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// TestMain lets the test binary be `locktorture client`: the launcher
+// tests start it as a child with ConfigEnv set.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(ConfigEnv); raw != "" && len(os.Args) > 1 && os.Args[1] == "client" {
+		var cfg ChildConfig
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			os.Exit(254)
+		}
+		if err := Serve(context.Background(), os.Stdin, os.Stdout, cfg); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(255)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// procsOf makes n processes recording into rec.
+func procsOf(n int, rec *history.Recorder) Procs {
+	var p Procs
+	for i := range n {
+		p.Gates = append(p.Gates, cluster.NewGate())
+		p.Clocks = append(p.Clocks, cluster.NewClock())
+		p.History = append(p.History, rec.Proc(i))
+	}
+	return p
+}
+
+// alive lists the processes of group pgid that are not zombies.
+func alive(t *testing.T, pgid int) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			out = append(out, e.Name()+" "+f[0])
+		}
+	}
+	return out
+}
+
+// waitGone waits until no process of group pgid is left (the test's own
+// deadline bounds it).
+func waitGone(t *testing.T, pgid int) {
+	t.Helper()
+	for len(alive(t, pgid)) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBrokenClients: each way a client can break the protocol gives one
+// line naming the client and its log, and leaves no process behind.
+func TestBrokenClients(t *testing.T) {
+	cases := []struct {
+		script string
+		want   error
+		says   string
+	}{
+		{"crash.sh", ErrExited, "signal: segmentation fault"},
+		{"hang-open.sh", ErrOpen, "no reply to open"},
+		{"bad-json.sh", ErrProtocol, "bad JSON"},
+		{"unknown-id.sh", ErrProtocol, "id 7"},
+		{"unknown-type.sh", ErrProtocol, `unknown type "maybe"`},
+		{"early-exit.sh", ErrExited, "before it was told to close"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.script, func(t *testing.T) {
+			dir := t.TempDir()
+			rec := history.NewRecorder(nil, history.RecorderOptions{})
+			l := New(Options{Command: []string{"/bin/sh", filepath.Join("testdata", tc.script)}, Dir: dir,
+				TTL: time.Second, Timeout: 200 * time.Millisecond, OpenTimeout: 300 * time.Millisecond})
+			ctx := context.Background()
+			err := l.Start(ctx, procsOf(1, rec))
+			pgid := 0
+			if len(l.children) > 0 {
+				pgid = l.children[0].pgid
+			}
+			if err == nil {
+				c, cerr := l.Client(ctx, backends.ClientEnv{Process: 0})
+				if cerr != nil {
+					t.Fatal(cerr)
+				}
+				actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				_, aerr := c.Acquire(actx, "k0")
+				cancel()
+				if tc.script != "early-exit.sh" && !errors.Is(aerr, backends.ErrAbort) {
+					t.Errorf("Acquire: %v, want an error wrapping ErrAbort", aerr)
+				}
+				<-l.Failed()
+				err = l.Err()
+			}
+			_ = l.Close()
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want one wrapping %v", err, tc.want)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "client 0") || !strings.Contains(msg, filepath.Join(dir, "client-0.log")) || !strings.Contains(msg, tc.says) {
+				t.Errorf("error %q: want one line naming client 0, its log and %q", msg, tc.says)
+			}
+			if pgid == 0 {
+				t.Fatal("no child was started")
+			}
+			waitGone(t, pgid)
+		})
+	}
+}
+
+// TestGoodClient drives a shell client through open, acquire (with events)
+// and release, and checks what the harness made of its replies.
+func TestGoodClient(t *testing.T) {
+	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/good.sh"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	ctx := context.Background()
+	procs := procsOf(1, rec)
+	if err := l.Start(ctx, procs); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Has(AbilityExtend) || l.Has(AbilityClock) {
+		t.Errorf("abilities %v, want [extend]", l.Abilities(0))
+	}
+	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
+	h := procs.History[0]
+	if _, err := h.Invoke(ctx, history.Op{F: history.Acquire, Key: "k0"}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Complete(history.Op{Type: history.OK, F: history.Acquire, Key: "k0"}); err != nil {
+		t.Fatal(err)
+	}
+	if g.Fence == nil || *g.Fence != 1 || !g.HasLease || g.Lease != 900*time.Millisecond {
+		t.Errorf("grant fence %v lease %v (%v), want fence 1, lease 900ms", g.Fence, g.Lease, g.HasLease)
+	}
+	<-g.Lost // the lost event closes it
+	if err := c.Release(ctx, "k0", g); !errors.Is(err, backends.ErrNotHeld) {
+		t.Errorf("Release: %v, want ErrNotHeld", err)
+	}
+	_ = l.Close()
+	var extends []string
+	for _, op := range rec.History() {
+		if op.F == history.Extend {
+			extends = append(extends, string(op.Type))
+		}
+	}
+	if strings.Join(extends, ",") != "invoke,ok" {
+		t.Errorf("extend ops %v, want invoke then ok", extends)
+	}
+	if err := l.Err(); err != nil {
+		t.Errorf("a good client failed: %v", err)
+	}
+}
+
+// TestPauseFreezesProcess runs `locktorture client` (this test binary)
+// with the mutex backend: a paused gate stops the whole process (state T)
+// and a resumed one continues it; the client works before and after.
+func TestPauseFreezesProcess(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	l := New(Options{Command: []string{self, "client"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second,
+		Builtin: &ChildConfig{Backend: "mutex", Clients: 1, Keys: []string{"k0"}}})
+	ctx := context.Background()
+	procs := procsOf(1, rec)
+	if err := l.Start(ctx, procs); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Has(AbilityClock) {
+		t.Errorf("locktorture client announced %v, want clock among them", l.Abilities(0))
+	}
+	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
+	g, err := c.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, "k0"); !errors.Is(err, backends.ErrBusy) {
+		t.Errorf("second Acquire: %v, want busy", err)
+	}
+	pid := l.children[0].pgid
+	state := func() string {
+		a := alive(t, pid)
+		if len(a) == 0 {
+			return "gone"
+		}
+		return strings.Fields(a[0])[1]
+	}
+	procs.Gates[0].Pause()
+	for state() != "T" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	procs.Gates[0].Resume()
+	for state() == "T" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Release(ctx, "k0", g); err != nil {
+		t.Errorf("Release after the pause: %v", err)
+	}
+	_ = l.Close()
+	waitGone(t, pid)
+}
