@@ -67,8 +67,9 @@ type Cluster struct {
 	servers  []Server
 	links    *links
 	sentinel *SentinelGroup
-	etcd     etcdSlot     // the run's etcd, started once (etcd.go)
-	pg       postgresSlot // the run's one PostgreSQL (postgres.go)
+	etcd     etcdSlot      // the run's etcd, started once (etcd.go)
+	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
+	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
 	// given, when set, makes the cluster start nothing: its starters hand

@@ -1,0 +1,436 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ZooKeeperOptions configure the run's ZooKeeper ensemble.
+type ZooKeeperOptions struct {
+	// Members is the number of members: 1 or 3 (any number from 1 to 7
+	// works). Zero means "the ensemble already running", or 1 when none is.
+	Members int
+	// JVMArgs are extra java arguments for every member (before the main
+	// class: -D settings of ZooKeeper's own).
+	JVMArgs []string
+}
+
+// ZooKeeper is the run's ZooKeeper ensemble (Debian's zookeeper 3.8, run
+// with java directly rather than through the package's scripts): one or
+// more members on 127.0.0.1, each with its own data directory under the
+// cluster's TempDir and its own free client, quorum and election ports,
+// the admin server off. A Cluster starts at most one ZooKeeper.
+//
+// The members run with fast settings for tests: a 100 ms tick (so a
+// follower that hears nothing from its leader for syncLimit = 1 s drops
+// it, and sessions expire within a tick of their timeout), session
+// timeouts from 100 ms to 60 s (a client gets the one it asks for), no
+// fsync of the transaction log (a killed member keeps what it wrote: the
+// page cache outlives the process) and a short leader election.
+type ZooKeeper struct {
+	members []*ZooKeeperMember
+}
+
+// ZooKeeperMember is one ZooKeeper server process.
+type ZooKeeperMember struct {
+	p            Unit
+	name         string
+	id           int // myid, from 1
+	host         string
+	clientPort   int
+	quorumPort   int
+	electionPort int
+	dataDir      string
+	given        string // the address of a server someone else runs
+}
+
+// zookeeperSlot holds a Cluster's ZooKeeper, started once.
+type zookeeperSlot struct {
+	mu sync.Mutex
+	z  *ZooKeeper
+}
+
+// maxZooKeeperMembers bounds ZooKeeperOptions.Members.
+const maxZooKeeperMembers = 7
+
+// ZooKeeperTick is the members' tickTime: the unit of their timeouts and
+// how often they expire sessions.
+const ZooKeeperTick = 100 * time.Millisecond
+
+// zookeeperJars is the classpath of a member: Debian's zookeeper.jar (its
+// manifest names the jars it needs) and slf4j-simple, which sends the
+// server's log to stderr, hence to the member's log file.
+var zookeeperJars = []string{"/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"}
+
+// zookeeperJVM are the java flags of every member, chosen for a fast
+// start (the C1 compiler only, a small heap, the serial collector, class
+// data sharing) and for leaving nothing behind (no hsperfdata file in
+// /tmp; temporary files in the member's own directory).
+var zookeeperJVM = []string{
+	"-Xshare:auto",
+	"-XX:TieredStopAtLevel=1",
+	"-XX:+UseSerialGC",
+	"-Xms16m", "-Xmx256m",
+	"-XX:-UsePerfData",
+	"-Djava.net.preferIPv4Stack=true",
+	"-Dzookeeper.jmx.log4j.disable=true",
+	// Leader election: ask again every 50-400 ms, not up to a minute,
+	// and give up on a peer's election port after 1 s.
+	"-Dzookeeper.fastleader.minNotificationInterval=50",
+	"-Dzookeeper.fastleader.maxNotificationInterval=400",
+	"-Dzookeeper.cnxTimeout=1000",
+	"-Dorg.slf4j.simpleLogger.showDateTime=true",
+	"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+}
+
+const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+// ZooKeeper returns the run's ZooKeeper, starting it on first use and
+// waiting until every member serves (answers `srvr` with a mode:
+// standalone, leader or follower). Later calls return the same ensemble;
+// asking for a different member count than the running one is an error.
+// A missing java or zookeeper.jar names the Debian packages.
+func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
+	c.zk.mu.Lock()
+	defer c.zk.mu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if z := c.zk.z; z != nil {
+		if opt.Members != 0 && opt.Members != len(z.members) {
+			return nil, fmt.Errorf("cluster: zookeeper already runs with %d members, not %d", len(z.members), opt.Members)
+		}
+		return z, nil
+	}
+	if c.given != nil {
+		return c.givenZooKeeper()
+	}
+	if opt.Members == 0 {
+		opt.Members = 1
+	}
+	if opt.Members < 1 || opt.Members > maxZooKeeperMembers {
+		return nil, fmt.Errorf("cluster: zookeeper members must be 1 to %d, not %d", maxZooKeeperMembers, opt.Members)
+	}
+	pv := c.provider()
+	bin, err := pv.Program("java", "default-jre-headless")
+	if err != nil {
+		return nil, err
+	}
+	if pv.Mode() == ServersLocal {
+		for _, j := range zookeeperJars {
+			if _, err := os.Stat(j); err != nil {
+				return nil, fmt.Errorf("%w: %s is missing; install the Debian package zookeeper (make deps)", ErrMissingBinary, j)
+			}
+		}
+	}
+	var lastErr error
+	// A free port can be taken between asking and binding: start over
+	// (fresh ports, empty data directories) a few times.
+	for attempt := 0; attempt < 3; attempt++ {
+		z, err := c.startZooKeeper(ctx, bin, opt)
+		if err == nil {
+			c.zk.z = z
+			for _, m := range z.members {
+				c.AddServer(m)
+			}
+			return z, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: %w", lastErr)
+}
+
+// startZooKeeper makes one attempt at starting the members.
+func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
+	z := &ZooKeeper{}
+	used := map[int]bool{}
+	pv := c.provider()
+	port := func(usual int) (int, error) {
+		p, err := pv.Port(usual)
+		if err == nil && used[p] && p != usual {
+			err = fmt.Errorf("zookeeper: the kernel gave port %d twice", p)
+		}
+		used[p] = true
+		return p, err
+	}
+	for i := range opt.Members {
+		name := fmt.Sprintf("zookeeper-%d", i)
+		m := &ZooKeeperMember{name: name, id: i + 1}
+		var err error
+		for _, f := range []struct {
+			dst   *int
+			usual int
+		}{{&m.clientPort, 2181}, {&m.quorumPort, 2888}, {&m.electionPort, 3888}} {
+			if *f.dst, err = port(f.usual); err != nil {
+				return nil, err
+			}
+		}
+		if m.dataDir, err = pv.Dir(name); err != nil {
+			return nil, err
+		}
+		if m.host, err = pv.Host(ctx, name); err != nil {
+			return nil, err
+		}
+		// Each attempt starts from an empty data directory: a member that
+		// knew other peers' ports cannot join new ones.
+		if pv.Mode() == ServersLocal {
+			if err := os.RemoveAll(filepath.Join(m.dataDir, "version-2")); err != nil {
+				return nil, fmt.Errorf("zookeeper: %s: %w", name, err)
+			}
+		}
+		z.members = append(z.members, m)
+	}
+	fail := func(err error) (*ZooKeeper, error) {
+		for _, m := range z.members {
+			if m.p != nil {
+				_ = m.p.Kill(ctx)
+				_ = m.p.Stop(ctx) // closes the log
+			}
+		}
+		return nil, err
+	}
+	for _, m := range z.members {
+		cfg := path.Join(m.dataDir, "zoo.cfg")
+		args := append([]string(nil), zookeeperJVM...)
+		args = append(args, "-Djava.io.tmpdir="+m.dataDir)
+		args = append(args, opt.JVMArgs...)
+		args = append(args, "-cp", strings.Join(zookeeperJars, ":"), zookeeperMain, cfg)
+		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
+			Files: []File{
+				{Path: cfg, Content: []byte(zookeeperConfig(m, z.members))},
+				{Path: path.Join(m.dataDir, "myid"), Content: []byte(strconv.Itoa(m.id) + "\n")},
+			},
+			LogPath: filepath.Join(c.opt.LogDir, m.name+".log")})
+		if err != nil {
+			return fail(err)
+		}
+		m.p = u
+	}
+	for _, m := range z.members {
+		if err := m.p.Start(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	// A member of an ensemble serves only once a quorum has elected a
+	// leader, so all start first and are checked after.
+	for _, m := range z.members {
+		if err := waitUnit(ctx, m.name, m.p, m.serving); err != nil {
+			return fail(err)
+		}
+	}
+	return z, nil
+}
+
+// zookeeperConfig is one member's zoo.cfg. A single member has no server
+// lines and runs standalone.
+func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\n", ZooKeeperTick.Milliseconds())
+	b.WriteString("initLimit=50\nsyncLimit=10\n")
+	fmt.Fprintf(&b, "dataDir=%s\n", m.dataDir)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.clientPort, m.host)
+	b.WriteString("admin.enableServer=false\n")
+	b.WriteString("4lw.commands.whitelist=srvr,ruok,mntr\n")
+	b.WriteString("minSessionTimeout=100\nmaxSessionTimeout=60000\n")
+	b.WriteString("maxClientCnxns=0\n")
+	b.WriteString("forceSync=no\npreAllocSize=1024\nsnapCount=100000\n")
+	b.WriteString("reconfigEnabled=false\nelectionPortBindRetry=3\n")
+	if len(all) > 1 {
+		for _, o := range all {
+			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorumPort, o.electionPort)
+		}
+	}
+	return b.String()
+}
+
+// givenZooKeeper hands out the given ZooKeeper servers (the caller holds
+// c.zk.mu).
+func (c *Cluster) givenZooKeeper() (*ZooKeeper, error) {
+	addrs := c.given.g.Zookeeper
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants ZooKeeper, but none was given", ErrStart)
+	}
+	z := &ZooKeeper{}
+	for i, a := range addrs {
+		name := fmt.Sprintf("zookeeper-%d", i)
+		m := &ZooKeeperMember{name: name, id: i + 1, given: a, p: c.givenUnit(name, a)}
+		z.members = append(z.members, m)
+		c.AddServer(m)
+	}
+	c.zk.z = z
+	return z, nil
+}
+
+// Members returns the members in start order.
+func (z *ZooKeeper) Members() []*ZooKeeperMember {
+	return append([]*ZooKeeperMember(nil), z.members...)
+}
+
+// Servers returns the members as Servers, for Cluster.ClientAddr.
+func (z *ZooKeeper) Servers() []Server {
+	out := make([]Server, len(z.members))
+	for i, m := range z.members {
+		out[i] = m
+	}
+	return out
+}
+
+// Leader returns the member that leads (the only one, standalone), by
+// asking each its mode.
+func (z *ZooKeeper) Leader(ctx context.Context) (*ZooKeeperMember, error) {
+	var errs []error
+	for _, m := range z.members {
+		mode, err := m.Mode(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if mode == "leader" || mode == "standalone" {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("zookeeper: no leader: %w", errors.Join(errs...))
+}
+
+// Name is the member's name ("zookeeper-0").
+func (m *ZooKeeperMember) Name() string { return m.name }
+
+// Addr is the member's client address, host:port.
+func (m *ZooKeeperMember) Addr() string { return hostPort(m.given, m.host, m.clientPort) }
+
+// QuorumAddr and ElectionAddr are the member's ports for its peers.
+func (m *ZooKeeperMember) QuorumAddr() string { return hostPort("", m.host, m.quorumPort) }
+
+// ElectionAddr is the member's leader-election address, host:port.
+func (m *ZooKeeperMember) ElectionAddr() string { return hostPort("", m.host, m.electionPort) }
+
+// DataDir is the member's data directory (its zoo.cfg, myid and
+// transaction log).
+func (m *ZooKeeperMember) DataDir() string { return m.dataDir }
+
+// LogPath is the member's log file.
+func (m *ZooKeeperMember) LogPath() string { return m.p.LogPath() }
+
+// PID is the member's process id, or 0 when it is not running.
+func (m *ZooKeeperMember) PID() int { return unitPID(m.p) }
+
+// Running reports whether the member's process is up.
+func (m *ZooKeeperMember) Running() bool { return m.p.Running() }
+
+// Pause freezes the member (SIGSTOP; in a container, docker pause).
+func (m *ZooKeeperMember) Pause(ctx context.Context) error { return m.p.Pause(ctx) }
+
+// Resume thaws a paused member.
+func (m *ZooKeeperMember) Resume(ctx context.Context) error { return m.p.Resume(ctx) }
+
+// Kill ends the member with SIGKILL, as a crash would.
+func (m *ZooKeeperMember) Kill(ctx context.Context) error { return m.p.Kill(ctx) }
+
+// Restart starts a killed or stopped member again with the same data
+// directory and ports, and waits until it serves (which, in an ensemble,
+// needs a quorum of members up). Its transaction log was written but not
+// fsynced: a process crash keeps it, a machine crash would not.
+func (m *ZooKeeperMember) Restart(ctx context.Context) error {
+	if m.p.Running() {
+		if err := m.p.Kill(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.p.Start(ctx); err != nil {
+		return err
+	}
+	if err := waitUnit(ctx, m.name, m.p, m.serving); err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the member for good.
+func (m *ZooKeeperMember) Stop(ctx context.Context) error { return m.p.Stop(ctx) }
+
+// FourLetter sends one of ZooKeeper's four-letter commands (srvr, ruok,
+// mntr: the ones the members allow) to the member's client port and
+// returns the reply.
+func (m *ZooKeeperMember) FourLetter(ctx context.Context, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", m.Addr())
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(conn, 1<<16))
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+	}
+	return string(b), nil
+}
+
+// srvrField returns the value of "Name: value" in a srvr reply.
+func srvrField(reply, name string) (string, bool) {
+	for _, l := range strings.Split(reply, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// Mode is the member's role as it reports it: standalone, leader,
+// follower or observer; an error while it does not serve (no quorum).
+func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
+	r, err := m.FourLetter(ctx, "srvr")
+	if err != nil {
+		return "", err
+	}
+	mode, ok := srvrField(r, "Mode")
+	if !ok {
+		return "", fmt.Errorf("%s: not serving: %s", m.name, strings.TrimSpace(r))
+	}
+	return mode, nil
+}
+
+// serving reports (as an error) whether the member serves clients.
+func (m *ZooKeeperMember) serving(ctx context.Context) error {
+	_, err := m.Mode(ctx)
+	return err
+}
+
+// Version is the member's ZooKeeper version ("3.8.0-..."), as srvr says.
+func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
+	r, err := m.FourLetter(ctx, "srvr")
+	if err != nil {
+		return "", err
+	}
+	v, ok := srvrField(r, "Zookeeper version")
+	if !ok {
+		return "", fmt.Errorf("%s: srvr names no version: %s", m.name, strings.TrimSpace(r))
+	}
+	if i := strings.IndexByte(v, ','); i > 0 {
+		v = v[:i]
+	}
+	return v, nil
+}
