@@ -25,7 +25,6 @@ type lockInput struct {
 	process int
 	fence   *int64
 	key     string
-	self    any // process, boxed once: the state an acquire leads to
 	outcome outcome
 	release bool
 }
@@ -76,7 +75,7 @@ var lockModel = porcupine.Model{
 			return true, state
 		}
 		if owner == free || owner == in.process {
-			return true, in.self
+			return true, in.process
 		}
 		return false, state
 	},
@@ -121,15 +120,23 @@ type lockEvent struct {
 	ret   bool  // a return, else a call
 }
 
-// keyLocks gathers one key's lock operations, their inputs, events and
-// holds.
+// keyLocks gathers one key's lock operations, their inputs, where they
+// stand in the history and the key's holds.
 type keyLocks struct {
 	n       int // lock operations at most (see lockOperations)
 	ops     []porcupine.Operation
 	inputs  []lockInput // ops[i].Input is &inputs[i]
-	events  []lockEvent
+	marks   []lockMarks // ops[i]'s are marks[i]
 	holds   []span        // from the acquire ok to the release invoke
 	holding map[int]int32 // process -> its open hold, an index into holds
+}
+
+// lockMarks place a lock operation in the history, for orderTies: the
+// positions of its call and return, the hold its call (a release invoke)
+// ends and the hold its return (an acquire ok) starts, or -1.
+type lockMarks struct {
+	callPos, retPos int
+	ends, starts    int32
 }
 
 // process returns the process of event e.
@@ -222,8 +229,9 @@ func (p *pendingLocks) sorted() []pendingLock {
 // A million-op history has a quarter of a million lock operations, so this
 // allocates little per operation: a first pass counts each key's (at most
 // one per acquire ok and per release invoke) so that every slice is made
-// once, and each operation's Input points into its key's slice of inputs
-// rather than boxing one.
+// once; each operation's Input points into its key's slice of inputs
+// rather than boxing one; and the events orderTies sorts are made one key
+// at a time.
 func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
 	ops = resolveTx(ops)
 	keys := map[string]*keyLocks{}
@@ -250,7 +258,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 	for _, kl := range keys {
 		kl.ops = make([]porcupine.Operation, 0, kl.n)
 		kl.inputs = make([]lockInput, 0, kl.n)
-		kl.events = make([]lockEvent, 0, 2*kl.n)
+		kl.marks = make([]lockMarks, 0, kl.n)
 		kl.holding = map[int]int32{}
 	}
 	var pending pendingLocks // each process's outstanding lock invoke
@@ -259,26 +267,22 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		inv := pl.op
 		kl := keyOf(inv.Key)
 		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: oc, fence: fence}
-		if !in.release {
-			in.self = inv.Process
-		}
-		n := int32(len(kl.ops))
+		n := len(kl.ops)
 		kl.inputs = append(kl.inputs, in)
 		o := porcupine.Operation{ClientId: inv.Process, Input: &kl.inputs[n], Call: inv.Time, Return: ret}
 		if meta {
 			o.Metadata = opTimes{call: inv.Time, ret: ret}
 		}
 		kl.ops = append(kl.ops, o)
-		call := lockEvent{time: inv.Time, pos: pl.pos, op: n, start: -1, end: pl.ends}
-		rev := lockEvent{time: ret, pos: retPos, op: n, ret: true, start: -1, end: -1}
+		m := lockMarks{callPos: pl.pos, retPos: retPos, ends: pl.ends, starts: -1}
 		if !in.release {
 			if _, held := kl.holding[inv.Process]; !held {
 				kl.holding[inv.Process] = int32(len(kl.holds))
-				rev.start = int32(len(kl.holds))
+				m.starts = int32(len(kl.holds))
 				kl.holds = append(kl.holds, span{start: ret, open: true})
 			}
 		}
-		kl.events = append(kl.events, call, rev)
+		kl.marks = append(kl.marks, m)
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -353,10 +357,17 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 // and what follows. A hold ending at an instant thus comes before any hold
 // beginning at it, as in the mutex checker.
 //
-// It frees the key's events and holds, which nothing needs after it.
+// It frees the key's marks and holds, which nothing needs after it.
 func orderTies(kl *keyLocks) {
-	ev := kl.events
-	defer func() { kl.events, kl.holds, kl.holding = nil, nil, nil }()
+	ev := make([]lockEvent, 0, 2*len(kl.ops))
+	for i, m := range kl.marks {
+		o := &kl.ops[i]
+		ev = append(ev,
+			lockEvent{time: o.Call, pos: m.callPos, op: int32(i), start: -1, end: m.ends},
+			lockEvent{time: o.Return, pos: m.retPos, op: int32(i), ret: true, start: m.starts, end: -1})
+	}
+	kl.marks, kl.holding = nil, nil
+	defer func() { kl.holds = nil }()
 	slices.SortStableFunc(ev, func(a, b lockEvent) int {
 		if c := cmp.Compare(a.time, b.time); c != 0 {
 			return c
@@ -612,7 +623,7 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 			t := show.ops[0].Call
 			all = append(all, porcupine.Operation{
 				ClientId: show.init, Call: t - 2, Return: t - 1,
-				Input:    &lockInput{process: show.init, key: k, self: show.init},
+				Input:    &lockInput{process: show.init, key: k},
 				Metadata: "held the key before this part of the history",
 			})
 		}

@@ -45,8 +45,6 @@ func sameOperation(g, w porcupine.Operation) string {
 		return fmt.Sprintf("input %+v, want %+v", *gi, wi)
 	case (gi.fence == nil) != (wi.fence == nil), gi.fence != nil && *gi.fence != *wi.fence:
 		return fmt.Sprintf("input fence %v, want %v", gi.fence, wi.fence)
-	case !gi.release && gi.self != any(gi.process), gi.release && gi.self != nil:
-		return fmt.Sprintf("input state %v for process %d (release %v)", gi.self, gi.process, gi.release)
 	}
 	return ""
 }
