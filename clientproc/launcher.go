@@ -219,11 +219,11 @@ func (l *Launcher) given(p int) cluster.Given {
 	for _, s := range cl.Servers() {
 		a := cl.ClientAddr(p, s)
 		g.Aliases[s.Addr()] = a
-		switch s.(type) {
+		switch s := s.(type) {
 		case *cluster.Redis:
 			g.Redis = append(g.Redis, a)
 		case *cluster.Postgres:
-			g.Postgres = cluster.PostgresDSN(a, cluster.PostgresApplication(p))
+			g.Postgres = s.ClientDSN(a, cluster.PostgresApplication(p))
 		case *cluster.EtcdMember:
 			g.Etcd = append(g.Etcd, a)
 		default:
@@ -239,7 +239,7 @@ func (l *Launcher) given(p int) cluster.Given {
 		}
 	}
 	if sg := cl.SentinelGroup(); sg != nil {
-		g.Sentinel = &cluster.GivenSentinel{Master: cluster.SentinelMaster}
+		g.Sentinel = &cluster.GivenSentinel{Master: cl.SentinelGroup().MasterName()}
 		for _, s := range sg.Sentinels {
 			a := cl.ClientAddr(p, s)
 			g.Aliases[s.Addr()] = a

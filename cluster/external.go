@@ -44,6 +44,7 @@ func PostgresSchema(namespace string) string { return "locktorture_" + namespace
 func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []string) (Given, error) {
 	g := f.Given()
 	g.Controls = f.Controls()
+	g.KeyMatch = "*" + namespace + ":k*"
 	if f.Postgres != nil && slices.Contains(kinds, "postgres") {
 		schema := PostgresSchema(namespace)
 		if err := pgExec(ctx, g.Postgres, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {

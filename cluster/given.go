@@ -37,6 +37,9 @@ type Given struct {
 	// container that runs it, for server faults (servers files'
 	// control: docker). Not part of the protocol.
 	Controls map[string]string `json:"-"`
+	// KeyMatch is the SCAN pattern of the run's own keys: a Redis clock
+	// jump (ShortenTTLs) acts on those only. Empty: every key.
+	KeyMatch string `json:"-"`
 }
 
 // GivenSentinel is a Sentinel group someone else runs.
@@ -120,7 +123,7 @@ func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	r := &Redis{opt: opt, given: s.g.Redis[n], p: c.givenUnit(opt.Name, s.g.Redis[n])}
+	r := &Redis{opt: opt, given: s.g.Redis[n], p: c.givenUnit(opt.Name, s.g.Redis[n]), match: s.g.KeyMatch}
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()

@@ -30,6 +30,9 @@ type Redis struct {
 	opt  RedisOptions
 	// given is the address of a server someone else runs (given.go).
 	given string
+	// match limits ShortenTTLs to the keys matching it (a SCAN pattern;
+	// empty: every key): on a server someone else runs, the run's own.
+	match string
 }
 
 // StartRedis starts a redis-server on a free port and waits until it answers PING.
@@ -170,9 +173,14 @@ func (r *Redis) Stop(ctx context.Context) error { return r.p.Stop(ctx) }
 // d: every key's remaining time to live is cut by d, and keys with less
 // than d left expire now. It runs as one script, so it is atomic. (A real
 // clock jump cannot be injected: libfaketime hangs Debian's redis-server.)
-// It returns how many keys it changed.
+// On a server someone else runs it acts only on the run's keys (see
+// Given.KeyMatch). It returns how many keys it changed.
 func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
-	v, err := redisCall(ctx, r.Addr(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10))
+	match := r.match
+	if match == "" {
+		match = "*"
+	}
+	v, err := redisCall(ctx, r.Addr(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10), match)
 	if err != nil {
 		return 0, fmt.Errorf("%s: clock jump: %w", r.Name(), err)
 	}
@@ -185,7 +193,7 @@ local cursor = "0"
 local n = 0
 local d = tonumber(ARGV[1])
 repeat
-  local r = redis.call("SCAN", cursor, "COUNT", 1000)
+  local r = redis.call("SCAN", cursor, "MATCH", ARGV[2], "COUNT", 1000)
   cursor = r[1]
   for _, k in ipairs(r[2]) do
     local t = redis.call("PTTL", k)

@@ -50,7 +50,7 @@ func (failover) Applies(s Shape) error {
 	if !s.Sentinel {
 		return errors.New("failover needs `redis: sentinel` (a primary, a replica and Sentinels)")
 	}
-	return nil
+	return s.controlled("failover")
 }
 
 func (failover) RandomParams(rng *rand.Rand, env *Env) Params { return &FailoverParams{} }

@@ -38,6 +38,21 @@ type Shape struct {
 	// Sentinel is set when Redis runs as a Sentinel group (a primary, a
 	// replica and Sentinels).
 	Sentinel bool
+	// External is set when the servers are someone else's (servers:
+	// external): only the clients' own links can be cut or delayed.
+	External bool
+	// Uncontrolled names the servers a fault cannot act on: external
+	// servers the servers file gives no control for ("redis 10.0.0.5:6379").
+	Uncontrolled []string
+}
+
+// controlled refuses a fault done to whole servers when some of the run's
+// servers are someone else's and cannot be controlled.
+func (s Shape) controlled(fault string) error {
+	if len(s.Uncontrolled) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s does not apply: the servers are someone else's and the servers file gives no control for %s (add control: docker and container: NAME to let server faults reach them)", fault, strings.Join(s.Uncontrolled, ", "))
 }
 
 // KeyError is a problem with one key of a step ("process", "on"), so that

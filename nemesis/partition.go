@@ -72,6 +72,9 @@ func (p *PartitionParams) Validate(s Shape) error {
 	if p.Topology == "replication" && !s.Sentinel {
 		return keyErr("topology", "topology replication needs `redis: sentinel`")
 	}
+	if p.Topology == "replication" && s.External {
+		return keyErr("topology", "topology replication cuts links between servers, and someone else's servers talk to each other directly: only the clients' own links can be cut")
+	}
 	return p.ServerSet.validate()
 }
 

@@ -49,7 +49,7 @@ func (f serverFault) Applies(s Shape) error {
 	if len(s.Kinds) == 0 {
 		return fmt.Errorf("%s does not apply to %s: it has no server", f.name, s.Backend)
 	}
-	return nil
+	return s.controlled(f.name)
 }
 
 func (f serverFault) RandomParams(rng *rand.Rand, env *Env) Params {
