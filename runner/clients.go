@@ -54,6 +54,7 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", ErrInterrupted, err)
 	default:
+		r.started = true // keep the store: the error names the client's log there
 		return err
 	}
 	r.lg.Printf("clients: %d processes (%s) open in %s", sc.Clients, opt.Command[0], time.Since(start).Round(time.Millisecond))
