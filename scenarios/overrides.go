@@ -31,8 +31,10 @@ type Overrides struct {
 	// Exec is a command line (split as a shell splits plain and quoted
 	// words): the run's backend becomes exec, running it.
 	Exec *string
-	// Servers is where the servers run (--servers local|docker).
+	// Servers is where the servers run (--servers local|docker|external).
 	Servers *string
+	// ServersFile names an external run's servers (--servers-file).
+	ServersFile *string
 	// Images are --image KIND=REF settings, over the scenario's images.
 	Images map[string]string
 }
@@ -106,6 +108,9 @@ func (s *Scenario) Apply(o Overrides) error {
 	if o.Servers != nil {
 		s.Servers = *o.Servers
 	}
+	if o.ServersFile != nil {
+		s.ServersFile = *o.ServersFile
+	}
 	for k, v := range o.Images {
 		if s.Images == nil {
 			s.Images = map[string]string{}
@@ -118,7 +123,11 @@ func (s *Scenario) Apply(o Overrides) error {
 	if err := s.Validate(); err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) {
-			return fmt.Errorf("%w: --%s: %s", ErrInvalid, strings.ReplaceAll(fe.field, "_", "-"), fe.msg)
+			flag := strings.ReplaceAll(fe.field, "_", "-")
+			if flag == "images" {
+				flag = "image"
+			}
+			return fmt.Errorf("%w: --%s: %s", ErrInvalid, flag, fe.msg)
 		}
 		return err
 	}

@@ -72,7 +72,7 @@ var (
 	// ErrNoEngine is wrapped when no Docker engine answers.
 	ErrNoEngine = errors.New("no Docker engine answers")
 	// ErrImageMissing is wrapped when an image is not on this machine.
-	ErrImageMissing = errors.New("image not on this machine")
+	ErrImageMissing = errors.New("image missing")
 )
 
 func init() { cluster.RegisterProvider(cluster.ServersDocker, New) }
@@ -111,7 +111,13 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 	tclog.SetDefault(tclog.NewNoopLogger())
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	// DOCKER_HOST, when set, is the engine to use, and no other: the
+	// library would otherwise fall back to the default socket.
+	var opts []client.Opt
+	if os.Getenv("DOCKER_HOST") != "" {
+		opts = append(opts, client.FromEnv)
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx, opts...)
 	if err == nil {
 		_, err = cli.Ping(ctx, client.PingOptions{})
 	}
@@ -198,7 +204,7 @@ func (p *Provider) image(ctx context.Context, kind string) (string, error) {
 	if !done {
 		_, err = p.cli.ImageInspect(ctx, ref)
 		if errdefs.IsNotFound(err) {
-			err = fmt.Errorf("%w: %s (for %s) is not on this machine and locktorture pulls nothing: docker pull %s, or build %s from Debian's packages (make images) and run with --image all=%s",
+			err = fmt.Errorf("%w: %s (for %s) is not on this machine, and locktorture pulls nothing: docker pull %s, or build %s from Debian's packages (make images) and run with --image all=%s",
 				ErrImageMissing, ref, kind, ref, LocalImage, LocalImage)
 		} else if err != nil {
 			err = fmt.Errorf("docker: image %s: %w", ref, err)
