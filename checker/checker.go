@@ -190,7 +190,8 @@ func (r *Results) AddWarnings(ps []history.Problem) {
 
 // Check runs the named checkers (every one when names is empty) over ops and
 // merges their verdicts. The checkers are pure functions of ops, so they run
-// side by side, each on its own goroutine. A checker that panics yields
+// side by side, each on its own goroutine; mutex and stats share one
+// computation of the holds. A checker that panics yields
 // unknown, as Jepsen's check-safe does. An unknown name is an error.
 func Check(ctx context.Context, ops []history.Op, names []string, opt Options) (Checkers, error) {
 	if len(names) == 0 {
@@ -198,11 +199,12 @@ func Check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 	}
 	var c Checkers
 	var runs []func()
+	holds := sync.OnceValue(func() []Hold { return Holds(ops) }) // mutex's and stats', made once
 	for _, n := range names {
 		switch n {
 		case NameMutex:
 			runs = append(runs, func() {
-				c.Mutex = safe(func() *MutexResult { return runMutex(ops) }, func(e string) *MutexResult { return &MutexResult{Valid: Unknown, Error: e} })
+				c.Mutex = safe(func() *MutexResult { return runMutex(ops, holds) }, func(e string) *MutexResult { return &MutexResult{Valid: Unknown, Error: e} })
 			})
 		case NameLinearizable:
 			runs = append(runs, func() {
@@ -218,7 +220,7 @@ func Check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 			})
 		case NameStats:
 			runs = append(runs, func() {
-				c.Stats = safe(func() *StatsResult { return runStats(ops) }, func(e string) *StatsResult { return &StatsResult{Valid: Unknown, Error: e} })
+				c.Stats = safe(func() *StatsResult { return runStats(ops, holds) }, func(e string) *StatsResult { return &StatsResult{Valid: Unknown, Error: e} })
 			})
 		default:
 			return Checkers{}, fmt.Errorf("unknown checker %q (known: %v)", n, All)
@@ -244,11 +246,11 @@ func IsKnown(name string) bool {
 
 // The checkers Check runs; variables so that a test can make one crash.
 var (
-	runMutex        = Mutex
+	runMutex        = mutex
 	runLinearizable = Linearizable
 	runFencing      = Fencing
 	runLostUpdate   = LostUpdate
-	runStats        = Stats
+	runStats        = stats
 )
 
 func safe[T any](f func() T, onPanic func(string) T) (out T) {

@@ -164,10 +164,12 @@ func compareHolds(a, b *Hold) int {
 	return cmp.Compare(a.Process, b.Process)
 }
 
-// sortHolds orders holds by key, start and process. Holds are made in
-// history order, so within a key they are nearly always sorted already:
-// grouping by key and sorting only the groups that need it is linear where
-// sorting the whole slice of large structs is not.
+// sortHolds orders holds by key, start and process, in place. Holds are
+// made in history order, so within a key they are nearly always sorted
+// already: grouping by key and sorting only the groups that need it is
+// linear where sorting the whole slice of large structs is not. The groups
+// are put in place by following the permutation's cycles, so a million-op
+// history's holds are not copied.
 func sortHolds(holds []Hold) []Hold {
 	sorted := true
 	for i := 1; i < len(holds); i++ {
@@ -179,23 +181,25 @@ func sortHolds(holds []Hold) []Hold {
 	if sorted {
 		return holds
 	}
-	groups := map[string][]int{}
+	groups := map[string][]int32{}
 	var keys []string
 	for i := range holds {
 		k := holds[i].Key
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], i)
+		groups[k] = append(groups[k], int32(i))
 	}
 	slices.Sort(keys)
-	out := make([]Hold, 0, len(holds))
+	from := make([]int32, 0, len(holds)) // the hold that goes to each place
 	for _, k := range keys {
-		from := len(out)
-		for _, i := range groups[k] {
-			out = append(out, holds[i])
-		}
-		g := out[from:]
+		from = append(from, groups[k]...)
+	}
+	permute(holds, from)
+	at := 0
+	for _, k := range keys {
+		g := holds[at : at+len(groups[k])]
+		at += len(g)
 		for i := 1; i < len(g); i++ {
 			if compareHolds(&g[i-1], &g[i]) > 0 {
 				slices.SortFunc(g, func(a, b Hold) int { return compareHolds(&a, &b) })
@@ -203,7 +207,29 @@ func sortHolds(holds []Hold) []Hold {
 			}
 		}
 	}
-	return out
+	return holds
+}
+
+// permute moves holds[from[i]] to holds[i] for every i, in place; from is
+// a permutation, which it uses up.
+func permute(holds []Hold, from []int32) {
+	for i := range from {
+		if from[i] < 0 {
+			continue
+		}
+		first := holds[i]
+		j := i
+		for {
+			src := int(from[j])
+			from[j] = -1
+			if src == i {
+				holds[j] = first
+				break
+			}
+			holds[j] = holds[src]
+			j = src
+		}
+	}
 }
 
 // leaseSpan is one grant or extension of a hold's lease: from at, it ran until

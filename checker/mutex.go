@@ -26,7 +26,12 @@ import (
 // by its own reckoning before the later acquire, and a double grant
 // otherwise.
 func Mutex(ops []history.Op) *MutexResult {
-	holds := Holds(ops)
+	return mutex(ops, func() []Hold { return Holds(ops) })
+}
+
+// mutex is Mutex with the history's holds (Holds(ops)) made by hs.
+func mutex(ops []history.Op, hs func() []Hold) *MutexResult {
+	holds := hs()
 	res := &MutexResult{Valid: Valid, Holds: len(holds), Violations: []Overlap{}}
 	res.RolledBack = rolledBackHolds(ops, resolveTx(ops))
 	end := func(h *Hold) int64 {

@@ -1,8 +1,10 @@
 package checker
 
-// This file keeps the plain lockOperations that the one in linearizable.go
-// replaced (a lockInput boxed per operation, slices grown by append), as
-// the reference FuzzLockOperations holds the fast one to.
+// This file keeps the plain versions of what was made faster, as the
+// references the fuzz tests hold the fast ones to: lockOperations (before
+// it stopped boxing a lockInput per operation and growing slices by
+// append; see FuzzLockOperations) and sortHolds (before it sorted in
+// place; see FuzzSortHolds).
 
 import (
 	"cmp"
@@ -252,3 +254,44 @@ func plainSetTime(kl *plainKeyLocks, e plainEvent, at int64) {
 	}
 }
 
+// plainSortHolds orders holds by key, start and process. Holds are made in
+// history order, so within a key they are nearly always sorted already:
+// grouping by key and sorting only the groups that need it is linear where
+// sorting the whole slice of large structs is not.
+func plainSortHolds(holds []Hold) []Hold {
+	sorted := true
+	for i := 1; i < len(holds); i++ {
+		if compareHolds(&holds[i-1], &holds[i]) > 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return holds
+	}
+	groups := map[string][]int{}
+	var keys []string
+	for i := range holds {
+		k := holds[i].Key
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	slices.Sort(keys)
+	out := make([]Hold, 0, len(holds))
+	for _, k := range keys {
+		from := len(out)
+		for _, i := range groups[k] {
+			out = append(out, holds[i])
+		}
+		g := out[from:]
+		for i := 1; i < len(g); i++ {
+			if compareHolds(&g[i-1], &g[i]) > 0 {
+				slices.SortFunc(g, func(a, b Hold) int { return compareHolds(&a, &b) })
+				break
+			}
+		}
+	}
+	return out
+}

@@ -11,6 +11,12 @@ import (
 // throughput, acquire latency percentiles, and for each key how long nobody
 // held it. It decides nothing: the result is always valid.
 func Stats(ops []history.Op) *StatsResult {
+	return stats(ops, func() []Hold { return Holds(ops) })
+}
+
+// stats is Stats with the history's holds (Holds(ops)) made by holds,
+// called when needed.
+func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 	res := &StatsResult{Valid: Valid, Ops: map[string]map[string]int{}, Availability: []KeyAvailability{}}
 	if len(ops) == 0 {
 		return res
@@ -99,8 +105,8 @@ func Stats(ops []history.Op) *StatsResult {
 		}
 	}
 	res.Span = last - first
-	holds := Holds(ops)
-	res.Holds = len(holds)
+	hs := holds()
+	res.Holds = len(hs)
 	if res.Span > 0 {
 		s := float64(res.Span) / 1e9
 		res.HoldsPerSecond = float64(res.Holds) / s
@@ -116,7 +122,7 @@ func Stats(ops []history.Op) *StatsResult {
 	var key string
 	var curStart, curEnd int64
 	flush := func() { covered[key] += curEnd - curStart }
-	for i, h := range holds {
+	for i, h := range hs {
 		count[h.Key]++
 		s, e := max(h.Start, first), min(h.End, last)
 		if e < s {
@@ -136,7 +142,7 @@ func Stats(ops []history.Op) *StatsResult {
 			curEnd = max(curEnd, e)
 		}
 	}
-	if len(holds) > 0 {
+	if len(hs) > 0 {
 		flush()
 	}
 	for _, k := range sortedKeys(keys) {
