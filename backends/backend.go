@@ -150,6 +150,8 @@ type Env struct {
 	Postgres cluster.PostgresOptions
 	// EtcdMembers is the size of the etcd cluster (0 means 1).
 	EtcdMembers int
+	// ZooKeeperMembers is the size of the ZooKeeper ensemble (0 means 1).
+	ZooKeeperMembers int
 	// ExecServers are the servers the exec backend starts for its program,
 	// by kind, one entry per server (the scenario's exec.servers).
 	ExecServers []string

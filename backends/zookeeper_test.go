@@ -1,0 +1,232 @@
+package backends
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/leakcheck"
+	"github.com/locktorture/locktorture/internal/testenv"
+)
+
+// zkTestBackend starts a ZooKeeper of members (links enabled, so faults
+// can act on each client's own connections) and the zookeeper backend
+// over it with a session timeout of ttl; everything is gone, and checked
+// to be gone, when the test ends.
+func zkTestBackend(t *testing.T, members int, ttl time.Duration) (*cluster.Cluster, Backend) {
+	t.Helper()
+	testenv.Require(t, "java")
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		testenv.Missing(t, "zookeeper")
+	}
+	tmp := t.TempDir()
+	cl, err := cluster.New(cluster.Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.EnableLinks()
+	t.Cleanup(func() {
+		if err := cl.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+		if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
+			t.Errorf("servers left running: %v", left)
+		}
+		if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
+			t.Errorf("temporary directories left: %v", left)
+		}
+	})
+	_, factory, err := Lookup("zookeeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := factory(guard(t), Env{Cluster: cl, TTL: ttl, OpTimeout: 2 * time.Second, Clients: 2, Keys: []string{"k"}, ZooKeeperMembers: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return cl, b
+}
+
+func zkTestClient(t *testing.T, b Backend, p *testProc) Client {
+	t.Helper()
+	c, err := b.Client(guard(t), p.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestZooKeeperMutualExclusion: while one client holds a key the other is
+// told busy (a certain failure), on 1 and 3 members; after a release the
+// other gets it with a higher fence; the lease is the session timeout;
+// a second release is ErrNotHeld; Close frees what a client holds.
+func TestZooKeeperMutualExclusion(t *testing.T) {
+	for _, members := range []int{1, 3} {
+		t.Run(map[int]string{1: "one", 3: "three"}[members], func(t *testing.T) {
+			_, b := zkTestBackend(t, members, 2*time.Second)
+			ctx := guard(t)
+			c0, c1 := zkTestClient(t, b, newTestProc(0)), zkTestClient(t, b, newTestProc(1))
+			var last int64
+			for round := range 3 {
+				holder, other := c0, c1
+				if round%2 == 1 {
+					holder, other = c1, c0
+				}
+				g, err := holder.Acquire(ctx, "k")
+				if err != nil {
+					t.Fatalf("round %d: acquire: %v", round, err)
+				}
+				if g.Fence == nil || *g.Fence <= last {
+					t.Fatalf("round %d: fence %v, not above %d", round, g.Fence, last)
+				}
+				last = *g.Fence
+				if !g.HasLease || g.Lease <= 0 || g.Lease > 2*time.Second {
+					t.Errorf("round %d: lease %v (has %v), want up to the 2s session timeout", round, g.Lease, g.HasLease)
+				}
+				if _, err := other.Acquire(ctx, "k"); !errors.Is(err, ErrBusy) {
+					t.Fatalf("round %d: second acquire while held: %v, want ErrBusy", round, err)
+				}
+				// The busy attempt left no node behind: the holder's is
+				// still the lowest, and releasing it frees the key.
+				if err := holder.Release(ctx, "k", g); err != nil {
+					t.Fatalf("round %d: release: %v", round, err)
+				}
+				if err := holder.Release(ctx, "k", g); !errors.Is(err, ErrNotHeld) {
+					t.Errorf("round %d: second release: %v, want ErrNotHeld", round, err)
+				}
+			}
+			// A client that closes while holding frees the key at once
+			// (its session ends).
+			if _, err := c0.Acquire(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			_ = c0.Close()
+			if _, err := c1.Acquire(ctx, "k"); err != nil {
+				t.Errorf("acquire after the holder closed: %v", err)
+			}
+		})
+	}
+}
+
+// TestZooKeeperPauseExpiresSession: a client paused (its gate closed) past
+// its session timeout sends no ping, so the servers expire its session and
+// delete its lock node: another client gets the lock meanwhile, with a
+// higher fence. When the paused client wakes, its grant's Lost closes and
+// its release finds the lock gone. A pause shorter than the timeout
+// changes nothing (negative control).
+func TestZooKeeperPauseExpiresSession(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	_, b := zkTestBackend(t, 1, ttl)
+	ctx := guard(t)
+	p0 := newTestProc(0)
+	c0, c1 := zkTestClient(t, b, p0), zkTestClient(t, b, newTestProc(1))
+
+	g0, err := c0.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0.env.Gate.Pause()
+	time.Sleep(ttl / 3)
+	p0.env.Gate.Resume()
+	if _, err := c1.Acquire(ctx, "k"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("after a short pause: %v, want ErrBusy (the session lives)", err)
+	}
+	select {
+	case <-g0.Lost:
+		t.Fatal("a pause shorter than the session timeout lost the lock")
+	default:
+	}
+
+	p0.env.Gate.Pause()
+	var g1 Grant
+	for {
+		if g1, err = c1.Acquire(ctx, "k"); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBusy) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if ctx.Err() != nil {
+			t.Fatal("the paused client's session never expired")
+		}
+	}
+	if *g1.Fence <= *g0.Fence {
+		t.Errorf("fence after expiry %d, not above the paused holder's %d", *g1.Fence, *g0.Fence)
+	}
+	select {
+	case <-g0.Lost:
+		t.Error("the paused client heard of its loss while paused")
+	default:
+	}
+	p0.env.Gate.Resume()
+	select {
+	case <-g0.Lost:
+	case <-ctx.Done():
+		t.Fatal("the woken client never saw its connection lost")
+	}
+	if err := c0.Release(ctx, "k", g0); !errors.Is(err, ErrNotHeld) && Outcome(err) != "info" {
+		t.Errorf("release after expiry: %v, want ErrNotHeld (or unknown while reconnecting)", err)
+	}
+	if err := c1.Release(ctx, "k", g1); err != nil {
+		t.Errorf("release by the new holder: %v", err)
+	}
+}
+
+// TestZooKeeperPartitionSuspends: a holder cut from every server hears
+// nothing for two thirds of its session timeout, closes Lost (Curator's
+// SUSPENDED: stop work) before the servers expire the session, and only
+// then does another client get the lock.
+func TestZooKeeperPartitionSuspends(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	cl, b := zkTestBackend(t, 3, ttl)
+	ctx := guard(t)
+	c0, c1 := zkTestClient(t, b, newTestProc(0)), zkTestClient(t, b, newTestProc(1))
+	g0, err := c0.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handles []func()
+	for _, s := range cl.Servers() {
+		l, err := cl.Link(cluster.ClientName(0), s)
+		if err != nil || l == nil {
+			t.Fatalf("link: %v", err)
+		}
+		h, err := l.Cut(ctx, cluster.Both)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, func() { _ = l.Heal(ctx, h) })
+	}
+	cut := time.Now()
+	var lostAt time.Time
+	for {
+		select {
+		case <-g0.Lost:
+			if lostAt.IsZero() {
+				lostAt = time.Now()
+			}
+		default:
+		}
+		_, err := c1.Acquire(ctx, "k")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBusy) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(cut)
+	if lostAt.IsZero() {
+		t.Fatalf("another client got the lock %v after the cut, and the holder never heard it was suspended", took)
+	}
+	t.Logf("holder suspended %v after the cut; another client got the lock after %v", lostAt.Sub(cut), took)
+	for _, h := range handles {
+		h()
+	}
+}
