@@ -118,7 +118,7 @@ func TestPlanMatrix(t *testing.T) {
 	}
 
 	for _, bad := range []MatrixOptions{
-		{Backends: []string{"zookeeper"}},
+		{Backends: []string{"no-such-lock"}},
 		{Scenarios: []string{"no-such-scenario"}},
 		{Scenarios: []string{"kleppmann-pause"}, Backends: []string{"mutex"}}, // no cell at all
 		{Scenarios: []string{"baseline", "baseline"}},

@@ -66,7 +66,7 @@ func TestBadInputExits254(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"no scenario", []string{"run"}, "--scenario"},
 		{"unknown scenario", []string{"run", "--scenario", "nope", "--store", store}, `unknown scenario "nope"`},
-		{"unknown backend", []string{"run", "--scenario", "baseline", "--backend", "zookeeper", "--store", store}, `unknown backend "zookeeper"`},
+		{"unknown backend", []string{"run", "--scenario", "baseline", "--backend", "no-such-lock", "--store", store}, `unknown backend "no-such-lock"`},
 		{"bad fencing", []string{"run", "--scenario", "baseline", "--fencing", "some", "--store", store}, "--fencing"},
 		{"bad clients", []string{"run", "--scenario", "baseline", "--clients", "0", "--store", store}, "--clients"},
 		{"unknown field", []string{"run", "--scenario-file", bad, "--store", store}, bad + ":4:"},

@@ -20,7 +20,7 @@ func TestMatrixBadInputExits254(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown backend", []string{"matrix", "--backends", "zookeeper", "--store", store}, `unknown backend "zookeeper"`},
+		{"unknown backend", []string{"matrix", "--backends", "no-such-lock", "--store", store}, `unknown backend "no-such-lock"`},
 		{"unknown scenario", []string{"matrix", "--scenarios", "nope", "--store", store}, `unknown scenario "nope"`},
 		{"bad shard", []string{"matrix", "--shard", "3/2", "--store", store}, "--shard"},
 		{"bad seeds", []string{"matrix", "--seeds", "0", "--store", store}, "--seeds"},
