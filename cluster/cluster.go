@@ -108,8 +108,14 @@ func (c *Cluster) provider() Provider {
 	return c.prov
 }
 
-// Mode is where the cluster's servers run: local or docker.
-func (c *Cluster) Mode() string { return c.provider().Mode() }
+// Mode is where the cluster's servers run: local, docker, or external
+// (a given cluster: servers someone else runs).
+func (c *Cluster) Mode() string {
+	if c.given != nil {
+		return ServersExternal
+	}
+	return c.provider().Mode()
+}
 
 // Images names the image each kind of server runs from (none when local).
 func (c *Cluster) Images() map[string]string { return c.provider().Images() }

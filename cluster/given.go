@@ -105,7 +105,13 @@ func hostPort(given, host string, port int) string {
 // nothing a fault can act on.
 func (c *Cluster) givenUnit(name, addr string) Unit {
 	if ctr := c.given.g.Controls[addr]; ctr != "" {
-		return &controlledUnit{name: name, container: ctr}
+		u := &controlledUnit{name: name, container: ctr}
+		// Close "stops" it: thaws or starts it again if a fault left it
+		// paused or killed, so the server is left as the run found it.
+		c.mu.Lock()
+		c.units = append(c.units, u)
+		c.mu.Unlock()
+		return u
 	}
 	return uncontrolledUnit{name: name}
 }
@@ -165,7 +171,7 @@ func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the given PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
 	}
-	pg := &Postgres{p: c.givenUnit("postgres", dsn), given: u.Host, givenDSN: dsn, opt: opt}
+	pg := &Postgres{p: c.givenUnit("postgres", dsn), given: u.Host, givenDSN: dsn, opt: opt, setups: map[string]bool{}}
 	c.AddServer(pg)
 	return pg, nil
 }

@@ -40,7 +40,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		return nil, err
 	}
 	if err := r.startServers(ctx); err != nil {
-		return nil, err
+		return nil, r.failedStart(err)
 	}
 	if err := r.startClients(ctx); err != nil {
 		return nil, err
@@ -74,6 +74,11 @@ type run struct {
 	procs   *workload.Procs
 	engine  *nemesis.Engine
 	servers *checker.ServerSource // where the servers came from
+	// keepLogs keeps the store directory of a run whose server did not
+	// start: run.log and the servers' logs say why.
+	keepLogs bool
+	// serversFile names an external run's servers (servers: external).
+	serversFile *cluster.ServersFile
 	// launcher runs the clients as processes (nil: in-process).
 	launcher *clientproc.Launcher
 
@@ -95,7 +100,18 @@ func validate(sc *scenarios.Scenario, opt Options) (*run, error) {
 	if opt.Store == "" {
 		opt.Store = "store"
 	}
-	return &run{sc: sc, opt: opt, binfo: binfo, factory: factory, sch: sc.NemesisSchedule()}, nil
+	r := &run{sc: sc, opt: opt, binfo: binfo, factory: factory}
+	if err := r.loadServersFile(); err != nil {
+		return nil, err
+	}
+	if len(sc.Uncontrolled) > 0 {
+		// Faults the servers file gives no control for are refused now.
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+	}
+	r.sch = sc.NemesisSchedule()
+	return r, nil
 }
 
 // deferClose adds f to what cleanup runs.
@@ -108,7 +124,7 @@ func (r *run) cleanup() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
 	}
-	if r.dir != "" && !r.started {
+	if r.dir != "" && !r.started && !r.keepLogs {
 		_ = os.RemoveAll(r.dir)
 	}
 }
@@ -145,7 +161,13 @@ func (r *run) openStore() error {
 // startServers starts the cluster, the backend (which starts the servers
 // it needs) and the protected resource.
 func (r *run) startServers(ctx context.Context) error {
-	cl, err := cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images})
+	var cl *cluster.Cluster
+	var err error
+	if r.sc.Servers == cluster.ServersExternal {
+		cl, err = r.externalCluster(ctx)
+	} else {
+		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images})
+	}
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -185,7 +186,12 @@ func LoadFile(p string) (*Scenario, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("%s:1: %w: the file is over the 1 MiB limit", p, ErrInvalid)
 	}
-	return Parse(data, p)
+	s, err := Parse(data, p)
+	if err == nil && s.ServersFile != "" && !filepath.IsAbs(s.ServersFile) {
+		// A servers file beside the scenario file is found from anywhere.
+		s.ServersFile = filepath.Join(filepath.Dir(p), s.ServersFile)
+	}
+	return s, err
 }
 
 // Builtin returns the built-in scenario with this name.

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
@@ -167,7 +168,7 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 func (s *Scenario) nemesisShape() nemesis.Shape {
 	info, _, _ := backends.Lookup(s.Backend)
 	return nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: s.serverKinds(info), Lease: info.Lease,
-		Sentinel: s.Redis == backends.RedisSentinel}
+		Sentinel: s.Redis == backends.RedisSentinel, External: s.Servers == cluster.ServersExternal, Uncontrolled: s.Uncontrolled}
 }
 
 // validateNemesis checks the plan against the run's shape: each step

@@ -154,13 +154,28 @@ type Scenario struct {
 	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
 	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
 	EtcdMembers int `yaml:"etcd_members"`
+	// ZooKeeperMembers is the size of the ZooKeeper ensemble: 1 (the
+	// default) or 3.
+	ZooKeeperMembers int `yaml:"zookeeper_members"`
 	// BackendOptions are each backend's own settings, by backend name
 	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
 	// each backend takes are its own (see BackendOptions).
 	BackendOptions BackendOptions `yaml:"backend_options,omitempty"`
 	// Servers is where the servers run: local (the default: processes of
-	// this machine on 127.0.0.1) or docker (a container each).
+	// this machine on 127.0.0.1), docker (a container each) or external
+	// (servers someone else runs, named in ServersFile).
 	Servers string `yaml:"servers,omitempty"`
+	// ServersFile names the servers of an external run (a YAML file: see
+	// cluster.ServersFile); a relative path is from the scenario file's
+	// directory, or the working directory for --servers-file.
+	ServersFile string `yaml:"servers_file,omitempty"`
+	// KeyPrefix is put before every key name (k0, k1...): an external run
+	// sets its namespace there, so everything it touches names the run.
+	// Not part of the file.
+	KeyPrefix string `yaml:"-"`
+	// Uncontrolled names the servers faults cannot act on (an external
+	// run's, without control): set by the runner from the servers file.
+	Uncontrolled []string `yaml:"-"`
 	// Images names, in docker mode, the image each kind of server runs
 	// from: redis, postgres, etcd, zookeeper, or all (official images by
 	// default; `make images` builds locktorture-servers:bookworm).
@@ -192,7 +207,7 @@ type Scenario struct {
 func (s *Scenario) KeyNames() []string {
 	out := make([]string, s.Keys)
 	for i := range out {
-		out[i] = "k" + strconv.Itoa(i)
+		out[i] = s.KeyPrefix + "k" + strconv.Itoa(i)
 	}
 	return out
 }
@@ -236,6 +251,9 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	}
 	if eff.EtcdMembers == 0 {
 		eff.EtcdMembers = 1
+	}
+	if eff.ZooKeeperMembers == 0 {
+		eff.ZooKeeperMembers = 1
 	}
 	// The run's backend's options with their defaults written out.
 	if o := s.Options(s.Backend); o != nil {

@@ -9,14 +9,20 @@ import (
 )
 
 // ServerModes are the values `servers:` takes.
-var ServerModes = []string{cluster.ServersLocal, cluster.ServersDocker}
+var ServerModes = []string{cluster.ServersLocal, cluster.ServersDocker, cluster.ServersExternal}
 
 // validateServers checks where the servers come from: servers (local, the
 // default, or docker) and images (a kind — redis, postgres, etcd,
 // zookeeper, or all — to an image reference; docker only).
 func (s *Scenario) validateServers() error {
 	if s.Servers != "" && !slices.Contains(ServerModes, s.Servers) {
-		return &fieldError{field: "servers", msg: fmt.Sprintf("unknown servers mode %q (local, docker)", s.Servers)}
+		return &fieldError{field: "servers", msg: fmt.Sprintf("unknown servers mode %q (local, docker, external)", s.Servers)}
+	}
+	switch {
+	case s.Servers == cluster.ServersExternal && s.ServersFile == "":
+		return &fieldError{field: "servers", msg: "servers: external needs servers_file: a file naming the servers (--servers-file FILE)"}
+	case s.Servers != cluster.ServersExternal && s.ServersFile != "":
+		return &fieldError{field: "servers_file", msg: "servers_file names someone else's servers: it needs servers: external (--servers external)"}
 	}
 	if len(s.Images) == 0 {
 		return nil

@@ -114,7 +114,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	clientMode := fs.String("client-mode", "", "how clients run: inproc (goroutines of the harness) or process (one process each; a pause freezes it whole)")
 	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
-	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default) or docker (a container each)")
+	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default), docker (a container each) or external (servers someone else runs: --servers-file)")
+	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, etcd, zookeeper)")
 	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture run --scenario NAME | --scenario-file PATH [flags]\n\nRuns one scenario against real servers and checks the history.\n\n")
@@ -192,6 +193,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if set["servers"] {
 		o.Servers = servers
+	}
+	if set["servers-file"] {
+		o.ServersFile = serversFile
 	}
 	o.Images = images
 	if err := sc.Apply(o); err != nil {

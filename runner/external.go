@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// An external run (servers: external) uses servers someone else runs,
+// named in a servers file. Before anything is written it reads the file
+// (a bad one is bad input) and refuses faults the file gives no control
+// for; before clients start it asks every server whether it answers and
+// is what the file says; and whatever ends the run, it removes exactly
+// what the run made there (cluster.ServersFile.Cleanup).
+
+// loadServersFile reads an external run's servers file and tells the
+// scenario which servers faults cannot act on, so that validation refuses
+// such faults before the run.
+func (r *run) loadServersFile() error {
+	if r.sc.Servers != cluster.ServersExternal {
+		return nil
+	}
+	f, err := cluster.LoadServersFile(r.sc.ServersFile)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	r.serversFile = f
+	r.sc.Uncontrolled = f.Uncontrolled(r.binfo.ServerKinds())
+	return nil
+}
+
+// externalCluster checks the servers, makes the run's namespace on them,
+// and returns a cluster that hands them out. Cleanup of the namespace is
+// left to the run's cleanup (on success, error, interrupt and panic).
+func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
+	f, kinds := r.serversFile, r.binfo.ServerKinds()
+	if err := f.Check(ctx, kinds, r.sc.Redis == "sentinel"); err != nil {
+		return nil, err
+	}
+	ns := cluster.NewNamespace()
+	g, err := f.Prepare(ctx, ns, kinds)
+	if err != nil {
+		return nil, err
+	}
+	r.deferClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := f.Cleanup(ctx, ns, kinds); err != nil {
+			r.lg.Printf("external servers: %v", err)
+			return
+		}
+		r.lg.Printf("external servers: removed the run's keys and schema (namespace %s)", ns)
+	})
+	r.sc.KeyPrefix = ns + ":"
+	r.lg.Printf("external servers: namespace %s: keys %sk0...", ns, r.sc.KeyPrefix)
+	if slices.Contains(kinds, "postgres") {
+		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
+	}
+	return cluster.NewGiven(g), nil
+}
