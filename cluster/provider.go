@@ -273,10 +273,27 @@ func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Conte
 		}
 		select {
 		case <-u.Exited():
-			return fmt.Errorf("%w: %s exited during start-up (see %s): %w", ErrStart, name, u.LogPath(), last)
+			return fmt.Errorf("%w: %s exited during start-up%s (its log: %s): %w", ErrStart, name, lastLogLine(u.LogPath()), u.LogPath(), last)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s not ready (see %s): %w", ErrStart, name, u.LogPath(), last)
 		case <-time.After(readyPoll):
 		}
 	}
+}
+
+// lastLogLine is ", saying: LINE" with the last line of a log, or "".
+func lastLogLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	if len(last) > 200 {
+		last = last[:200] + "..."
+	}
+	return ", saying: " + last
 }

@@ -60,7 +60,13 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 		return nil, err
 	}
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	// Locally a free port can be taken before the server binds it: try
+	// again on another. Elsewhere each server has an address of its own.
+	attempts := 1
+	if pv.Mode() == ServersLocal {
+		attempts = 3
+	}
+	for attempt := 0; attempt < attempts; attempt++ {
 		port, err := pv.Port(6379)
 		if err != nil {
 			return nil, err
@@ -88,6 +94,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 			return r, nil
 		}
 		_ = r.p.Kill(ctx)
+		_ = r.p.Stop(ctx)
 		if ctx.Err() != nil {
 			break
 		}

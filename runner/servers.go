@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // recordServers notes where the run's servers came from — the mode, each
@@ -32,4 +35,17 @@ func (r *run) recordServers(ctx context.Context) {
 	}
 	sort.Strings(parts)
 	r.lg.Printf("servers: %s; %s", src.Mode, strings.Join(parts, ", "))
+}
+
+// failedStart notes a server that did not come up (its container or
+// process exited, or never answered) in run.log, and keeps the store
+// directory with run.log and the servers' logs, which say why; any other
+// failure before the clients run leaves no store directory.
+func (r *run) failedStart(err error) error {
+	if !errors.Is(err, cluster.ErrStart) || r.dir == "" || r.lg == nil {
+		return err
+	}
+	r.keepLogs = true
+	r.lg.Printf("a server did not start: %v", err)
+	return fmt.Errorf("%w (run.log and the servers' logs are kept in %s)", err, r.dir)
 }
