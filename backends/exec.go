@@ -26,7 +26,7 @@ func init() {
 }
 
 // ExecKinds are the kinds of server exec.servers may name.
-var ExecKinds = []string{"redis", "postgres", "etcd"}
+var ExecKinds = []string{"redis", "postgres", "etcd", "zookeeper"}
 
 // ErrExecClient is returned by the exec backend's Client: its clients
 // are processes, which the runner starts.
@@ -52,6 +52,8 @@ func newExec(ctx context.Context, env Env) (Backend, error) {
 			_, err = env.Cluster.Postgres(ctx, env.Postgres)
 		case "etcd":
 			_, err = env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.EtcdMembers})
+		case "zookeeper":
+			_, err = env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.ZooKeeperMembers})
 		default:
 			err = fmt.Errorf("exec cannot start a server of kind %q (it starts: %s)", k, strings.Join(ExecKinds, ", "))
 		}

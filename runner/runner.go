@@ -74,7 +74,7 @@ type Outcome struct {
 
 // backendEnv is what the scenario tells the backend.
 func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
-	return backends.Env{
+	env := backends.Env{
 		Cluster:     cl,
 		TTL:         sc.TTL.D(),
 		OpTimeout:   sc.Timeout.D(),
@@ -88,6 +88,8 @@ func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 		Postgres:    sc.PostgresOptions(),
 		ExecServers: sc.ExecServers(),
 	}
+	env.ZooKeeperMembers = sc.ZooKeeperMembers
+	return env
 }
 
 // noteSkipped says in the results which checkers did not apply.

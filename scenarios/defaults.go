@@ -103,6 +103,9 @@ func (s *Scenario) applyDefaults(given fieldSet) {
 	if !given["etcd_members"] {
 		s.EtcdMembers = 1
 	}
+	if !given["zookeeper_members"] {
+		s.ZooKeeperMembers = 1
+	}
 	if !given["checkers"] {
 		s.Checkers = append([]string(nil), checker.All...)
 	}
@@ -119,6 +122,8 @@ func (s *Scenario) checkGiven(given fieldSet) error {
 		return bad("redis", "redis: an empty setup (single or sentinel; leave it out for single)")
 	case given["etcd_members"] && s.EtcdMembers == 0:
 		return bad("etcd_members", "etcd_members must be from 1 to 7, not 0 (leave it out for 1)")
+	case given["zookeeper_members"] && s.ZooKeeperMembers == 0:
+		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not 0 (leave it out for 1)")
 	case given["checkers"] && len(s.Checkers) == 0:
 		return bad("checkers", "checkers: an empty list checks nothing (leave it out for all: %s)", strings.Join(checker.All, ", "))
 	case given["backends"] && len(s.Backends) == 0:

@@ -104,6 +104,9 @@ func (s *Scenario) Validate() error {
 	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
 		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
 	}
+	if s.ZooKeeperMembers != 0 && s.ZooKeeperMembers != 1 && s.ZooKeeperMembers != 3 {
+		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not %d", s.ZooKeeperMembers)
+	}
 	if err := s.validateOptions(); err != nil {
 		return err
 	}

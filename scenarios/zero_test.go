@@ -73,6 +73,8 @@ func TestExplicitZeroRefused(t *testing.T) {
 		{"clients 0", base + "clients: 0\n", 3, "clients"},
 		{"keys 0", base + "keys: 0\n", 3, "keys"},
 		{"etcd_members 0", base + "etcd_members: 0\n", 3, "etcd_members"},
+		{"zookeeper_members 0", base + "zookeeper_members: 0\n", 3, "zookeeper_members"},
+		{"zookeeper_members 2", base + "zookeeper_members: 2\n", 3, "zookeeper_members must be 1 or 3"},
 		{"empty resource", base + "resource: \"\"\n", 3, "resource"},
 		{"empty fencing", base + "fencing: \"\"\n", 3, "fencing"},
 		{"empty redis", base + "redis: \"\"\n", 3, "redis"},
