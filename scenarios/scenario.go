@@ -157,9 +157,6 @@ type Scenario struct {
 	// ZooKeeperMembers is the size of the ZooKeeper ensemble: 1 (the
 	// default) or 3.
 	ZooKeeperMembers int `yaml:"zookeeper_members"`
-	// ZooKeeperMembers is the size of the ZooKeeper ensemble: 1 (the
-	// default) or 3.
-	ZooKeeperMembers int `yaml:"zookeeper_members"`
 	// BackendOptions are each backend's own settings, by backend name
 	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
 	// each backend takes are its own (see BackendOptions).
@@ -254,9 +251,6 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	}
 	if eff.EtcdMembers == 0 {
 		eff.EtcdMembers = 1
-	}
-	if eff.ZooKeeperMembers == 0 {
-		eff.ZooKeeperMembers = 1
 	}
 	if eff.ZooKeeperMembers == 0 {
 		eff.ZooKeeperMembers = 1
