@@ -75,6 +75,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	linTimeout := fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
 	plan := fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
 	parallel := fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
+	servers := fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
+	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
 
@@ -122,6 +124,14 @@ a run failed with a harness error.
 		}
 		opt.Overrides.Duration = duration
 		opt.RunArgs = append(opt.RunArgs, "--duration", duration.String())
+	}
+	if *servers != "" {
+		opt.Overrides.Servers = servers
+		opt.RunArgs = append(opt.RunArgs, "--servers", *servers)
+	}
+	if len(images) > 0 {
+		opt.Overrides.Images = images
+		opt.RunArgs = append(opt.RunArgs, imageArgs(images)...)
 	}
 	if *plan {
 		share, skipped, err := runner.PlanMatrix(opt)

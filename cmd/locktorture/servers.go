@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
 
 	// Linked in for `--servers docker`: the cluster package itself does
@@ -23,4 +24,18 @@ func imageFlag(fs *flag.FlagSet) map[string]string {
 		return nil
 	})
 	return images
+}
+
+// imageArgs are --image flags for images, sorted by kind.
+func imageArgs(images map[string]string) []string {
+	kinds := make([]string, 0, len(images))
+	for k := range images {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var out []string
+	for _, k := range kinds {
+		out = append(out, "--image", k+"="+images[k])
+	}
+	return out
 }
