@@ -10,6 +10,10 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have redis-server   || missing+=(redis-server)
 have redis-sentinel || missing+=(redis-sentinel)
 have etcd           || missing+=(etcd-server)
+# ZooKeeper runs as java -cp zookeeper.jar (no init scripts): it needs the
+# package's jars and a JRE.
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+have java           || missing+=(default-jre-headless)
 # Headless Chromium opens the HTML reports in the browser tests.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # The Python client adapter (clients/python) wraps redis-py's Lock.
@@ -19,7 +23,7 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; t
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: redis-server, redis-sentinel, etcd, postgres, chromium and python3-redis are installed"
+  echo "deps: redis-server, redis-sentinel, etcd, zookeeper, java, postgres, chromium and python3-redis are installed"
   exit 0
 fi
 
@@ -42,7 +46,7 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packages may start system services on their default ports; the harness
 # never uses them, so stop them to keep the machine quiet.
-for svc in redis-server redis-sentinel etcd postgresql; do
+for svc in redis-server redis-sentinel etcd postgresql zookeeper; do
   $sudo service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: installed ${missing[*]}"
