@@ -124,11 +124,35 @@ type lockEvent struct {
 // stand in the history and the key's holds.
 type keyLocks struct {
 	n       int // lock operations at most (see lockOperations)
-	ops     []porcupine.Operation
-	inputs  []lockInput // ops[i].Input is &inputs[i]
+	ops     []lockOp
 	marks   []lockMarks // ops[i]'s are marks[i]
 	holds   []span        // from the acquire ok to the release invoke
 	holding map[int]int32 // process -> its open hold, an index into holds
+}
+
+// lockOp is one lock operation of a key, as lockOperations gathers it.
+// Porcupine's Operation is made from it only when its stretch of the
+// history is checked (see porcupineOps): a quarter of a million of them
+// take 72 bytes each this way, not 112.
+type lockOp struct {
+	in        lockInput
+	call, ret int64   // as renumbered (see orderTies)
+	real      opTimes // the history's times
+}
+
+// porcupineOps appends ops to dst as porcupine's operations, each Input
+// pointing at its op's input; with meta, each carries its real times as
+// metadata.
+func porcupineOps(dst []porcupine.Operation, ops []lockOp, meta bool) []porcupine.Operation {
+	for i := range ops {
+		o := &ops[i]
+		op := porcupine.Operation{ClientId: o.in.process, Input: &o.in, Call: o.call, Return: o.ret}
+		if meta {
+			op.Metadata = o.real
+		}
+		dst = append(dst, op)
+	}
+	return dst
 }
 
 // lockMarks place a lock operation in the history, for orderTies: the
@@ -140,7 +164,7 @@ type lockMarks struct {
 }
 
 // process returns the process of event e.
-func (kl *keyLocks) process(e lockEvent) int { return kl.ops[e.op].ClientId }
+func (kl *keyLocks) process(e lockEvent) int { return kl.ops[e.op].in.process }
 
 // span is a hold's start and end; an open one never ends.
 type span struct {
@@ -220,8 +244,7 @@ func (p *pendingLocks) sorted() []pendingLock {
 // the client no hold); every release is kept, whatever its outcome, since the
 // client stops believing it holds the lock when it invokes one. A release
 // still pending at the end returns at the last op's time. Other ops are not
-// lock operations. With meta, each operation carries its real times for the
-// visualization.
+// lock operations.
 //
 // Times are then renumbered (see orderTies); only their order matters to
 // porcupine.
@@ -229,10 +252,10 @@ func (p *pendingLocks) sorted() []pendingLock {
 // A million-op history has a quarter of a million lock operations, so this
 // allocates little per operation: a first pass counts each key's (at most
 // one per acquire ok and per release invoke) so that every slice is made
-// once; each operation's Input points into its key's slice of inputs
-// rather than boxing one; and the events orderTies sorts are made one key
-// at a time.
-func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operation {
+// once; porcupine's operations, whose Input points at the lockOp's own
+// rather than boxing one, are made only for the stretch being checked (see
+// porcupineOps); and the events orderTies sorts are made one key at a time.
+func lockOperations(ops []history.Op) map[string][]lockOp {
 	ops = resolveTx(ops)
 	keys := map[string]*keyLocks{}
 	var cur *keyLocks // the key of the op before, looked up once
@@ -256,8 +279,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		kl.n++
 	}
 	for _, kl := range keys {
-		kl.ops = make([]porcupine.Operation, 0, kl.n)
-		kl.inputs = make([]lockInput, 0, kl.n)
+		kl.ops = make([]lockOp, 0, kl.n)
 		kl.marks = make([]lockMarks, 0, kl.n)
 		kl.holding = map[int]int32{}
 	}
@@ -267,13 +289,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 		inv := pl.op
 		kl := keyOf(inv.Key)
 		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: oc, fence: fence}
-		n := len(kl.ops)
-		kl.inputs = append(kl.inputs, in)
-		o := porcupine.Operation{ClientId: inv.Process, Input: &kl.inputs[n], Call: inv.Time, Return: ret}
-		if meta {
-			o.Metadata = opTimes{call: inv.Time, ret: ret}
-		}
-		kl.ops = append(kl.ops, o)
+		kl.ops = append(kl.ops, lockOp{in: in, call: inv.Time, ret: ret, real: opTimes{call: inv.Time, ret: ret}})
 		m := lockMarks{callPos: pl.pos, retPos: retPos, ends: pl.ends, starts: -1}
 		if !in.release {
 			if _, held := kl.holding[inv.Process]; !held {
@@ -332,7 +348,7 @@ func lockOperations(ops []history.Op, meta bool) map[string][]porcupine.Operatio
 			add(pl, outcomeInfo, last, len(ops), nil)
 		}
 	}
-	out := make(map[string][]porcupine.Operation, len(keys))
+	out := make(map[string][]lockOp, len(keys))
 	for k, kl := range keys {
 		if len(kl.ops) == 0 {
 			continue
@@ -363,8 +379,8 @@ func orderTies(kl *keyLocks) {
 	for i, m := range kl.marks {
 		o := &kl.ops[i]
 		ev = append(ev,
-			lockEvent{time: o.Call, pos: m.callPos, op: int32(i), start: -1, end: m.ends},
-			lockEvent{time: o.Return, pos: m.retPos, op: int32(i), ret: true, start: m.starts, end: -1})
+			lockEvent{time: o.call, pos: m.callPos, op: int32(i), start: -1, end: m.ends},
+			lockEvent{time: o.ret, pos: m.retPos, op: int32(i), ret: true, start: m.starts, end: -1})
 	}
 	kl.marks, kl.holding = nil, nil
 	defer func() { kl.holds = nil }()
@@ -443,9 +459,9 @@ func orderTies(kl *keyLocks) {
 // setTime gives an event its new time.
 func setTime(kl *keyLocks, e lockEvent, at int64) {
 	if e.ret {
-		kl.ops[e.op].Return = at
+		kl.ops[e.op].ret = at
 	} else {
-		kl.ops[e.op].Call = at
+		kl.ops[e.op].call = at
 	}
 }
 
@@ -458,7 +474,7 @@ var minChunk = 512
 type chunk struct {
 	key  string
 	init int // owner at the start, or free
-	ops  []porcupine.Operation
+	ops  []lockOp
 }
 
 // splitKey cuts a key's lock operations into chunks of at least least
@@ -469,25 +485,26 @@ type chunk struct {
 // their order. So the key is linearizable exactly when every chunk is, from
 // that state. The lock model is deterministic, which is what makes this
 // work; it keeps porcupine's cost linear in the length of the history.
-func splitKey(key string, ops []porcupine.Operation, least int) []chunk {
-	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+func splitKey(key string, ops []lockOp, least int) []chunk {
+	slices.SortFunc(ops, func(a, b lockOp) int { return cmp.Compare(a.call, b.call) })
 	var out []chunk
 	holding := map[int]bool{} // processes whose last lock op so far is an acquire
 	init, start := free, 0
 	lastReturn := int64(math.MinInt64)
-	for j, op := range ops {
-		if j-start >= least && lastReturn < op.Call && len(holding) <= 1 {
+	for j := range ops {
+		op := &ops[j]
+		if j-start >= least && lastReturn < op.call && len(holding) <= 1 {
 			out = append(out, chunk{key, init, ops[start:j]})
 			init, start = free, j
 			for p := range holding {
 				init = p
 			}
 		}
-		lastReturn = max(lastReturn, op.Return)
-		if in := op.Input.(*lockInput); in.release {
-			delete(holding, in.process)
+		lastReturn = max(lastReturn, op.ret)
+		if op.in.release {
+			delete(holding, op.in.process)
 		} else {
-			holding[in.process] = true
+			holding[op.in.process] = true
 		}
 	}
 	return append(out, chunk{key, init, ops[start:]})
@@ -505,7 +522,7 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 		timeout = DefaultLinearizableTimeout
 	}
 	res := &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
-	byKey := lockOperations(ops, false)
+	byKey := lockOperations(ops)
 	keys := sortedKeys(byKey)
 	res.Keys = len(keys)
 	var chunks []chunk
@@ -536,12 +553,14 @@ func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) 
 	}()
 	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
 		go func() {
+			var buf []porcupine.Operation // the chunk's, made afresh in one buffer
 			for i := range work {
 				r := porcupine.Unknown
 				if left := time.Until(deadline); left > 0 && ctx.Err() == nil {
 					m := lockModel
 					m.Partition, m.Init = nil, func() any { return chunks[i].init }
-					r = porcupine.CheckOperationsTimeout(m, chunks[i].ops, left)
+					buf = porcupineOps(buf[:0], chunks[i].ops, false)
+					r = porcupine.CheckOperationsTimeout(m, buf, left)
 				}
 				results <- verdict{i, r}
 			}
@@ -603,10 +622,10 @@ const maxVisualized = 2000
 // are drawn along the operations.
 func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...porcupine.Annotation) error {
 	var all []porcupine.Operation
-	byKey := lockOperations(ops, true)
+	byKey := lockOperations(ops)
 	for _, k := range sortedKeys(byKey) {
 		if len(byKey[k]) <= maxVisualized {
-			all = append(all, byKey[k]...)
+			all = porcupineOps(all, byKey[k], true)
 			continue
 		}
 		chunks := splitKey(k, byKey[k], maxVisualized/2)
@@ -614,20 +633,20 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 		for _, c := range chunks {
 			m := lockModel
 			m.Partition, m.Init = nil, func() any { return c.init }
-			if porcupine.CheckOperationsTimeout(m, c.ops, DefaultLinearizableTimeout) == porcupine.Illegal {
+			if porcupine.CheckOperationsTimeout(m, porcupineOps(nil, c.ops, false), DefaultLinearizableTimeout) == porcupine.Illegal {
 				show = c
 				break
 			}
 		}
 		if show.init != free {
-			t := show.ops[0].Call
+			t := show.ops[0].call
 			all = append(all, porcupine.Operation{
 				ClientId: show.init, Call: t - 2, Return: t - 1,
 				Input:    &lockInput{process: show.init, key: k},
 				Metadata: "held the key before this part of the history",
 			})
 		}
-		all = append(all, show.ops...)
+		all = porcupineOps(all, show.ops, true)
 	}
 	_, info := porcupine.CheckOperationsVerbose(lockModel, all, DefaultLinearizableTimeout)
 	for _, p := range info.PartialLinearizations() {
