@@ -80,3 +80,20 @@ func TestDDMinErrorKeepsBest(t *testing.T) {
 		t.Fatalf("best so far = %v, want %v", got, want)
 	}
 }
+
+func TestCutPoints(t *testing.T) {
+	tests := []struct {
+		ws, want []int64
+	}{
+		{nil, nil},
+		{[]int64{5}, []int64{5}},
+		{[]int64{1, 2}, []int64{1, 2}},
+		{[]int64{1, 2, 3, 4, 5, 6, 7}, []int64{1, 3, 5, 7}},
+		{[]int64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, []int64{10, 40, 70, 100}},
+	}
+	for _, tc := range tests {
+		if got := cutPoints(tc.ws); !slices.Equal(got, tc.want) {
+			t.Errorf("cutPoints(%v) = %v, want %v", tc.ws, got, tc.want)
+		}
+	}
+}

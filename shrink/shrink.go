@@ -327,6 +327,7 @@ func (s *search) run(ctx context.Context) error {
 		f    func(context.Context) error
 	}{
 		{"faults", s.faults},
+		{"anchor", s.anchor},
 		{"time", s.shift},
 		{"keys", s.keys},
 		{"clients", s.clients},
@@ -346,10 +347,11 @@ func (s *search) run(ctx context.Context) error {
 
 // reproduce finds the first failing candidate: the faults that started
 // before the failure was first seen, in a run cut shortly after it; else
-// every fault, for the original length.
+// the same cut at a later sighting (up to three more, spread over the
+// run); else every fault, for the original length.
 func (s *search) reproduce(ctx context.Context, full *candidate) error {
 	s.phase = "reproduce"
-	if w := witness(s.r.OriginalResults, s.r.Checker); w > 0 {
+	for _, w := range cutPoints(witnesses(s.r.OriginalResults, s.r.Checker)) {
 		cut := &candidate{clients: full.clients, keys: full.keys}
 		for i, rec := range s.r.Recorded {
 			if rec.Start < w {
@@ -358,7 +360,7 @@ func (s *search) reproduce(ctx context.Context, full *candidate) error {
 			}
 		}
 		cut.duration = min(full.duration, ceilGrid(time.Duration(w)+2*time.Second))
-		if len(cut.steps) > 0 && len(cut.steps) < len(full.steps) || cut.duration < full.duration {
+		if len(cut.steps) > 0 && cut.duration < full.duration {
 			ok, err := s.test(ctx, cut)
 			if err != nil || ok {
 				return err
@@ -375,31 +377,44 @@ func (s *search) reproduce(ctx context.Context, full *candidate) error {
 	return nil
 }
 
-// witness is when the run first showed the checker's failure (ns), or 0
-// when it showed only at the end (a lost update found by the final read).
-func witness(res *checker.Results, name string) int64 {
-	var w int64
-	see := func(t int64) {
-		if t > 0 && (w == 0 || t < w) {
-			w = t
-		}
-	}
+// witnesses are the times (ns, sorted, distinct) at which the run showed
+// the checker's failure; none when it showed only at the end (a lost
+// update found by the final read).
+func witnesses(res *checker.Results, name string) []int64 {
+	var out []int64
 	c := res.Checkers
 	switch name {
 	case checker.NameMutex, checker.NameLinearizable:
 		if c.Mutex != nil {
 			for _, v := range c.Mutex.Violations {
-				see(v.Start)
+				out = append(out, v.Start)
 			}
 		}
 	case checker.NameFencing:
 		if c.Fencing != nil {
 			for _, v := range c.Fencing.Violations {
-				see(v.Time)
+				out = append(out, v.Time)
 			}
 		}
 	}
-	return w
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// cutPoints picks where to cut the run: the first sighting, then up to
+// three later ones spread over the rest.
+func cutPoints(ws []int64) []int64 {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := []int64{ws[0]}
+	for _, q := range []int{1, 2, 3} {
+		w := ws[(len(ws)-1)*q/3]
+		if w > out[len(out)-1] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // faults drops the faults that do not matter (ddmin over the steps). A
@@ -424,8 +439,27 @@ func (s *search) faults(ctx context.Context) error {
 	return err
 }
 
-// shift moves the faults to the start of the run (the first at lead),
-// shortening the run by as much: fewer keys and clients are tried on the
+// anchor tries each timed step on an event instead: right after the next
+// acquire (its process's, or any client's) at or after its time. A fault
+// whose effect depends on the instant it strikes (a server clock jump
+// that expires a held lock, a kill that loses one) then strikes while a
+// lock is held, every run, rather than when one happens to be.
+func (s *search) anchor(ctx context.Context) error {
+	for i := range s.best.steps {
+		if s.best.steps[i].On != "" {
+			continue
+		}
+		c := s.best.clone()
+		c.steps[i].On = history.Acquire
+		if _, err := s.test(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shift moves the faults toward the start of the run (the first at lead,
+// else half way there), shortening the run by as much: fewer keys and clients are tried on the
 // short run, before the run itself is cut.
 func (s *search) shift(ctx context.Context) error {
 	cur := s.best
@@ -433,14 +467,19 @@ func (s *search) shift(ctx context.Context) error {
 	for _, st := range cur.steps {
 		first = min(first, st.At.D())
 	}
-	if shift := (first - lead) / grid * grid; shift > 0 {
+	// All the way, else half way.
+	for _, shift := range []time.Duration{(first - lead) / grid * grid, (first - lead) / 2 / grid * grid} {
+		if shift <= 0 {
+			continue
+		}
 		c := cur.clone()
 		for i := range c.steps {
 			c.steps[i].At = scenarios.Duration(c.steps[i].At.D() - shift)
 		}
 		c.duration = ceilGrid(cur.duration - shift)
-		_, err := s.test(ctx, c)
-		return err
+		if ok, err := s.test(ctx, c); err != nil || ok {
+			return err
+		}
 	}
 	return nil
 }
