@@ -48,6 +48,9 @@ type GivenSentinel struct {
 	Master string `json:"master"`
 	// Addrs are the Sentinels' addresses.
 	Addrs []string `json:"addrs"`
+	// Servers are the group's Redis servers, primary first, when known
+	// (a servers file may name them). Not part of the protocol.
+	Servers []string `json:"-"`
 }
 
 // givenState is what a given cluster has handed out so far.
@@ -129,12 +132,17 @@ func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	r := &Redis{opt: opt, given: s.g.Redis[n], p: c.givenUnit(opt.Name, s.g.Redis[n]), match: s.g.KeyMatch}
+	return c.givenRedisAt(opt, s.g.Redis[n]), nil
+}
+
+// givenRedisAt lists the given Redis server at addr among the cluster's.
+func (c *Cluster) givenRedisAt(opt RedisOptions, addr string) *Redis {
+	r := &Redis{opt: opt, given: addr, p: c.givenUnit(opt.Name, addr), match: c.given.g.KeyMatch}
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
 	c.AddServer(r)
-	return r, nil
+	return r
 }
 
 // givenSentinelGroup hands out the given Sentinel group; its primary and
@@ -145,11 +153,19 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was given", ErrStart)
 	}
 	g := &SentinelGroup{Master: gs.Master}
-	if len(c.given.g.Redis) > 0 {
-		g.Primary, _ = c.givenRedis(RedisOptions{Name: "redis-primary"})
-	}
-	if len(c.given.g.Redis) > 1 {
-		g.Replica, _ = c.givenRedis(RedisOptions{Name: "redis-replica"})
+	switch {
+	case len(gs.Servers) > 0:
+		g.Primary = c.givenRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0])
+		if len(gs.Servers) > 1 {
+			g.Replica = c.givenRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1])
+		}
+	default:
+		if len(c.given.g.Redis) > 0 {
+			g.Primary, _ = c.givenRedis(RedisOptions{Name: "redis-primary"})
+		}
+		if len(c.given.g.Redis) > 1 {
+			g.Replica, _ = c.givenRedis(RedisOptions{Name: "redis-replica"})
+		}
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)

@@ -82,7 +82,10 @@ type SentinelEntry struct {
 	Master string `yaml:"master"`
 	// Addrs are the Sentinels' addresses.
 	Addrs []ServerEntry `yaml:"addrs"`
-	line  int
+	// Servers are the group's Redis servers, its primary first (optional:
+	// name them, with control, for faults such as failover to reach them).
+	Servers []ServerEntry `yaml:"servers,omitempty"`
+	line    int
 }
 
 // UnmarshalYAML takes a plain address or a mapping.
@@ -252,6 +255,11 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 				return nil, err
 			}
 		}
+		for _, e := range s.Servers {
+			if err := check("redis", e); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &f, nil
 }
@@ -270,7 +278,7 @@ func (f *ServersFile) Given() Given {
 		g.Postgres = f.Postgres.address()
 	}
 	if f.Sentinel != nil {
-		g.Sentinel = &GivenSentinel{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs)}
+		g.Sentinel = &GivenSentinel{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs), Servers: addrs(f.Sentinel.Servers)}
 	}
 	return g
 }
@@ -294,13 +302,15 @@ func (f *ServersFile) Controls() map[string]string {
 	}
 	if f.Sentinel != nil {
 		add(f.Sentinel.Addrs...)
+		add(f.Sentinel.Servers...)
 	}
 	return out
 }
 
 // Uncontrolled lists the servers of the kinds given that the file gives no
 // control for ("redis 10.0.0.5:6379"): server faults cannot act on them.
-func (f *ServersFile) Uncontrolled(kinds []string) []string {
+// With sentinel, the Redis servers are the Sentinel group's.
+func (f *ServersFile) Uncontrolled(kinds []string, sentinel bool) []string {
 	var out []string
 	add := func(kind string, es ...ServerEntry) {
 		if !slices.Contains(kinds, kind) {
@@ -312,7 +322,16 @@ func (f *ServersFile) Uncontrolled(kinds []string) []string {
 			}
 		}
 	}
-	add("redis", f.Redis...)
+	switch {
+	case sentinel && f.Sentinel != nil && len(f.Sentinel.Servers) > 0:
+		add("redis", f.Sentinel.Servers...)
+	case sentinel:
+		if slices.Contains(kinds, "redis") {
+			out = append(out, "the Sentinel group's Redis servers (name them under sentinel: servers:)")
+		}
+	default:
+		add("redis", f.Redis...)
+	}
 	add("etcd", f.Etcd...)
 	add("zookeeper", f.Zookeeper...)
 	if f.Postgres != nil {

@@ -73,11 +73,11 @@ func TestServersFileControls(t *testing.T) {
 	if c := f.Controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
 		t.Errorf("Controls() = %v", c)
 	}
-	got := strings.Join(f.Uncontrolled([]string{"redis", "postgres"}), "; ")
+	got := strings.Join(f.Uncontrolled([]string{"redis", "postgres"}, false), "; ")
 	if !strings.Contains(got, "redis 127.0.0.1:6380") || !strings.Contains(got, "postgres postgres://u:xxxxx@h:5432/d") || strings.Contains(got, "secret") || strings.Contains(got, "6379") {
 		t.Errorf("Uncontrolled = %q", got)
 	}
-	if u := f.Uncontrolled([]string{"etcd"}); len(u) != 0 {
+	if u := f.Uncontrolled([]string{"etcd"}, false); len(u) != 0 {
 		t.Errorf("Uncontrolled(etcd) = %v, want none", u)
 	}
 }

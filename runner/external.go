@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
 )
 
@@ -28,7 +29,7 @@ func (r *run) loadServersFile() error {
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	r.serversFile = f
-	r.sc.Uncontrolled = f.Uncontrolled(r.binfo.ServerKinds())
+	r.sc.Uncontrolled = f.Uncontrolled(r.binfo.ServerKinds(), r.sc.Redis == backends.RedisSentinel)
 	return nil
 }
 
@@ -37,7 +38,7 @@ func (r *run) loadServersFile() error {
 // left to the run's cleanup (on success, error, interrupt and panic).
 func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	f, kinds := r.serversFile, r.binfo.ServerKinds()
-	if err := f.Check(ctx, kinds, r.sc.Redis == "sentinel"); err != nil {
+	if err := f.Check(ctx, kinds, r.sc.Redis == backends.RedisSentinel); err != nil {
 		return nil, err
 	}
 	ns := cluster.NewNamespace()

@@ -15,7 +15,7 @@ set -euo pipefail
 IMAGE="${IMAGE:-locktorture-servers:bookworm}"
 SUITE=bookworm
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="${PACKAGES:-redis-server redis-sentinel postgresql etcd-server zookeeper default-jre-headless}"
+PACKAGES="${PACKAGES:-redis-server redis-sentinel postgresql etcd-server etcd-client zookeeper default-jre-headless}"
 PGBIN=/usr/lib/postgresql/15/bin
 
 say() { echo "images: $*"; }

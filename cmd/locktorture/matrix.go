@@ -76,6 +76,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	plan := fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
 	parallel := fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
 	servers := fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
+	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
@@ -96,7 +97,14 @@ a run failed with a harness error.
 		fmt.Fprintf(stderr, "locktorture matrix: unexpected argument %q\n", fs.Arg(0))
 		return exitBadArgs
 	}
-	if *parallel < 1 || *parallel > 64 {
+	parallelSet := false
+	fs.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "parallel" })
+	if *servers == "external" && !parallelSet {
+		// Cells share someone else's servers: a server fault of one cell
+		// would hit the other's run. One at a time unless asked.
+		*parallel = 1
+	}
+		if *parallel < 1 || *parallel > 64 {
 		fmt.Fprintf(stderr, "locktorture matrix: --parallel must be from 1 to 64, not %d\n", *parallel)
 		return exitBadArgs
 	}
@@ -128,6 +136,10 @@ a run failed with a harness error.
 	if *servers != "" {
 		opt.Overrides.Servers = servers
 		opt.RunArgs = append(opt.RunArgs, "--servers", *servers)
+	}
+	if *serversFile != "" {
+		opt.Overrides.ServersFile = serversFile
+		opt.RunArgs = append(opt.RunArgs, "--servers-file", *serversFile)
 	}
 	if len(images) > 0 {
 		opt.Overrides.Images = images
