@@ -235,7 +235,6 @@ func (c *Cluster) Died() []string {
 // Close stops every server (resuming paused ones first) and removes the
 // temporary directory. It is safe to call more than once.
 func (c *Cluster) Close() error {
-	c.closeLinks()
 	c.mu.Lock()
 	c.closed = true
 	units := c.units
@@ -245,6 +244,11 @@ func (c *Cluster) Close() error {
 	var wg sync.WaitGroup
 	var emu sync.Mutex
 	ctx := context.Background()
+	// The links close beside the servers: a link's proxy may be dialling a
+	// server whose container was killed (no answer at all, for a few
+	// seconds, where a local process's port refuses at once), and
+	// stopping waits for that dial.
+	wg.Go(c.closeLinks)
 	for _, u := range units {
 		wg.Add(1)
 		go func() {
