@@ -12,38 +12,68 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// completed is one client op from invoke to completion.
+// outcomes are the completion types the latency plot draws, in its order.
+var outcomes = [...]history.Type{history.OK, history.Fail, history.Info}
+
+// completed is one client op from invoke to completion: 24 bytes, for a
+// million-op history has half a million of them.
 type completed struct {
-	f          string
-	typ        history.Type
-	invoke     int64
-	completion int64
+	invoke, completion int64
+	outcome            int // an index into outcomes
 }
 
 // completions pairs every client invoke with its completion, in completion
 // order. Invokes never completed are left out.
 func completions(ops []history.Op) []completed {
-	pending := map[int]int64{}
+	type invoked struct {
+		at int64
+		ok bool
+	}
+	var small []invoked // by process, for the usual small process numbers
+	big := map[int]int64{}
 	out := make([]completed, 0, len(ops)/2+1)
 	for i := range ops {
 		op := &ops[i]
 		if op.IsNemesis() {
 			continue
 		}
+		p := op.Process
+		var oc int
 		switch op.Type {
 		case history.Invoke:
-			pending[op.Process] = op.Time
+			if p >= 0 && p < 1<<16 {
+				if p >= len(small) {
+					small = append(small, make([]invoked, p+1-len(small))...)
+				}
+				small[p] = invoked{op.Time, true}
+			} else {
+				big[p] = op.Time
+			}
 			continue
-		case history.OK, history.Fail, history.Info:
+		case history.OK:
+			oc = 0
+		case history.Fail:
+			oc = 1
+		case history.Info:
+			oc = 2
 		default:
 			continue // not an op type of the contract: nothing to draw
 		}
-		t0, ok := pending[op.Process]
-		if !ok {
-			continue
+		var t0 int64
+		if p >= 0 && p < 1<<16 {
+			if p >= len(small) || !small[p].ok {
+				continue
+			}
+			t0, small[p] = small[p].at, invoked{}
+		} else {
+			at, ok := big[p]
+			if !ok {
+				continue
+			}
+			t0 = at
+			delete(big, p)
 		}
-		delete(pending, op.Process)
-		out = append(out, completed{f: op.F, typ: op.Type, invoke: t0, completion: op.Time})
+		out = append(out, completed{invoke: t0, completion: op.Time, outcome: oc})
 	}
 	return out
 }
@@ -69,39 +99,40 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 
 	// Sample down to maxPoints: every op of a rare outcome, every k-th of
 	// the common ones.
-	count := map[history.Type]int{}
+	const ok, fail, info = 0, 1, 2 // indexes into outcomes
+	var count [len(outcomes)]int
 	for _, c := range cs {
-		count[c.typ]++
+		count[c.outcome]++
 	}
-	stride := map[history.Type]int{history.OK: 1, history.Fail: 1, history.Info: 1}
+	stride := [len(outcomes)]int{1, 1, 1}
 	sampled := false
 	if len(cs) > maxPoints {
 		budget := maxPoints
-		if count[history.Info] <= maxPoints/4 {
-			budget -= count[history.Info]
+		if count[info] <= maxPoints/4 {
+			budget -= count[info]
 		} else {
-			stride[history.Info] = int(math.Ceil(float64(count[history.Info]) / float64(maxPoints/4)))
+			stride[info] = int(math.Ceil(float64(count[info]) / float64(maxPoints/4)))
 			budget -= maxPoints / 4
 		}
-		common := count[history.OK] + count[history.Fail]
+		common := count[ok] + count[fail]
 		if common > budget {
 			k := int(math.Ceil(float64(common) / float64(budget)))
-			stride[history.OK], stride[history.Fail] = k, k
+			stride[ok], stride[fail] = k, k
 		}
 		sampled = true
 	}
 	type pt struct{ x, y float64 }
-	pts := map[history.Type][]pt{}
-	seen := map[history.Type]int{}
+	var pts [len(outcomes)][]pt
+	var seen [len(outcomes)]int
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range cs {
-		seen[c.typ]++
-		if (seen[c.typ]-1)%stride[c.typ] != 0 {
+		seen[c.outcome]++
+		if (seen[c.outcome]-1)%stride[c.outcome] != 0 {
 			continue
 		}
 		y := max(sec(c.completion-c.invoke), 1e-6)
 		lo, hi = min(lo, y), max(hi, y)
-		pts[c.typ] = append(pts[c.typ], pt{sec(c.completion), y})
+		pts[c.outcome] = append(pts[c.outcome], pt{sec(c.completion), y})
 	}
 	if math.IsInf(lo, 1) {
 		lo, hi = 1e-4, 1
@@ -109,7 +140,7 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 
 	title := heading + " — latency of client ops, invoke to completion"
 	if sampled {
-		title += fmt.Sprintf(" (sampled: %s of %s ops drawn)", thousands(len(pts[history.OK])+len(pts[history.Fail])+len(pts[history.Info])), thousands(len(cs)))
+		title += fmt.Sprintf(" (sampled: %s of %s ops drawn)", thousands(len(pts[ok])+len(pts[fail])+len(pts[info])), thousands(len(cs)))
 	}
 	// No y label: gonum centres it linearly, which on a log axis pads the top.
 	p := newPlot(title, "seconds since start (at completion)", "")
@@ -124,14 +155,13 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 	cols := faultColourMap(fs)
 	p.Add(bandsPlotter(fs, cols))
 
-	styles := []struct {
-		typ  history.Type
+	styles := [len(outcomes)]struct { // by outcome
 		name string
 		col  color.Color
 	}{
-		{history.OK, "ok", colOK},
-		{history.Fail, "fail", colFail},
-		{history.Info, "info (unknown)", colInfo},
+		ok:   {"ok", colOK},
+		fail: {"fail", colFail},
+		info: {"info (unknown)", colInfo},
 	}
 	radius := vg.Points(2.5)
 	switch {
@@ -142,17 +172,17 @@ func latencyPNG(ops []history.Op, heading string) ([]byte, error) {
 	}
 	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
-		for _, s := range styles {
+		for i, s := range styles {
 			sty := draw.GlyphStyle{Color: s.col, Radius: radius, Shape: draw.CircleGlyph{}}
-			for _, q := range pts[s.typ] {
+			for _, q := range pts[i] {
 				c.DrawGlyph(sty, vg.Point{X: trX(q.x), Y: trY(q.y)})
 			}
 		}
 	}))
 	var leg []legendEntry
-	for _, s := range styles {
-		if count[s.typ] > 0 {
-			leg = append(leg, legendEntry{fmt.Sprintf("%s (%s)", s.name, thousands(count[s.typ])), glyphThumb{[]draw.GlyphStyle{{Color: s.col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}}}})
+	for i, s := range styles {
+		if count[i] > 0 {
+			leg = append(leg, legendEntry{fmt.Sprintf("%s (%s)", s.name, thousands(count[i])), glyphThumb{[]draw.GlyphStyle{{Color: s.col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}}}})
 		}
 	}
 	leg = append(leg, faultLegend(fs, cols)...)

@@ -155,11 +155,23 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	}
 	sort.Strings(d.keys)
 	byStart := func(a, b int32) int { return cmp.Compare(holds[a].Start, holds[b].Start) }
+	keyID := make(map[string]int32, len(d.keys))
+	for i, k := range d.keys {
+		keyID[k] = int32(i)
+	}
+	// Each row's holds again, compact, for the merging passes.
+	rows := make([][]rowHold, n)
 	for i := range perRow {
 		if !slices.IsSortedFunc(perRow[i], byStart) {
 			slices.SortStableFunc(perRow[i], byStart)
 		}
+		rows[i] = make([]rowHold, len(perRow[i]))
+		for x, j := range perRow[i] {
+			h := &holds[j]
+			rows[i][x] = rowHold{start: h.Start, end: h.End, key: keyID[h.Key], hold: j}
+		}
 	}
+	perRow = nil
 
 	// Merge holds closer than a pixel on the same row and key; widen the
 	// gap until the bar count is bounded. Counting first, building once.
@@ -170,29 +182,33 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	if gap < 1 {
 		gap = 1
 	}
-	merge := func(gap int64, anyKey bool, emit func(row int, b bar)) int {
+	// merge counts the bars of gap (merging holds of any key, or of one),
+	// giving each to emit; without emit, it stops counting past limit.
+	merge := func(gap int64, anyKey bool, limit int, emit func(row int, b bar)) int {
+		const mixed = -1 // the key of a bar merging holds of several keys
 		count := 0
-		for i, js := range perRow {
-			var cur bar
-			open := false
-			for _, j := range js {
-				h := &holds[j]
-				if open && (anyKey || h.Key == cur.key) && h.Start-cur.end < gap && cur.end-cur.start < gap*4 {
-					cur.end = max(cur.end, h.End)
-					cur.n++
-					if h.Key != cur.key {
-						cur.key = "" // holds of several keys, merged
+		for i, hs := range rows {
+			var cur rowHold
+			n := 0
+			for _, h := range hs {
+				if n > 0 && (anyKey || h.key == cur.key) && h.start-cur.end < gap && cur.end-cur.start < gap*4 {
+					cur.end = max(cur.end, h.end)
+					n++
+					if h.key != cur.key {
+						cur.key = mixed
 					}
 					continue
 				}
-				if open && emit != nil {
-					emit(i, cur)
+				if n > 0 && emit != nil {
+					emit(i, d.bar(holds, cur, n))
 				}
-				cur, open = bar{start: h.Start, end: h.End, key: h.Key, fence: h.Fence, leaseEnd: h.LeaseEnd, n: 1}, true
-				count++
+				cur, n = h, 1
+				if count++; emit == nil && count > limit {
+					return count
+				}
 			}
-			if open && emit != nil {
-				emit(i, cur)
+			if n > 0 && emit != nil {
+				emit(i, d.bar(holds, cur, n))
 			}
 		}
 		return count
@@ -200,18 +216,36 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	// Holds of one key merge first; when a row alternates between keys
 	// too often for that to bound the bars, neighbours of any key merge.
 	anyKey, g := false, gap
-	for step := 0; merge(g, anyKey, nil) > maxBars && step < 40; step++ {
+	for step := 0; merge(g, anyKey, maxBars, nil) > maxBars && step < 40; step++ {
 		if g *= 2; step == 19 {
 			anyKey, g = true, gap
 		}
 	}
 	d.bars = make([][]bar, n)
-	d.nbars = merge(g, anyKey, func(row int, b bar) {
+	d.nbars = merge(g, anyKey, 0, func(row int, b bar) {
 		d.bars[row] = append(d.bars[row], b)
 		d.mixedKeys = d.mixedKeys || b.key == ""
 	})
 	d.merged = d.nbars < d.holds
 	return d
+}
+
+// rowHold is a hold as the timeline merges it into bars: its span, its key
+// (an index into the keys, or -1 for a bar of several keys) and where it
+// is in the holds.
+type rowHold struct {
+	start, end int64
+	key, hold  int32
+}
+
+// bar makes the bar of n holds merged into h, which starts with holds[h.hold].
+func (d *timelineData) bar(holds []checker.Hold, h rowHold, n int) bar {
+	first := &holds[h.hold]
+	b := bar{start: h.start, end: h.end, fence: first.Fence, leaseEnd: first.LeaseEnd, n: n}
+	if h.key >= 0 {
+		b.key = d.keys[h.key]
+	}
+	return b
 }
 
 // maxBars bounds the bars a timeline draws: about four a pixel column
