@@ -305,8 +305,8 @@ func (s *search) final(c *candidate) *scenarios.Scenario {
 	sc.Backends = []string{o.Backend}
 	sc.Checkers = slices.Clone(o.Checkers)
 	sc.Expect = scenarios.Expect{Expectation: scenarios.Expectation{Valid: checker.Invalid.String(), Checkers: map[string]string{s.r.Checker: checker.Invalid.String()}}}
-	sc.Description = fmt.Sprintf("Shrunk by locktorture shrink from a %s run of %s on %s (seed %d): %d of its %d faults, %d of %d clients, %d of %d keys, %s of %s; %s failed on each of %d re-runs.",
-		o.Name, o.Name, o.Backend, o.Seed, len(c.steps), len(s.r.Recorded), c.clients, o.Clients, c.keys, o.Keys, c.duration, o.Duration, s.r.Checker, s.r.Reruns)
+	sc.Description = fmt.Sprintf("Shrunk by locktorture shrink from a run of %s on %s (seed %d): %d of its %d faults, %d of %d clients, %d of %d keys, %s of %s; %s failed on each of %d re-runs.",
+		o.Name, o.Backend, o.Seed, len(c.steps), len(s.r.Recorded), c.clients, o.Clients, c.keys, o.Keys, c.duration, o.Duration, s.r.Checker, s.r.Reruns)
 	return sc
 }
 
