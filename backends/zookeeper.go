@@ -53,7 +53,10 @@ import (
 // each client's connection is wrapped: every read and write waits at the
 // client's pause gate, so a paused client sends nothing (no ping) and acts
 // on nothing it receives until it wakes, as a stopped process would; the
-// servers expire its session after the timeout. In a process of its own
+// servers expire its session after the timeout. On waking, the library
+// goes on zkWakeLag after the client's own next step, as a woken JVM's
+// application thread runs before ZooKeeper's event thread tells it of the
+// lost connection. In a process of its own
 // (ClientEnv.WholeProcess) SIGSTOP stops everything and the connection is
 // the library's own.
 func init() {
@@ -412,13 +415,13 @@ type zkWire struct {
 }
 
 func (w *zkWire) Read(b []byte) (int, error) {
-	if err := w.gate.Wait(w.ctx); err != nil {
-		return 0, net.ErrClosed
+	if err := w.hold(); err != nil {
+		return 0, err
 	}
 	n, err := w.Conn.Read(b)
-	// Bytes that arrived during a pause are acted on after it.
-	if werr := w.gate.Wait(w.ctx); werr != nil {
-		return 0, net.ErrClosed
+	// Bytes (or a timeout) that arrived during a pause are acted on after it.
+	if herr := w.hold(); herr != nil {
+		return 0, herr
 	}
 	if !w.done && n > 0 {
 		// length(4) protocolVersion(4) timeOut(4) ...
@@ -431,6 +434,33 @@ func (w *zkWire) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// zkWakeLag is how long after a pause the library goes on with what it
+// read (or failed to read) meanwhile. A woken client's application
+// thread, already runnable, takes its next step first; ZooKeeper's Java
+// client hands a connection event from its I/O thread to its event thread,
+// and Curator to its listener thread, before the application hears of it.
+// Without the lag, which of the two goroutines the Go scheduler runs first
+// after the gate opens would decide the verdict of zk-pause at random.
+const zkWakeLag = 10 * time.Millisecond
+
+// hold waits at the gate; after a pause it waits zkWakeLag more.
+func (w *zkWire) hold() error {
+	if !w.gate.Paused() {
+		return nil
+	}
+	if err := w.gate.Wait(w.ctx); err != nil {
+		return net.ErrClosed
+	}
+	t := time.NewTimer(zkWakeLag)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-w.ctx.Done():
+		return net.ErrClosed
+	}
 }
 
 func (w *zkWire) Write(b []byte) (int, error) {
