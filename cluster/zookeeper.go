@@ -432,5 +432,9 @@ func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
 	if i := strings.IndexByte(v, ','); i > 0 {
 		v = v[:i]
 	}
+	// Debian's build leaves "-${mvngit.commit.id}" after the number.
+	if i := strings.Index(v, "-$"); i > 0 {
+		v = v[:i]
+	}
 	return v, nil
 }
