@@ -22,7 +22,7 @@ func needs(t *testing.T, sc *scenarios.Scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "postgres"}
+	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "postgres", "zookeeper": "java"}
 	for _, k := range info.ServerKinds() {
 		testenv.Require(t, bins[k])
 	}
