@@ -39,11 +39,3 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	}
 	return exitHarness
 }
-
-// analyzeMemoryLimit is the soft memory limit analyze sets for a history of
-// size bytes (the Go runtime collects harder near it): the history in
-// memory takes about 1.4 times its size, and the checkers and plots need
-// room beside it. GOMEMLIMIT, when set, wins.
-func analyzeMemoryLimit(size int64) int64 {
-	return max(256<<20, size*5/2+64<<20)
-}

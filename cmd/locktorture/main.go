@@ -303,8 +303,8 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 		names = strings.Split(*checkers, ",")
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		if size := historySize(fs.Arg(0)); size > 0 {
-			debug.SetMemoryLimit(analyzeMemoryLimit(size))
+		if limit := analyzeMemoryLimit(fs.Arg(0)); limit > 0 {
+			debug.SetMemoryLimit(limit)
 		}
 	}
 	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout, Checkers: names}, warn)
@@ -315,19 +315,6 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "analyze", err)
 	}
 	return exitCode(out.Results.Valid)
-}
-
-// historySize is the size of the history a path names (a file, or a
-// directory holding history.jsonl), or 0.
-func historySize(path string) int64 {
-	st, err := os.Stat(path)
-	if err == nil && st.IsDir() {
-		st, err = os.Stat(filepath.Join(path, "history.jsonl"))
-	}
-	if err != nil {
-		return 0
-	}
-	return st.Size()
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {

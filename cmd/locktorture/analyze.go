@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// Sizes analyzeMemoryLimit reckons with.
+const (
+	// opBytes is what one op of a history takes in memory once read: the
+	// Op itself, and its share of the decoder's blocks of values, fences
+	// and leases.
+	opBytes = int64(unsafe.Sizeof(history.Op{})) + 8
+	// plainLine is about the longest line whose strings and values take no
+	// memory of their own (they are interned, or live in those blocks):
+	// longer lines carry long errors or values, held byte for byte.
+	plainLine = 100
+	// limitSample is how much of a history analyzeMemoryLimit reads to
+	// learn its lines' length.
+	limitSample = 256 << 10
+	// minAnalyzeLimit is the least limit analyze sets: below it, the
+	// runtime's own pacing keeps memory low enough.
+	minAnalyzeLimit = 128 << 20
+)
+
+// analyzeMemoryLimit returns the soft memory limit analyze sets for the
+// history that path names (a file, or a directory holding history.jsonl),
+// or 0 when there is none. Near the limit the Go runtime collects harder,
+// so that memory stays close to what is live: the ops in memory (estimated
+// from the file's size and the length of the lines in its middle and at
+// its end), and room beside
+// them for the checkers and the plots, which at their peak hold about a
+// third more. GOMEMLIMIT, when set, wins (the caller checks).
+//
+// On a 1,000,000-op history (100 MB) the limit is 215 MiB, against a live
+// peak of about 186 MiB; peak RSS stays under 250 MB for a few tenths of a
+// second of CPU more in collection.
+func analyzeMemoryLimit(path string) int64 {
+	f, err := os.Open(historyFile(path))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0
+	}
+	size := st.Size()
+	// Lines grow longer as a history goes on (its indexes and times get
+	// more digits), and most of a long one has the long ones: sample its
+	// middle and its end.
+	var sampled, newlines int64
+	buf := make([]byte, min(size, limitSample/2))
+	for _, at := range []int64{(size - int64(len(buf))) / 2, size - int64(len(buf))} {
+		n, _ := f.ReadAt(buf, at)
+		sampled += int64(n)
+		newlines += int64(bytes.Count(buf[:n], []byte{'\n'}))
+	}
+	if sampled == 0 {
+		return 0
+	}
+	lines := max(1, newlines*size/sampled) // no newline: one long line
+	live := opBytes*lines + max(0, size-plainLine*lines)
+	return max(minAnalyzeLimit, 16<<20+live*29/20)
+}
+
+// historyFile is the history a path names: the file itself, or the
+// history.jsonl in a directory.
+func historyFile(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return filepath.Join(path, "history.jsonl")
+	}
+	return path
+}
