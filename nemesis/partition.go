@@ -72,8 +72,12 @@ func (p *PartitionParams) Validate(s Shape) error {
 	if p.Topology == "replication" && !s.Sentinel {
 		return keyErr("topology", "topology replication needs `redis: sentinel`")
 	}
-	if p.Topology == "replication" && s.External {
-		return keyErr("topology", "topology replication cuts links between servers, and someone else's servers talk to each other directly: only the clients' own links can be cut")
+	if p.Topology == "replication" {
+		// On someone else's servers, the replicas themselves are told to
+		// stop syncing: only with control of them.
+		if err := s.controlled("partition (topology replication)"); err != nil {
+			return keyErr("topology", "%v", err)
+		}
 	}
 	return p.ServerSet.validate()
 }
@@ -214,8 +218,20 @@ func orDefault(s, def string) string {
 // group: writes stop reaching the replica.
 func cutReplication(ctx context.Context, env *Env, dir cluster.Direction, d time.Duration) (map[string]any, Healer, error) {
 	g := env.Cluster.SentinelGroup()
-	if g == nil || g.Replication == nil {
+	if g == nil {
 		return nil, nil, fmt.Errorf("%w: topology replication needs `redis: sentinel`", ErrTarget)
+	}
+	if g.Replication == nil {
+		// Someone else's servers replicate over their own connections:
+		// the replicas are told to refuse their primary instead.
+		healCut, err := g.CutReplication(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		val := map[string]any{"topology": "replication", "cut": "the replicas from their primary (masterauth)", "ms": d.Milliseconds()}
+		return val, func(ctx context.Context) (map[string]any, error) {
+			return map[string]any{"topology": "replication"}, healCut(ctx)
+		}, nil
 	}
 	h, err := g.Replication.Cut(ctx, dir)
 	if err != nil {

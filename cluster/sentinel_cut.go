@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// ReplicasOf asks the Sentinels for the primary's replicas (host:port).
+func (g *SentinelGroup) ReplicasOf(ctx context.Context) ([]string, error) {
+	var last error
+	for _, s := range g.Sentinels {
+		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "replicas", g.MasterName())
+		if err != nil {
+			last = err
+			continue
+		}
+		var out []string
+		for _, r := range asList(v) {
+			f := asList(r)
+			fields := map[string]string{}
+			for i := 0; i+1 < len(f); i += 2 {
+				k, _ := f[i].(string)
+				val, _ := f[i+1].(string)
+				fields[k] = val
+			}
+			if fields["ip"] != "" && fields["port"] != "" {
+				out = append(out, net.JoinHostPort(fields["ip"], fields["port"]))
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("cluster: no Sentinel lists the replicas: %v", last)
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// CutReplication stops the group's replicas from syncing with the primary
+// by speaking to the servers themselves, for servers whose links the
+// harness does not own (someone else's, controlled): each replica is given
+// a password its primary will refuse (masterauth) and its link to the
+// primary is dropped, so it retries and fails until Heal gives its own
+// setting back. The replicas stay up and answer Sentinel, which can still
+// promote one. It returns the heal.
+func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.Context) error, err error) {
+	replicas, err := g.ReplicasOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(replicas) == 0 {
+		return nil, errors.New("cluster: the Sentinels know no replica to cut")
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	bogus := "locktorture-cut-" + hex.EncodeToString(b[:])
+	saved := map[string]string{}
+	heal = func(ctx context.Context) error {
+		var errs []error
+		for addr, old := range saved {
+			if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", old); err != nil {
+				errs = append(errs, fmt.Errorf("cluster: heal replication of %s: %w", addr, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, addr := range replicas {
+		v, err := redisCall(ctx, addr, "CONFIG", "GET", "masterauth")
+		if err != nil {
+			_ = heal(ctx)
+			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
+		}
+		old := ""
+		if l := asList(v); len(l) == 2 {
+			old, _ = l[1].(string)
+		}
+		if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", bogus); err != nil {
+			_ = heal(ctx)
+			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
+		}
+		saved[addr] = old
+		if _, err := redisCall(ctx, addr, "CLIENT", "KILL", "TYPE", "master"); err != nil {
+			_ = heal(ctx)
+			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
+		}
+	}
+	return heal, nil
+}
