@@ -126,6 +126,11 @@ func (r *run) cleanup() {
 	}
 	if r.dir != "" && !r.started && !r.keepLogs {
 		_ = os.RemoveAll(r.dir)
+		// And the scenario's and backend's directories when the failed
+		// run made them (os.Remove leaves a directory that holds runs).
+		backendDir := filepath.Dir(r.dir)
+		_ = os.Remove(backendDir)
+		_ = os.Remove(filepath.Dir(backendDir))
 	}
 }
 
