@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -137,6 +139,9 @@ type Postgres struct {
 	given string // the address of a server someone else runs (given.go)
 	// givenDSN is the connection string of a server someone else runs.
 	givenDSN string
+	// password is the run's own password for PostgresUser over TCP (set
+	// at start, random per run): no one else on the machine can log in.
+	password string
 	opt      PostgresOptions
 	dataDir  string
 
@@ -216,6 +221,19 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if len(sock)+len("/.s.PGSQL.65535") > 100 {
 		sockSetting = ""
 	}
+	// Over TCP only the run's own password logs in (scram); the unix socket,
+	// in a directory only the server's user (and root) can enter, trusts —
+	// the harness sets the password through it. With no socket (a path too
+	// long), TCP trusts as before.
+	if sockSetting != "" {
+		hba := "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+		if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+			return nil, fmt.Errorf("cluster: %s: %w", name, err)
+		}
+		if err := as.chown(filepath.Join(data, "pg_hba.conf")); err != nil {
+			return nil, err
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := FreePort()
@@ -249,7 +267,11 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 		if err := pg.p.Start(ctx); err != nil {
 			return nil, err
 		}
-		if lastErr = waitUnit(ctx, name, pg.p, pg.ping); lastErr == nil {
+		ready := pg.ping
+		if sockSetting != "" {
+			ready = func(ctx context.Context) error { return pg.setPassword(ctx, sockSetting) }
+		}
+		if lastErr = waitUnit(ctx, name, pg.p, ready); lastErr == nil {
 			c.AddServer(pg)
 			return pg, nil
 		}
@@ -285,7 +307,16 @@ func (pg *Postgres) DSN() string { return pg.ClientDSN(pg.Addr(), "locktorture")
 // replaced.
 func (pg *Postgres) ClientDSN(addr, application string) string {
 	if pg.givenDSN == "" {
-		return PostgresDSN(addr, application)
+		dsn := PostgresDSN(addr, application)
+		if pg.password == "" {
+			return dsn
+		}
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn
+		}
+		u.User = url.UserPassword(PostgresUser, pg.password)
+		return u.String()
 	}
 	u, err := url.Parse(pg.givenDSN)
 	if err != nil {
@@ -402,6 +433,33 @@ func (pg *Postgres) Setup(ctx context.Context, name string, stmts ...string) err
 }
 
 // ping connects and runs a trivial query.
+// setPassword gives PostgresUser a fresh random password through the
+// server's unix socket in sockDir (which trusts), then checks that it
+// logs in over TCP.
+func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", sockDir, pg.port, PostgresUser, PostgresDatabase)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	pw := newPassword()
+	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{PostgresUser}.Sanitize()+" PASSWORD '"+pw+"'"); err != nil {
+		return fmt.Errorf("set the run's password: %w", err)
+	}
+	pg.password = pw
+	return pg.ping(ctx)
+}
+
+// newPassword returns a random password (hex: safe in SQL and URLs).
+func newPassword() string {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 func (pg *Postgres) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -701,15 +759,16 @@ func copyFile(src, dst string, perm os.FileMode) error {
 
 // postgresFirstStart is the script a PostgreSQL started elsewhere (in a
 // container) runs as its own user: on the first start it makes the data
-// directory as the local template is made (initdb with the harness's role,
-// trust for TCP from anywhere on the run's network, the harness's
-// database), then it runs the server with its arguments. A restart finds
+// directory as the local template is made (initdb with the harness's role
+// and the run's password from "$D.pw", that password required over TCP
+// from anywhere on the run's network, the harness's database), then it
+// runs the server with its arguments. A restart finds
 // the data directory and runs the server at once (crash recovery).
 const postgresFirstStart = `set -e
 D="$1"; shift
 if [ ! -s "$D/PG_VERSION" ]; then
-  initdb -D "$D" -U ` + PostgresUser + ` --auth=trust --encoding=UTF8 --locale=C --no-sync --wal-segsize=1 >"$D.initdb.log" 2>&1 || { cat "$D.initdb.log"; exit 1; }
-  echo "host all all 0.0.0.0/0 trust" >>"$D/pg_hba.conf"
+  initdb -D "$D" -U ` + PostgresUser + ` --auth-local=trust --auth-host=scram-sha-256 --pwfile="$D.pw" --encoding=UTF8 --locale=C --no-sync --wal-segsize=1 >"$D.initdb.log" 2>&1 || { cat "$D.initdb.log"; exit 1; }
+  echo "host all all 0.0.0.0/0 scram-sha-256" >>"$D/pg_hba.conf"
   echo "CREATE DATABASE ` + PostgresDatabase + `;" | postgres --single -D "$D" -F -c exit_on_error=on postgres >/dev/null
 fi
 exec postgres -D "$D" "$@"
@@ -734,7 +793,7 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 		return nil, err
 	}
 	data := path.Join(dir, "pgdata")
-	pg := &Postgres{name: name, host: host, port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
+	pg := &Postgres{name: name, host: host, port: port, opt: opt, dataDir: data, setups: map[string]bool{}, password: newPassword()}
 	args := append([]string{
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=*",
@@ -749,6 +808,7 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 		Program:    data,
 		Args:       args,
 		Shell:      postgresFirstStart,
+		Files:      []File{{Path: data + ".pw", Content: []byte(pg.password + "\n"), Mode: 0o644}},
 		User:       "postgres",
 		LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
 		StopSignal: syscall.SIGINT,
