@@ -17,7 +17,7 @@ func init() {
 	Register(Info{
 		Name:        "exec",
 		Description: "any program that speaks the client protocol (exec: {command: [...], env: {...}, servers: [redis]})",
-		Servers:     "those exec.servers names (default: 1 redis-server)",
+		Servers:     "those exec.servers names: redis (the default, 1 redis-server), postgres, etcd or zookeeper",
 		Kinds:       ExecKinds,
 		Lease:       true,
 		Sentinel:    true,
