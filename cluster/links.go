@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -252,8 +253,22 @@ func (c *Cluster) closeLinks() {
 	all := ls.byKey
 	ls.byKey = map[string]*Link{}
 	ls.mu.Unlock()
+	// Side by side, and not waited for past a second: a proxy's Stop
+	// closes its listener at once, but then waits for its accept loop,
+	// which may be dialling a server that does not answer at all (a
+	// killed container's address: no refusal, only silence) with no time
+	// limit of its own. That dial ends by itself within seconds.
+	var wg sync.WaitGroup
 	for _, l := range all {
-		l.HealAll(context.Background())
-		l.proxy.Stop()
+		wg.Go(func() {
+			l.HealAll(context.Background())
+			l.proxy.Stop()
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
 	}
 }
