@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -114,6 +115,11 @@ func (f *ServersFile) Cleanup(ctx context.Context, namespace string, kinds []str
 			errs = append(errs, fmt.Errorf("etcd %s: %w", e.address(), err))
 		}
 	}
+	if slices.Contains(kinds, "zookeeper") && len(f.Zookeeper) > 0 {
+		if err := zkDeleteRun(ctx, f.Given().Zookeeper, "/locktorture", namespace+":k"); err != nil {
+			errs = append(errs, fmt.Errorf("zookeeper: %w", err))
+		}
+	}
 	if slices.Contains(kinds, "postgres") && f.Postgres != nil {
 		schema := PostgresSchema(namespace)
 		if err := pgExec(ctx, f.Postgres.address(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
@@ -125,6 +131,60 @@ func (f *ServersFile) Cleanup(ctx context.Context, namespace string, kinds []str
 	}
 	return nil
 }
+
+// zkDeleteRun deletes the children of root whose names begin with prefix,
+// with everything under them (the lock recipe's per-key znodes; their
+// ephemeral lock nodes are gone with the run's sessions).
+func zkDeleteRun(ctx context.Context, servers []string, root, prefix string) error {
+	conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+		}
+	}
+	kids, _, err := conn.Children(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var del func(p string) error
+	del = func(p string) error {
+		cs, _, err := conn.Children(p)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		for _, c := range cs {
+			if err := del(p + "/" + c); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			if err := del(root + "/" + k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// zkQuiet keeps go-zookeeper's connection chatter out of the run's output.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
 
 // redisDeleteMatching deletes the keys matching a SCAN pattern.
 func redisDeleteMatching(ctx context.Context, addr, pattern string) error {

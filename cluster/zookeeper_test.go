@@ -26,11 +26,6 @@ func requireZooKeeper(t *testing.T) {
 	}
 }
 
-// zkQuiet drops the client library's log lines.
-type zkQuiet struct{}
-
-func (zkQuiet) Printf(string, ...any) {}
-
 // zkConnect is a ZooKeeper client of the test's own on addrs.
 func zkConnect(t *testing.T, addrs ...string) *zk.Conn {
 	t.Helper()
