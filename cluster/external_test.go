@@ -159,7 +159,7 @@ func decodeKeys(t *testing.T, body []byte) []string {
 // TestExternalCleanupZooKeeper: the run's znodes go; the owner's and
 // another run's stay.
 func TestExternalCleanupZooKeeper(t *testing.T) {
-	testenv.Require(t, "zookeeper")
+	testenv.Require(t, "java")
 	ctx := context.Background()
 	c, err := New(Options{})
 	if err != nil {
