@@ -80,3 +80,16 @@ SOAK_SEEDS ?= 3
 ## soak: the minute-long random-fault scenarios (chaos, chaos-pg), several seeds each
 soak: deps build
 	./$(BIN) matrix --store $(STORE) --scenarios chaos,chaos-pg --seeds $(SOAK_SEEDS)
+
+.PHONY: compose-matrix
+COMPOSE_IMAGE ?= locktorture-servers:bookworm
+
+## compose-matrix: bring up docker-compose.yml's cluster (from COMPOSE_IMAGE), run baseline,
+## kleppmann-pause, redlock-clock-jump and failover against it (--servers external), take it down
+compose-matrix: build
+	@export REDIS_IMAGE=$(COMPOSE_IMAGE) POSTGRES_IMAGE=$(COMPOSE_IMAGE) ETCD_IMAGE=$(COMPOSE_IMAGE) ZOOKEEPER_IMAGE=$(COMPOSE_IMAGE); \
+	docker-compose down -v >/dev/null 2>&1; \
+	docker-compose up -d || exit 1; \
+	./$(BIN) matrix --store $(STORE) --scenarios baseline,kleppmann-pause,redlock-clock-jump,failover \
+	  --servers external --servers-file compose.servers.yaml $(MATRIX_FLAGS); code=$$?; \
+	docker-compose down -v; exit $$code
