@@ -44,9 +44,11 @@ test: deps images-if-docker vet
 	$(GO) test -count=1 -timeout 30m ./...
 
 ## demo: run Kleppmann's pause scenario against real Redis and show where the report is
+## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm")
+DEMO_FLAGS ?=
 demo: deps build
 	@echo "== locktorture run --scenario kleppmann-pause"
-	@./$(BIN) run --scenario kleppmann-pause --store $(STORE) --quiet; \
+	@./$(BIN) run --scenario kleppmann-pause --store $(STORE) --quiet $(DEMO_FLAGS); \
 	code=$$?; \
 	echo; \
 	echo "locktorture run exited $$code (1 = invalid: the lock was caught, as this scenario expects)"; \
