@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clients"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -29,7 +30,11 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	}
 	opt := clientproc.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend)}
 	if sc.Backend == scenarios.ExecBackend {
-		opt.Command, opt.Env = sc.Exec.Command, sc.Exec.Env
+		cmd, err := clients.Resolve(sc.Exec.Command, r.dir)
+		if err != nil {
+			return err
+		}
+		opt.Command, opt.Env = cmd, sc.Exec.Env
 	} else {
 		opt.Command = r.opt.ClientCommand
 		if len(opt.Command) == 0 {

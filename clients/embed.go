@@ -1,0 +1,47 @@
+// Package clients holds the client adapters that ship with locktorture
+// (clients/python: redis-py's Lock; clients/go-example: a lock of the
+// user's own in Go). The built-in scenarios that run an adapter name it by
+// its path in this repository; Resolve finds it from anywhere, so those
+// scenarios run from any directory and from an installed binary.
+package clients
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed python/redis_py_lock.py
+var adapters embed.FS
+
+// Resolve returns command with each argument that names a shipped adapter
+// by its repository path ("clients/python/redis_py_lock.py") and is not
+// found from the working directory replaced by a copy of the adapter
+// written under dir. Other arguments are left as they are.
+func Resolve(command []string, dir string) ([]string, error) {
+	out := append([]string(nil), command...)
+	for i, a := range out {
+		rel, ok := strings.CutPrefix(filepath.ToSlash(a), "clients/")
+		if !ok {
+			continue
+		}
+		if _, err := os.Stat(a); err == nil {
+			continue
+		}
+		b, err := adapters.ReadFile(rel)
+		if err != nil {
+			continue // not one of ours: the program's own path, left to fail as it will
+		}
+		p := filepath.Join(dir, "clients", filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("clients: %w", err)
+		}
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			return nil, fmt.Errorf("clients: %w", err)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
