@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -90,6 +91,9 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			noteSkipped(res, sc.Backend, skipped)
 		}
 	}
+	// Where the servers came from is not in the history: keep what the
+	// run recorded.
+	res.Servers = storedServers(dir)
 	res.Truncated = truncated
 	if truncated && res.Note == "" {
 		res.Note = "the history's last line was cut off and dropped"
@@ -160,4 +164,22 @@ func drawReport(ctx context.Context, dir string, ops []history.Op, res *checker.
 		}
 	}()
 	return writeRunReport(ctx, dir, ops, res, sc)
+}
+
+// storedServers reads where a stored run's servers came from (results.json's
+// or run.json's "servers"), or nil.
+func storedServers(dir string) *checker.ServerSource {
+	for _, f := range []string{"results.json", "run.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Servers *checker.ServerSource `json:"servers"`
+		}
+		if json.Unmarshal(b, &v) == nil && v.Servers != nil {
+			return v.Servers
+		}
+	}
+	return nil
 }
