@@ -11,8 +11,8 @@
 // container and network carries labels naming the run, its owner process
 // and the host; Close removes them, and a new provider removes those whose
 // owner is gone (a harness killed with SIGKILL). Ryuk, testcontainers'
-// reaper, is off unless TESTCONTAINERS_RYUK_DISABLED says otherwise (its
-// image cannot be pulled here): it is a second net at most.
+// reaper, runs as a second net only when its image is already on this
+// machine (it is never pulled), unless TESTCONTAINERS_RYUK_DISABLED says.
 package docker
 
 import (
@@ -105,12 +105,18 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 	if err := cluster.CheckImages(opt.Images); err != nil {
 		return nil, err
 	}
-	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
-		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
 	tclog.SetDefault(tclog.NewNoopLogger())
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		// Ryuk is a second net where its image is at hand; it is never
+		// pulled (the labels and Sweep are the first net).
+		disabled := "true"
+		if ryukAtHand(ctx) {
+			disabled = "false"
+		}
+		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", disabled)
+	}
 	// DOCKER_HOST, when set, is the engine to use, and no other: the
 	// library would otherwise fall back to the default socket.
 	var opts []client.Opt
@@ -135,7 +141,12 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 		cli: cli, run: hex.EncodeToString(b[:]), images: opt.Images, logDir: opt.LogDir,
 		hosts: map[string]netip.Addr{}, checked: map[string]error{}, used: map[string]string{},
 	}
-	p.labels = map[string]string{LabelRun: p.run, LabelOwner: owner, LabelHost: host}
+	// testcontainers' own labels (its session) let Ryuk, when it runs,
+	// reap the network too.
+	p.labels = testcontainers.GenericLabels()
+	for k, v := range map[string]string{LabelRun: p.run, LabelOwner: owner, LabelHost: host} {
+		p.labels[k] = v
+	}
 	Sweep(ctx, cli.Client, host)
 	if err := p.makeNetwork(ctx); err != nil {
 		return nil, err
@@ -544,4 +555,19 @@ func unixSignalName(s syscall.Signal) string {
 		return "SIGTERM"
 	}
 	return strconv.Itoa(int(s))
+}
+
+// RyukImage is the image of testcontainers' reaper (testcontainers-go
+// v0.45.0's default).
+const RyukImage = "testcontainers/ryuk:0.14.0"
+
+// ryukAtHand reports whether the reaper's image is on this machine.
+func ryukAtHand(ctx context.Context) bool {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	_, err = cli.ImageInspect(ctx, RyukImage)
+	return err == nil
 }
