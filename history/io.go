@@ -31,7 +31,8 @@ type Recorder struct {
 	next    int64
 	w       *bufio.Writer
 	f       *os.File // nil when not writing to a file
-	ops     [][]Op   // kept in memory when keep is set, in blocks (see keepOp)
+	ops     [][]Op   // kept in memory when keep is set and w is nil, in blocks (see keepOp)
+	lines   kept     // kept in memory when keep is set and w is not nil
 	keep    bool
 	err     error
 	closed  bool
@@ -120,19 +121,30 @@ func (r *Recorder) record(op Op) (Op, error) {
 	op.Index = r.next
 	op.Time = r.Now()
 	r.next++
-	if r.keep {
+	switch {
+	case r.w == nil:
 		r.keepOp(op)
+		return op, r.err
+	case r.err != nil:
+		if r.keep {
+			r.lines.addOp(op)
+		}
+		return op, r.err
 	}
-	if r.w != nil && r.err == nil {
-		b, err := AppendOp(r.w.AvailableBuffer(), &op)
-		if err != nil {
-			r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
-			return op, r.err
+	b, err := AppendOp(r.w.AvailableBuffer(), &op)
+	if err != nil {
+		r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
+		if r.keep {
+			r.lines.addOp(op)
 		}
-		b = append(b, '\n')
-		if _, err := r.w.Write(b); err != nil {
-			r.err = fmt.Errorf("write op %d: %w", op.Index, err)
-		}
+		return op, r.err
+	}
+	b = append(b, '\n')
+	if r.keep {
+		r.lines.addLine(b)
+	}
+	if _, err := r.w.Write(b); err != nil {
+		r.err = fmt.Errorf("write op %d: %w", op.Index, err)
 	}
 	return op, r.err
 }
@@ -140,9 +152,10 @@ func (r *Recorder) record(op Op) (Op, error) {
 // keepBlock is how many ops one block of a Recorder's memory holds.
 const keepBlock = 4096
 
-// keepOp keeps op in memory. Ops go into fixed blocks rather than one
-// growing slice: growing copied the whole history under the recorder's
-// lock, stalling every client while it did.
+// keepOp keeps op in memory, for a Recorder that writes nowhere (one that
+// writes keeps its lines instead: see kept). Ops go into fixed blocks
+// rather than one growing slice: growing copied the whole history under
+// the recorder's lock, stalling every client while it did.
 func (r *Recorder) keepOp(op Op) {
 	if len(r.ops) == 0 || len(r.ops[len(r.ops)-1]) == keepBlock {
 		r.ops = append(r.ops, make([]Op, 0, keepBlock))
@@ -212,10 +225,16 @@ func (r *Recorder) Len() int64 {
 	return r.next
 }
 
-// History returns a copy of the ops recorded so far (only when kept in memory).
+// History returns a copy of the ops recorded so far (only when kept in
+// memory). A Recorder that writes a history keeps each op as the line it
+// wrote and decodes them here: the ops are those of the file, as
+// ReadAll would read it back.
 func (r *Recorder) History() []Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.w != nil {
+		return r.lines.history()
+	}
 	n := 0
 	for _, b := range r.ops {
 		n += len(b)
