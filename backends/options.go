@@ -2,11 +2,12 @@ package backends
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/internal/yamlkeys"
 )
 
 // Options are one backend's own settings: the scenario's
@@ -67,34 +68,7 @@ func DecodeOptions(backend string, node *yaml.Node) (Options, error) {
 
 // OptionKeys lists the keys an options struct takes, from its yaml tags
 // (inline structs included); nil for free options (a map).
-func OptionKeys(o Options) []string {
-	t := reflect.TypeOf(o)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	return optionKeysOf(t)
-}
-
-func optionKeysOf(t reflect.Type) []string {
-	out := []string{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch {
-		case slices.Contains(strings.Split(opts, ","), "inline"):
-			out = append(out, optionKeysOf(f.Type)...)
-		case name == "-" || !f.IsExported():
-		case name == "":
-			out = append(out, strings.ToLower(f.Name))
-		default:
-			out = append(out, name)
-		}
-	}
-	return out
-}
+func OptionKeys(o Options) []string { return yamlkeys.Of(o) }
 
 // envOptions returns the run's options for a backend of options type T, or
 // def when the run gives none (a backend built in Go, in a test).

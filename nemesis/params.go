@@ -3,12 +3,13 @@ package nemesis
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/internal/yamlkeys"
 )
 
 // Params are one step's fault parameters. Each fault declares its own
@@ -112,31 +113,7 @@ func DecodeParams(fault string, keys *yaml.Node) (Params, error) {
 }
 
 // Keys lists the keys a params value takes, from its yaml tags.
-func Keys(p Params) []string { return keysOf(reflect.TypeOf(p)) }
-
-func keysOf(t reflect.Type) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch {
-		case slices.Contains(strings.Split(opts, ","), "inline"):
-			out = append(out, keysOf(f.Type)...)
-		case name == "-" || !f.IsExported():
-		case name == "":
-			out = append(out, strings.ToLower(f.Name))
-		default:
-			out = append(out, name)
-		}
-	}
-	return out
-}
+func Keys(p Params) []string { return yamlkeys.Of(p) }
 
 // Proc is the `process:` key of a fault's params: one client process,
 // which is also the client whose `on:` event fires the step (with no
