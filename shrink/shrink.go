@@ -576,23 +576,39 @@ func (s *search) lengths(ctx context.Context) error {
 	return nil
 }
 
-// confirm runs the best candidate again with the next Reruns seeds: the
-// search's last steps sit at the edge of failing, where a run more may
-// not fail. If one does not, the run gets one grid step longer (up to
-// four times), and that must fail on both sets of seeds.
+// confirmRuns is how many more runs, with shrunk.yaml's own seed, the
+// smallest candidate must fail before it is written.
+const confirmRuns = 5
+
+// confirm runs the best candidate confirmRuns more times with the seed
+// shrunk.yaml will carry (the run's): the search's last steps sit at the
+// edge of failing, where one run more may not fail. If one does not, the
+// run gets one grid step longer (up to four times), and that must fail
+// its Reruns runs and the confirming ones.
 func (s *search) confirm(ctx context.Context) error {
 	c := s.best
+	seed := s.r.Original.Seed
+	seeds := make([]int64, confirmRuns)
+	for i := range seeds {
+		seeds[i] = seed
+	}
 	for range 4 {
 		ok, err := s.test(ctx, c)
 		if err != nil {
 			return err
 		}
 		if ok {
-			more, err := s.testSeeds(ctx, c, int64(s.r.Reruns))
-			if err != nil || more {
-				s.best = c
+			s.tried++
+			more, why, _, _, err := s.runAll(ctx, c, seeds)
+			if err != nil {
 				return err
 			}
+			if more {
+				s.logf("candidate %d (confirm): %s: %s failed %d more runs with seed %d", s.tried, c.shape(), s.r.Checker, confirmRuns, seed)
+				s.best = c
+				return nil
+			}
+			s.logf("candidate %d (confirm): %s: not confirmed: %s", s.tried, c.shape(), why)
 		}
 		c = c.clone()
 		c.duration += grid
@@ -605,12 +621,7 @@ func (s *search) confirm(ctx context.Context) error {
 // not fail the checker) and keeps it as the best when every run failed.
 // A candidate is tried once: the answer is remembered.
 func (s *search) test(ctx context.Context, c *candidate) (bool, error) {
-	return s.testSeeds(ctx, c, 0)
-}
-
-// testSeeds is test with the re-runs' seeds moved on by off.
-func (s *search) testSeeds(ctx context.Context, c *candidate, off int64) (bool, error) {
-	seed := s.r.Original.Seed + off
+	seed := s.r.Original.Seed
 	key, err := s.scenario(c, seed).Marshal()
 	if err != nil {
 		return false, err
@@ -619,7 +630,11 @@ func (s *search) testSeeds(ctx context.Context, c *candidate, off int64) (bool, 
 		return ok, nil
 	}
 	s.tried++
-	ok, why, ops, res, err := s.runAll(ctx, c, seed)
+	seeds := make([]int64, s.r.Reruns)
+	for j := range seeds {
+		seeds[j] = seed + int64(j)
+	}
+	ok, why, ops, res, err := s.runAll(ctx, c, seeds)
 	if err != nil {
 		return false, err
 	}
@@ -637,11 +652,12 @@ func (s *search) testSeeds(ctx context.Context, c *candidate, off int64) (bool, 
 	return ok, nil
 }
 
-// runAll makes the candidate's runs, re-run j with seed+j. It returns
-// the first run's history and results when every run failed, else why not.
-func (s *search) runAll(ctx context.Context, c *candidate, seed int64) (ok bool, why string, ops []history.Op, res *checker.Results, err error) {
-	for j := range s.r.Reruns {
-		sc := s.scenario(c, seed+int64(j))
+// runAll runs the candidate once with each seed, stopping at the first
+// run that does not fail. It returns the first run's history and results
+// when every run failed, else why not.
+func (s *search) runAll(ctx context.Context, c *candidate, seeds []int64) (ok bool, why string, ops []history.Op, res *checker.Results, err error) {
+	for j, seed := range seeds {
+		sc := s.scenario(c, seed)
 		if err := sc.Validate(); err != nil {
 			return false, "not a valid scenario: " + err.Error(), nil, nil, nil
 		}
@@ -653,12 +669,12 @@ func (s *search) runAll(ctx context.Context, c *candidate, seed int64) (ok bool,
 		}
 		if out == nil {
 			_ = os.RemoveAll(filepath.Join(s.scratch, sc.Name))
-			return false, fmt.Sprintf("run %d of %d: %v", j+1, s.r.Reruns, err), nil, nil, nil
+			return false, fmt.Sprintf("run %d of %d: %v", j+1, len(seeds), err), nil, nil, nil
 		}
 		v := out.Results.Checkers.Verdicts()[s.r.Checker]
 		if out.Results.Valid != checker.Invalid || v != checker.Invalid {
 			_ = os.RemoveAll(filepath.Join(s.scratch, sc.Name))
-			return false, fmt.Sprintf("run %d of %d: %s %s", j+1, s.r.Reruns, s.r.Checker, v), nil, nil, nil
+			return false, fmt.Sprintf("run %d of %d: %s %s", j+1, len(seeds), s.r.Checker, v), nil, nil, nil
 		}
 		if j == 0 {
 			ops, err = history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
