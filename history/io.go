@@ -419,6 +419,7 @@ func readAll(r io.Reader, contract bool) ([]Op, error) {
 			return nil, err
 		}
 		ops = make([]Op, 0, n)
+		adviseHugePages(ops[:n])
 	}
 	rd := NewReader(r)
 	rd.Contract = contract

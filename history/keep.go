@@ -53,6 +53,7 @@ func (k *kept) addOp(op Op) {
 // history decodes the kept ops, the blocks side by side.
 func (k *kept) history() []Op {
 	ops := make([]Op, k.n)
+	adviseHugePages(ops)
 	if len(k.odd) > 0 {
 		k.decodeInOrder(ops)
 		return ops

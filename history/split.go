@@ -40,6 +40,7 @@ func readSplit(r io.ReaderAt, size, mid int64, contract bool) (ops []Op, ok bool
 		return nil, false, nil // readAll meets the error again and names it
 	}
 	ops = make([]Op, lines1+lines2)
+	adviseHugePages(ops)
 	var n1, n2 int
 	wg.Go(func() { n1, err1 = readSection(r, 0, cut, 0, ops[:lines1], contract) })
 	n2, err2 = readSection(r, cut, size-cut, lines1, ops[lines1:], contract)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // splitInputs are histories to split: the repository's, and ones with
@@ -121,4 +122,28 @@ func FuzzReadSplit(f *testing.F) {
 		defer decodeMu.Unlock()
 		checkSplit(t, "fuzz", data, int64(mid)%(int64(len(data))+1), contract, nil, nil)
 	})
+}
+
+// TestAdviseHugePages: advising any slice, however placed and sized, keeps
+// what it holds and what is written to it.
+func TestAdviseHugePages(t *testing.T) {
+	for _, n := range []int{0, 1, 100, (2<<20)/int(unsafe.Sizeof(Op{})) + 1, 100000} {
+		ops := make([]Op, n)
+		for i := range ops {
+			ops[i].Index = int64(i)
+		}
+		adviseHugePages(ops)
+		adviseHugePages(ops[min(n, 3):])
+		for i := range ops {
+			if ops[i].Index != int64(i) {
+				t.Fatalf("%d ops: op %d has index %d after the advice", n, i, ops[i].Index)
+			}
+			ops[i].Time = int64(i)
+		}
+		for i := range ops {
+			if ops[i].Time != int64(i) {
+				t.Fatalf("%d ops: op %d lost its time", n, i)
+			}
+		}
+	}
 }
