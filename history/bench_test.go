@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -111,6 +113,37 @@ func BenchmarkReadAllStdlib(b *testing.B) {
 	benchRead(b, stdlibReadAll)
 }
 
+// BenchmarkReadFileContract reads the generated history from a file as
+// `locktorture analyze` does, held to the contract: in two halves side by
+// side (see ReadFile), and in one piece for comparison.
+func BenchmarkReadFileContract(b *testing.B) {
+	want, data := benchHistory(b)
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		min  int64
+	}{{"halves", splitMin}, {"one-piece", 1 << 62}} {
+		b.Run(bc.name, func(b *testing.B) {
+			saved := splitMin
+			splitMin = bc.min
+			defer func() { splitMin = saved }()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				ops, err := ReadFileContract(path)
+				if err != nil || len(ops) != len(want) {
+					b.Fatalf("%d ops, %v", len(ops), err)
+				}
+			}
+			b.ReportMetric(float64(len(want)*b.N)/b.Elapsed().Seconds(), "ops/s")
+		})
+	}
+}
+
 func benchRead(b *testing.B, read func(io.Reader) ([]Op, error)) {
 	want, data := benchHistory(b)
 	b.SetBytes(int64(len(data)))
@@ -182,6 +215,29 @@ func BenchmarkRecorder(b *testing.B) {
 			if _, err := r.Record(ops[i]); err != nil {
 				b.Fatal(err)
 			}
+		}
+		if err := r.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecorderKeep records the generated history as a run does,
+// writing it (to io.Discard) and keeping it, then takes its History.
+func BenchmarkRecorderKeep(b *testing.B) {
+	ops, data := benchHistory(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r := NewRecorder(io.Discard, RecorderOptions{Keep: true})
+		for i := range ops {
+			if _, err := r.Record(ops[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if h := r.History(); len(h) != len(ops) {
+			b.Fatalf("History has %d ops", len(h))
 		}
 		if err := r.Close(); err != nil {
 			b.Fatal(err)
