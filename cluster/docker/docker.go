@@ -266,6 +266,24 @@ func (p *Provider) Launch(ctx context.Context, s cluster.Spec) (cluster.Unit, er
 		labels[k] = v
 	}
 	name := "locktorture-" + p.run + "-" + s.Name
+	onNetwork := func(r *testcontainers.ContainerRequest) {
+		r.Networks = []string{p.netName}
+		r.EndpointSettingsModifier = func(eps map[string]*network.EndpointSettings) {
+			ep := eps[p.netName]
+			if ep == nil {
+				ep = &network.EndpointSettings{}
+				eps[p.netName] = ep
+			}
+			ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: addr}
+		}
+	}
+	// The address belongs to a sandbox container that only sleeps, and the
+	// server's container joins its network namespace (as a pod's do): a
+	// killed server's address then refuses connections at once, as a
+	// local port does, instead of going silent until its restart (a
+	// proxy's dial would hang seconds, and a restart "at once" would not
+	// be). An image without sleep gets the address itself.
+	sandbox, serr := p.sandbox(ctx, ref, name+"-net", labels, onNetwork)
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:      ref,
@@ -273,33 +291,34 @@ func (p *Provider) Launch(ctx context.Context, s cluster.Spec) (cluster.Unit, er
 			Entrypoint: entry,
 			Cmd:        cmd,
 			Labels:     labels,
-			Networks:   []string{p.netName},
 			Files:      files,
 			ConfigModifier: func(c *container.Config) {
 				c.User = s.User
-				c.Hostname = s.Name
-				c.StopSignal = unixSignalName(stop)
-			},
-			EndpointSettingsModifier: func(eps map[string]*network.EndpointSettings) {
-				ep := eps[p.netName]
-				if ep == nil {
-					ep = &network.EndpointSettings{}
-					eps[p.netName] = ep
+				if sandbox == "" {
+					c.Hostname = s.Name
 				}
-				ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: addr}
+				c.StopSignal = unixSignalName(stop)
 			},
 		},
 		Started: false,
 		Logger:  tclog.NewNoopLogger(),
+	}
+	if serr == nil {
+		req.HostConfigModifier = func(hc *container.HostConfig) { hc.NetworkMode = container.NetworkMode("container:" + sandbox) }
+	} else {
+		onNetwork(&req.ContainerRequest)
 	}
 	c, err := testcontainers.GenericContainer(ctx, req)
 	if err != nil {
 		if c != nil {
 			_ = p.remove(context.WithoutCancel(ctx), c.GetContainerID())
 		}
+		if sandbox != "" {
+			_ = p.remove(context.WithoutCancel(ctx), sandbox)
+		}
 		return nil, fmt.Errorf("%w: %s: create a container from %s: %w", cluster.ErrStart, s.Name, ref, err)
 	}
-	u := &unit{p: p, id: c.GetContainerID(), name: s.Name, logPath: s.LogPath}
+	u := &unit{p: p, id: c.GetContainerID(), sandbox: sandbox, name: s.Name, logPath: s.LogPath}
 	p.mu.Lock()
 	p.units = append(p.units, u)
 	p.mu.Unlock()
@@ -357,6 +376,7 @@ func (p *Provider) remove(ctx context.Context, id string) error {
 type unit struct {
 	p       *Provider
 	id      string
+	sandbox string // the container holding its address ("" if none)
 	name    string
 	logPath string
 
@@ -473,6 +493,9 @@ func (u *unit) Stop(ctx context.Context) error {
 		u.flushLog()
 	}
 	err := u.p.remove(ctx, u.id)
+	if u.sandbox != "" {
+		err = errors.Join(err, u.p.remove(ctx, u.sandbox))
+	}
 	if exited != nil {
 		select {
 		case <-exited:
@@ -570,4 +593,33 @@ func ryukAtHand(ctx context.Context) bool {
 	defer cli.Close()
 	_, err = cli.ImageInspect(ctx, RyukImage)
 	return err == nil
+}
+
+// sandbox starts a container of image that sleeps holding an address on
+// the run's network (net sets it), and returns its id; an error when the
+// image cannot sleep (nothing is left then).
+func (p *Provider) sandbox(ctx context.Context, image, name string, labels map[string]string, net func(*testcontainers.ContainerRequest)) (string, error) {
+	req := testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:      image,
+			Name:       name,
+			Entrypoint: []string{"sleep", "infinity"},
+			Labels:     labels,
+			ConfigModifier: func(c *container.Config) {
+				c.User = ""
+				c.StopSignal = "SIGKILL"
+			},
+		},
+		Started: true,
+		Logger:  tclog.NewNoopLogger(),
+	}
+	net(&req.ContainerRequest)
+	c, err := testcontainers.GenericContainer(ctx, req)
+	if err != nil {
+		if c != nil {
+			_ = p.remove(context.WithoutCancel(ctx), c.GetContainerID())
+		}
+		return "", err
+	}
+	return c.GetContainerID(), nil
 }
