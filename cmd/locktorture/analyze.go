@@ -32,13 +32,14 @@ const (
 // or 0 when there is none. Near the limit the Go runtime collects harder,
 // so that memory stays close to what is live: the ops in memory (estimated
 // from the file's size and the length of the lines in its middle and at
-// its end), and room beside
-// them for the checkers and the plots, which at their peak hold about a
-// third more. GOMEMLIMIT, when set, wins (the caller checks).
+// its end), and room beside them for the checkers and the plots, which at
+// their peak hold about a third more. GOMEMLIMIT, when set, wins (the
+// caller checks).
 //
-// On a 1,000,000-op history (100 MB) the limit is 215 MiB, against a live
-// peak of about 186 MiB; peak RSS stays under 250 MB for a few tenths of a
-// second of CPU more in collection.
+// On a 1,000,000-op history (100 MB) the limit is 211 MiB, against a live
+// peak of about 186 MiB: peak RSS stays about 240 MB (330 MB with the
+// runtime's own pacing) for no more CPU, the collector's extra work about
+// what fewer fresh pages save the kernel.
 func analyzeMemoryLimit(path string) int64 {
 	f, err := os.Open(historyFile(path))
 	if err != nil {
@@ -65,7 +66,7 @@ func analyzeMemoryLimit(path string) int64 {
 	}
 	lines := max(1, newlines*size/sampled) // no newline: one long line
 	live := opBytes*lines + max(0, size-plainLine*lines)
-	return max(minAnalyzeLimit, 16<<20+live*29/20)
+	return max(minAnalyzeLimit, 12<<20+live*7/5)
 }
 
 // historyFile is the history a path names: the file itself, or the

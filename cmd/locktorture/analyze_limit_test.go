@@ -34,9 +34,9 @@ func TestAnalyzeMemoryLimit(t *testing.T) {
 		path     string
 		min, max int64 // MiB
 	}{
-		{"a million short lines", short, 200, 230},
-		{"the same history, by its directory", sub, 200, 230},
-		{"long lines are held byte for byte", longs, 150, 180},
+		{"a million short lines", short, 195, 225},
+		{"the same history, by its directory", sub, 195, 225},
+		{"long lines are held byte for byte", longs, 140, 175},
 		{"a small history gets the floor", small, 128, 128},
 		{"no history", filepath.Join(dir, "none"), 0, 0},
 		{"a directory without one", t.TempDir(), 0, 0},
