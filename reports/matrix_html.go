@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"path"
 	"strings"
+
+	"github.com/locktorture/locktorture/matrix"
 )
 
 // backendStat sums a backend's cells for the comparison bars and table.
@@ -50,7 +52,7 @@ func (s backendStat) CyclesPerSecond() float64 {
 const baselineScenario = "baseline"
 
 // backendStats sums the cells of each backend that ran, in column order.
-func backendStats(m *Matrix) []backendStat {
+func backendStats(m *matrix.Matrix) []backendStat {
 	idx := map[string]int{}
 	var out []backendStat
 	add := func(b string) {
@@ -91,7 +93,7 @@ func backendStats(m *Matrix) []backendStat {
 
 // gridColumns are the backends shown as columns: the matrix's, then any
 // other that a cell names.
-func gridColumns(m *Matrix) []string {
+func gridColumns(m *matrix.Matrix) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, b := range m.Backends {
@@ -110,7 +112,7 @@ func gridColumns(m *Matrix) []string {
 }
 
 // gridRows are the scenarios shown as rows.
-func gridRows(m *Matrix) []string {
+func gridRows(m *matrix.Matrix) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range m.Scenarios {
@@ -145,11 +147,11 @@ type gridRun struct {
 }
 
 // cellClass is the CSS class of one cell: ok, bad or error.
-func cellClass(c MatrixCell) string {
+func cellClass(c matrix.Cell) string {
 	switch {
 	case c.AsExpected:
 		return "ok"
-	case c.Verdict == VerdictError || c.Verdict == VerdictMissing:
+	case c.Verdict == matrix.VerdictError || c.Verdict == matrix.VerdictMissing:
 		return "error"
 	}
 	return "bad"
@@ -157,8 +159,8 @@ func cellClass(c MatrixCell) string {
 
 // cellLabel is the short text of a cell in the grid: its verdict, and the
 // expected one when they differ.
-func cellLabel(c MatrixCell) string {
-	if c.AsExpected || c.Verdict == VerdictError || c.Verdict == VerdictMissing || c.Verdict == c.Expected {
+func cellLabel(c matrix.Cell) string {
+	if c.AsExpected || c.Verdict == matrix.VerdictError || c.Verdict == matrix.VerdictMissing || c.Verdict == c.Expected {
 		if !c.AsExpected && c.Verdict == c.Expected {
 			return c.Verdict + "*" // the verdict matches but a checker differs
 		}
@@ -168,10 +170,10 @@ func cellLabel(c MatrixCell) string {
 }
 
 // grid computes every square, rows by columns.
-func grid(m *Matrix) (rows, cols []string, sq [][]gridCell) {
+func grid(m *matrix.Matrix) (rows, cols []string, sq [][]gridCell) {
 	rows, cols = gridRows(m), gridColumns(m)
 	type pair struct{ s, b string }
-	cells := map[pair][]MatrixCell{}
+	cells := map[pair][]matrix.Cell{}
 	for _, c := range m.Cells {
 		p := pair{c.Scenario, c.Backend}
 		cells[p] = append(cells[p], c)
@@ -240,7 +242,7 @@ type matrixView struct {
 	Grid                           [][]gridCell
 	Backends                       []backendStatView
 	Cells                          []cellView
-	Skipped                        []SkippedCell
+	Skipped                        []matrix.Skipped
 	Seeds                          int
 	Seconds                        string
 	Interrupted                    bool
@@ -260,7 +262,7 @@ type cellView struct {
 // matrixHTML renders the matrix's self-contained page: the verdict grid
 // with each square linking to its runs, the comparison plot, per-backend
 // numbers and every cell.
-func matrixHTML(m *Matrix) ([]byte, error) {
+func matrixHTML(m *matrix.Matrix) ([]byte, error) {
 	v := matrixView{
 		Title:   "locktorture matrix " + m.Started,
 		Started: m.Started, Command: m.Command, Shard: m.Shard, Shards: m.Shards,

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/locktorture/locktorture/matrix"
 )
 
 // matrixJUnit renders one testsuite per scenario with one testcase per
 // cell (named by its backend, and seed when there are several): a
 // <failure> when the verdict differs from its expectation, an <error> when
 // the run failed with a harness error or no shard ran it.
-func matrixJUnit(m *Matrix) ([]byte, error) {
+func matrixJUnit(m *matrix.Matrix) ([]byte, error) {
 	doc := junitSuites{Name: "locktorture matrix " + m.Started}
 	idx := map[string]int{}
 	for _, c := range m.Cells {
@@ -44,10 +46,10 @@ func matrixJUnit(m *Matrix) ([]byte, error) {
 		tc.SystemOut = junitOut(strings.Join(out, "\n"))
 		switch {
 		case c.AsExpected:
-		case c.Verdict == VerdictError:
+		case c.Verdict == matrix.VerdictError:
 			tc.Error = &junitMessage{Message: xmlSafe(truncate(oneLine("harness error: "+c.Error), 300)), Type: "harness", Text: xmlSafe(c.Error)}
 			s.Errors++
-		case c.Verdict == VerdictMissing:
+		case c.Verdict == matrix.VerdictMissing:
 			tc.Error = &junitMessage{Message: "no shard ran this cell", Type: "missing", Text: c.Why}
 			s.Errors++
 		default:

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/locktorture/locktorture/matrix"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
@@ -63,7 +65,7 @@ func squareText(g gridCell) string {
 // matrixPNG draws the verdict grid (green as expected, red not), then two
 // bar charts per backend: safety violations per 1,000 holds and lock
 // cycles per second.
-func matrixPNG(m *Matrix) ([]byte, error) {
+func matrixPNG(m *matrix.Matrix) ([]byte, error) {
 	rows, cols, sq := grid(m)
 	stats := backendStats(m)
 

@@ -12,46 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/matrix"
 )
-
-func TestJudgeCell(t *testing.T) {
-	res := func(v checker.Validity, mutex, lost checker.Validity) *checker.Results {
-		return &checker.Results{Valid: v, Checkers: checker.Checkers{
-			Mutex:      &checker.MutexResult{Valid: mutex},
-			LostUpdate: &checker.LostUpdateResult{Valid: lost},
-		}}
-	}
-	for _, tc := range []struct {
-		name     string
-		res      *checker.Results
-		expected string
-		checkers map[string]string
-		ok       bool
-		why      string
-	}{
-		{"valid as expected", res(checker.Valid, checker.Valid, checker.Valid), "valid", nil, true, ""},
-		{"no expectation means valid", res(checker.Valid, checker.Valid, checker.Valid), "", nil, true, ""},
-		{"no expectation, invalid", res(checker.Invalid, checker.Invalid, checker.Valid), "", nil, false, "expected valid, got invalid"},
-		{"invalid as expected", res(checker.Invalid, checker.Invalid, checker.Invalid), "invalid", map[string]string{"mutex": "invalid", "lost-update": "invalid"}, true, ""},
-		{"a checker differs", res(checker.Invalid, checker.Invalid, checker.Valid), "invalid", map[string]string{"mutex": "invalid", "lost-update": "invalid"}, false, "lost-update: expected invalid, got valid"},
-		{"verdict and checkers differ", res(checker.Valid, checker.Valid, checker.Valid), "invalid", map[string]string{"mutex": "invalid"}, false, "expected invalid, got valid (mutex too)"},
-		{"expected checker did not run", res(checker.Invalid, checker.Invalid, checker.Valid), "invalid", map[string]string{"fencing": "valid"}, true, ""},
-		{"unknown is not valid", res(checker.Unknown, checker.Valid, checker.Valid), "valid", nil, false, "expected valid, got unknown"},
-		{"no results", nil, "valid", nil, false, "no results"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ok, why := JudgeCell(tc.res, tc.expected, tc.checkers)
-			if ok != tc.ok || why != tc.why {
-				t.Errorf("JudgeCell = %v, %q; want %v, %q", ok, why, tc.ok, tc.why)
-			}
-		})
-	}
-}
 
 func TestNewCell(t *testing.T) {
 	res := check(t, kleppmann(), "kleppmann-fenced", "redis-fenced")
-	c := NewCell(CellKey{"kleppmann-fenced", "redis-fenced", 1}, res, "invalid", map[string]string{"fencing": "valid"}, "../../x/y/z")
+	c := matrix.NewCell(matrix.CellKey{Scenario: "kleppmann-fenced", Backend: "redis-fenced", Seed: 1}, res, "invalid", map[string]string{"fencing": "valid"}, "../../x/y/z")
 	if !c.AsExpected || c.Verdict != "invalid" || c.Checkers["fencing"] != "valid" {
 		t.Errorf("cell: %+v", c)
 	}
@@ -62,39 +28,41 @@ func TestNewCell(t *testing.T) {
 	if c.Violations != 1 {
 		t.Errorf("violations %d, want 1 (the overlap)", c.Violations)
 	}
-	if !strings.HasPrefix(c.Headline, "INVALID — kleppmann-fenced") {
-		t.Errorf("headline %q", c.Headline)
+	if h := Headline(res); !strings.HasPrefix(h, "INVALID — kleppmann-fenced") {
+		t.Errorf("headline %q", h)
 	}
-	e := ErrorCell(CellKey{"s", "b", 1}, "", nil, errors.New("redis-server would not start"))
-	if e.AsExpected || e.Verdict != VerdictError || e.Expected != "valid" || !strings.Contains(e.Why, "would not start") {
+	e := matrix.ErrorCell(matrix.CellKey{Scenario: "s", Backend: "b", Seed: 1}, "", nil, errors.New("redis-server would not start"))
+	if e.AsExpected || e.Verdict != matrix.VerdictError || e.Expected != "valid" || !strings.Contains(e.Why, "would not start") {
 		t.Errorf("error cell: %+v", e)
 	}
 }
 
 // sampleMatrix is a matrix of every kind of cell: as expected, not as
 // expected, a harness error, two seeds, a pair not applicable.
-func sampleMatrix(runDir string) *Matrix {
-	key := func(s, b string, seed int64) CellKey { return CellKey{s, b, seed} }
-	m := &Matrix{
+func sampleMatrix(runDir string) *matrix.Matrix {
+	key := func(s, b string, seed int64) matrix.CellKey {
+		return matrix.CellKey{Scenario: s, Backend: b, Seed: seed}
+	}
+	m := &matrix.Matrix{
 		Started: "20260101T000000", Command: "locktorture matrix --seeds 2", Seeds: 2,
 		Scenarios: []string{"baseline", "kleppmann-pause"},
 		Backends:  []string{"mutex", "redis-token", "pg-advisory"},
-		Skipped:   []SkippedCell{{Scenario: "kleppmann-pause", Backend: "pg-advisory", Why: "pause needs a lease"}},
+		Skipped:   []matrix.Skipped{{Scenario: "kleppmann-pause", Backend: "pg-advisory", Why: "pause needs a lease"}},
 	}
-	m.Planned = []CellKey{key("baseline", "mutex", 1), key("baseline", "mutex", 2), key("baseline", "redis-token", 1), key("baseline", "redis-token", 2),
+	m.Planned = []matrix.CellKey{key("baseline", "mutex", 1), key("baseline", "mutex", 2), key("baseline", "redis-token", 1), key("baseline", "redis-token", 2),
 		key("baseline", "pg-advisory", 1), key("baseline", "pg-advisory", 2), key("kleppmann-pause", "redis-token", 1), key("kleppmann-pause", "redis-token", 2)}
-	cell := func(k CellKey, verdict, expected string, holds, viol int) MatrixCell {
-		return MatrixCell{CellKey: k, Verdict: verdict, Expected: expected, AsExpected: verdict == expected, Dir: runDir,
+	cell := func(k matrix.CellKey, verdict, expected string, holds, viol int) matrix.Cell {
+		return matrix.Cell{CellKey: k, Verdict: verdict, Expected: expected, AsExpected: verdict == expected, Dir: runDir,
 			Holds: holds, Violations: viol, Span: 2e9, HoldsPerSecond: float64(holds) / 2, Seconds: 3.5}
 	}
 	bad := cell(key("kleppmann-pause", "redis-token", 2), "valid", "invalid", 30, 0)
 	bad.Why = "expected invalid, got valid"
-	m.Cells = []MatrixCell{
+	m.Cells = []matrix.Cell{
 		cell(key("baseline", "mutex", 1), "invalid", "invalid", 100, 40),
 		cell(key("baseline", "mutex", 2), "invalid", "invalid", 100, 35),
 		cell(key("baseline", "redis-token", 1), "valid", "valid", 80, 0),
 		cell(key("baseline", "redis-token", 2), "valid", "valid", 82, 0),
-		ErrorCell(key("baseline", "pg-advisory", 1), "valid", nil, errors.New("postgres would not start: <exit 1> & \x01")),
+		matrix.ErrorCell(key("baseline", "pg-advisory", 1), "valid", nil, errors.New("postgres would not start: <exit 1> & \x01")),
 		cell(key("baseline", "pg-advisory", 2), "valid", "valid", 50, 0),
 		cell(key("kleppmann-pause", "redis-token", 1), "invalid", "invalid", 28, 14),
 		bad,
@@ -189,7 +157,7 @@ func TestWriteMatrix(t *testing.T) {
 
 	// Read back and written again: the same bytes, every file.
 	before := readAll(t, dir)
-	m2, err := ReadMatrix(dir)
+	m2, err := matrix.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +171,7 @@ func TestWriteMatrix(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ReadMatrix(runDir); err == nil || IsMatrixDir(runDir) {
+	if _, err := matrix.Read(runDir); err == nil || matrix.IsDir(runDir) {
 		t.Error("a run's results.json is not a matrix")
 	}
 }
@@ -258,7 +226,7 @@ func TestWriteRunDeterministic(t *testing.T) {
 	}
 }
 
-func shard(m *Matrix, i, n int) *Matrix {
+func shard(m *matrix.Matrix, i, n int) *matrix.Matrix {
 	s := *m
 	s.Shard = ""
 	s.Cells = nil
@@ -289,7 +257,7 @@ func TestMergeMatrices(t *testing.T) {
 		dirs = append(dirs, d)
 	}
 	out := filepath.Join(root, "merged", "matrix", "x")
-	m, err := MergeMatrices(dirs, out)
+	m, err := matrix.Merge(dirs, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +269,7 @@ func TestMergeMatrices(t *testing.T) {
 	}
 	// Each cell's link now leads from the merged directory to the run in its shard.
 	for _, c := range m.Cells {
-		if c.Verdict == VerdictError {
+		if c.Verdict == matrix.VerdictError {
 			continue
 		}
 		want := "../../../machine"
@@ -311,7 +279,7 @@ func TestMergeMatrices(t *testing.T) {
 	}
 
 	// One shard alone: the other's cells are missing, and the merge is not valid.
-	m1, err := MergeMatrices(dirs[:1], out)
+	m1, err := matrix.Merge(dirs[:1], out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +287,7 @@ func TestMergeMatrices(t *testing.T) {
 		t.Errorf("one shard of two: %d missing, valid %v", missing, m1.Valid)
 	}
 	// The same shard twice: a cell ran twice.
-	if _, err := MergeMatrices([]string{dirs[0], dirs[0]}, out); err == nil || !strings.Contains(err.Error(), "ran in both") {
+	if _, err := matrix.Merge([]string{dirs[0], dirs[0]}, out); err == nil || !strings.Contains(err.Error(), "ran in both") {
 		t.Errorf("merging a shard twice: %v", err)
 	}
 	// A shard of another plan.
@@ -329,16 +297,16 @@ func TestMergeMatrices(t *testing.T) {
 	if err := WriteMatrix(context.Background(), od, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := MergeMatrices([]string{dirs[0], od}, out); err == nil || !strings.Contains(err.Error(), "planned differently") {
+	if _, err := matrix.Merge([]string{dirs[0], od}, out); err == nil || !strings.Contains(err.Error(), "planned differently") {
 		t.Errorf("merging shards of two plans: %v", err)
 	}
 }
 
 func TestFinishValid(t *testing.T) {
-	k := CellKey{"baseline", "mutex", 1}
-	m := &Matrix{Planned: []CellKey{k}, Cells: []MatrixCell{{CellKey: k, Verdict: "invalid", Expected: "invalid", AsExpected: true}}}
+	k := matrix.CellKey{Scenario: "baseline", Backend: "mutex", Seed: 1}
+	m := &matrix.Matrix{Planned: []matrix.CellKey{k}, Cells: []matrix.Cell{{CellKey: k, Verdict: "invalid", Expected: "invalid", AsExpected: true}}}
 	m.Finish()
-	if !m.Valid || m.Kind != MatrixKind {
+	if !m.Valid || m.Kind != matrix.Kind {
 		t.Errorf("every cell as expected: valid %v", m.Valid)
 	}
 	m.Interrupted = true
@@ -346,7 +314,7 @@ func TestFinishValid(t *testing.T) {
 	if m.Valid {
 		t.Error("an interrupted matrix is not valid")
 	}
-	empty := &Matrix{}
+	empty := &matrix.Matrix{}
 	empty.Finish()
 	if empty.Valid {
 		t.Error("a matrix that ran nothing is not valid")

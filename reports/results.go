@@ -4,44 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it into place, so readers see the old file or the new one, never half.
-func writeFileAtomic(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
+// writeFileAtomic writes data to path atomically (see atomicfile.Write).
+func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // WriteResults writes res to path as indented JSON (the results.json
 // contract), atomically: a reader never sees a half-written file.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/matrix"
 )
 
 func TestShrinkHTML(t *testing.T) {
@@ -56,9 +57,9 @@ func TestShrinkHTML(t *testing.T) {
 }
 
 func TestMatrixShowsShrink(t *testing.T) {
-	m := &Matrix{Kind: MatrixKind, Cells: []MatrixCell{
-		{CellKey: CellKey{Scenario: "chaos", Backend: "redis-token", Seed: 1}, Verdict: "invalid", Expected: "invalid", AsExpected: true, Shrink: "locktorture shrink store/chaos/redis-token/20261123T105016"},
-		{CellKey: CellKey{Scenario: "baseline", Backend: "redis-token", Seed: 1}, Verdict: "valid", Expected: "valid", AsExpected: true},
+	m := &matrix.Matrix{Kind: matrix.Kind, Cells: []matrix.Cell{
+		{CellKey: matrix.CellKey{Scenario: "chaos", Backend: "redis-token", Seed: 1}, Verdict: "invalid", Expected: "invalid", AsExpected: true, Shrink: "locktorture shrink store/chaos/redis-token/20261123T105016"},
+		{CellKey: matrix.CellKey{Scenario: "baseline", Backend: "redis-token", Seed: 1}, Verdict: "valid", Expected: "valid", AsExpected: true},
 	}}
 	b, err := matrixHTML(m)
 	if err != nil {

@@ -197,7 +197,9 @@ func violationGroups(c *checker.Checkers) []violationGroup {
 }
 
 // headline is the first line of a summary: the verdict and what ran.
-func headline(res *checker.Results) string {
+// Headline is the first line of a run's summary: "INVALID —
+// kleppmann-pause / redis-token (seed 1, 412 ops)".
+func Headline(res *checker.Results) string {
 	s := strings.ToUpper(res.Valid.String())
 	var what []string
 	if res.Scenario != "" {
@@ -224,7 +226,7 @@ func Summary(res *checker.Results, maxViolations int) string {
 		return "UNKNOWN — no results\n"
 	}
 	var b strings.Builder
-	b.WriteString(headline(res))
+	b.WriteString(Headline(res))
 	b.WriteByte('\n')
 	lines := checkerLines(&res.Checkers)
 	if len(lines) == 0 {

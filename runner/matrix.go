@@ -11,16 +11,15 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/internal/shell"
 
-	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -74,7 +73,7 @@ type CellEvent struct {
 	// Index is the cell's position in this shard's share, from 0, of Total.
 	Index, Total int
 	// Key names the cell.
-	Key reports.CellKey
+	Key matrix.CellKey
 	// Duration is how long the cell's clients run.
 	Duration time.Duration
 	// LockFree is set for a backend that takes no lock.
@@ -85,167 +84,47 @@ type CellEvent struct {
 	// Done is set once the cell has ended; Cell is then its result and
 	// Dir its run directory (empty when none is left).
 	Done bool
-	Cell reports.MatrixCell
+	Cell matrix.Cell
 	Dir  string
 }
 
 // MatrixOutcome is what a matrix or a merge produced.
 type MatrixOutcome struct {
 	// Matrix is the matrix's results.json.
-	Matrix *reports.Matrix
+	Matrix *matrix.Matrix
 	// Dir is store/matrix/<timestamp>/.
 	Dir string
 }
 
-// plannedCell is one cell to run.
-type plannedCell struct {
-	key      reports.CellKey
-	sc       *scenarios.Scenario
-	source   []string // --scenario NAME or --scenario-file PATH
-	expect   scenarios.Expectation
-	lockFree bool
-}
-
-// scenarioSource loads a fresh copy of one scenario each time.
-type scenarioSource struct {
-	load func() (*scenarios.Scenario, error)
-	args []string
-}
-
-func sourceFor(name string) (scenarioSource, error) {
-	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
-		if _, err := scenarios.LoadFile(name); err != nil {
-			return scenarioSource{}, err
-		}
-		return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.LoadFile(name) }, []string{"--scenario-file", name}}, nil
-	}
-	if _, err := scenarios.Builtin(name); err != nil {
-		return scenarioSource{}, err
-	}
-	return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.Builtin(name) }, []string{"--scenario", name}}, nil
-}
-
-// planMatrix lists every cell of the whole matrix (all shards), in order:
-// scenarios as given (built-ins sorted), then backends, then seeds. Pairs
-// whose scenario cannot take the backend are returned as skipped.
-func planMatrix(opt MatrixOptions) (m *reports.Matrix, cells []plannedCell, err error) {
-	names := opt.Scenarios
-	if len(names) == 0 {
-		names = scenarios.BuiltinNames()
-	}
-	selected := opt.Backends
-	if len(selected) == 0 {
-		selected = backends.Names()
-	}
-	infos := map[string]backends.Info{}
-	for _, b := range selected {
-		info, _, err := backends.Lookup(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: --backends: %w", ErrBadInput, err)
-		}
-		infos[b] = info
-	}
-	seeds := max(opt.Seeds, 1)
-	m = &reports.Matrix{Kind: reports.MatrixKind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command}
-	seenScenario := map[string]bool{}
-	for _, name := range names {
-		src, err := sourceFor(name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: --scenarios: %w", ErrBadInput, err)
-		}
-		base, err := src.load()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
-		}
-		if seenScenario[base.Name] {
-			return nil, nil, fmt.Errorf("%w: --scenarios: %s named twice", ErrBadInput, base.Name)
-		}
-		seenScenario[base.Name] = true
-		m.Scenarios = append(m.Scenarios, base.Name)
-		applies := base.Backends
-		if len(applies) == 0 {
-			applies = backends.Names()
-		}
-		for _, b := range selected {
-			if !slices.Contains(applies, b) {
-				continue
-			}
-			for i := range seeds {
-				sc, err := src.load()
-				if err != nil {
-					return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
-				}
-				o := opt.Overrides
-				bb, seed := b, base.Seed+int64(i)
-				o.Backend, o.Seed = &bb, &seed
-				if err := sc.Apply(o); err != nil {
-					m.Skipped = append(m.Skipped, reports.SkippedCell{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")})
-					break
-				}
-				key := reports.CellKey{Scenario: base.Name, Backend: b, Seed: seed}
-				m.Planned = append(m.Planned, key)
-				cells = append(cells, plannedCell{key: key, sc: sc, source: src.args, expect: sc.Expected(b), lockFree: infos[b].LockFree})
-			}
-		}
-	}
-	if len(cells) == 0 {
-		why := ""
-		if len(m.Skipped) > 0 {
-			why = fmt.Sprintf(" (%s × %s: %s)", m.Skipped[0].Scenario, m.Skipped[0].Backend, m.Skipped[0].Why)
-		}
-		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", ErrBadInput, why)
+// planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
+func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
+	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	return m, cells, nil
 }
 
-// ParseShard reads "i/n" (1 <= i <= n).
+// ParseShard reads "i/n" (1 <= i <= n); a bad one is bad input.
 func ParseShard(s string) (i, n int, err error) {
-	a, b, ok := strings.Cut(s, "/")
-	if ok {
-		i, err = strconv.Atoi(strings.TrimSpace(a))
-		if err == nil {
-			n, err = strconv.Atoi(strings.TrimSpace(b))
-		}
-	}
-	if !ok || err != nil || n < 1 || i < 1 || i > n {
-		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", ErrBadInput, s)
+	i, n, err = matrix.ParseShard(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	return i, n, nil
 }
 
 // PlanMatrix returns the cells the matrix would run (this shard's share)
 // and the pairs skipped, without running anything.
-func PlanMatrix(opt MatrixOptions) (share []reports.CellKey, skipped []reports.SkippedCell, err error) {
+func PlanMatrix(opt MatrixOptions) (share []matrix.CellKey, skipped []matrix.Skipped, err error) {
 	m, cells, err := planMatrix(opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range shareOf(cells, opt.Shard, opt.Shards) {
-		share = append(share, c.key)
+	for _, c := range matrix.Share(cells, opt.Shard, opt.Shards) {
+		share = append(share, c.Key)
 	}
 	return share, m.Skipped, nil
-}
-
-// shareOf deals the plan's cells round-robin: the shard-th share of n.
-func shareOf(cells []plannedCell, shard, n int) []plannedCell {
-	if n <= 1 {
-		return cells
-	}
-	var out []plannedCell
-	for i, c := range cells {
-		if i%n == shard-1 {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// cellCommand is the command line that repeats one cell.
-func cellCommand(c plannedCell, extra []string) string {
-	parts := append([]string{"locktorture", "run"}, c.source...)
-	parts = append(parts, "--backend", c.key.Backend, "--seed", strconv.FormatInt(c.key.Seed, 10))
-	parts = append(parts, extra...)
-	return shell.Join(parts)
 }
 
 // RunMatrix runs the matrix's cells, opt.Parallel at a time (every run
@@ -264,7 +143,7 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	share := shareOf(cells, opt.Shard, opt.Shards)
+	share := matrix.Share(cells, opt.Shard, opt.Shards)
 	if opt.Shards > 1 {
 		m.Shard = fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)
 	}
@@ -280,13 +159,13 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	save := func() {
 		m.Seconds = roundSeconds(time.Since(began))
 		m.Finish()
-		_ = reports.WriteMatrixResults(dir, m)
+		_ = matrix.WriteResults(dir, m)
 	}
 	save()
 	parallel := max(opt.Parallel, 1)
-	runOpt := func(c plannedCell, followed bool) Options {
+	runOpt := func(c matrix.Planned, followed bool) Options {
 		o := Options{
-			Store: opt.Store, Command: cellCommand(c, opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
+			Store: opt.Store, Command: c.Command(opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
 			LinearizableTimeout: opt.LinearizableTimeout,
 		}
 		if followed {
@@ -296,7 +175,7 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	}
 	var (
 		mu       sync.Mutex // guards judged, done, followed, runErr, m and OnCell calls
-		judged   = make([]reports.MatrixCell, len(share))
+		judged   = make([]matrix.Cell, len(share))
 		done     = make([]bool, len(share))
 		followed = -1 // the cell whose ops Observe sees, or -1
 		runErr   error
@@ -313,7 +192,7 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	}
 	runCell := func(i int) {
 		c := share[i]
-		ev := CellEvent{Index: i, Total: len(share), Key: c.key, Duration: c.sc.Duration.D(), LockFree: c.lockFree}
+		ev := CellEvent{Index: i, Total: len(share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
 		mu.Lock()
 		if followed < 0 {
 			followed, ev.Followed = i, true
@@ -323,8 +202,8 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 		}
 		mu.Unlock()
 		start := time.Now()
-		out, err := Run(ctx, c.sc, runOpt(c, ev.Followed))
-		var cell reports.MatrixCell
+		out, err := Run(ctx, c.Scenario, runOpt(c, ev.Followed))
+		var cell matrix.Cell
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Followed {
@@ -338,14 +217,15 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 			}
 			return
 		case err != nil:
-			cell = reports.ErrorCell(c.key, c.expect.Valid, c.expect.Checkers, err)
+			cell = matrix.ErrorCell(c.Key, c.Expect.Valid, c.Expect.Checkers, err)
 		default:
 			rel, rerr := filepath.Rel(dir, out.Dir)
 			if rerr != nil {
 				rel = out.Dir
 			}
-			cell = reports.NewCell(c.key, out.Results, c.expect.Valid, c.expect.Checkers, rel)
-			if out.Results.Valid == checker.Invalid && c.sc.Nemesis.Random != nil {
+			cell = matrix.NewCell(c.Key, out.Results, c.Expect.Valid, c.Expect.Checkers, rel)
+			cell.Headline = reports.Headline(out.Results)
+			if out.Results.Valid == checker.Invalid && c.Scenario.Nemesis.Random != nil {
 				cell.Shrink = shell.Join([]string{"locktorture", "shrink", out.Dir})
 			}
 			ev.Dir = out.Dir
@@ -375,7 +255,7 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 		order[i] = i
 	}
 	if parallel > 1 {
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b].sc.Duration, share[a].sc.Duration) })
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b].Scenario.Duration, share[a].Scenario.Duration) })
 	}
 	for _, i := range order {
 		mu.Lock()
@@ -420,7 +300,7 @@ func resolveMatrixDir(p string) (string, error) {
 	if st, err := os.Stat(p); err == nil && !st.IsDir() {
 		p = filepath.Dir(p)
 	}
-	if reports.IsMatrixDir(p) {
+	if matrix.IsDir(p) {
 		return p, nil
 	}
 	root := filepath.Join(p, "matrix")
@@ -430,7 +310,7 @@ func resolveMatrixDir(p string) (string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != "latest" && reports.IsMatrixDir(filepath.Join(root, e.Name())) {
+		if e.IsDir() && e.Name() != "latest" && matrix.IsDir(filepath.Join(root, e.Name())) {
 			names = append(names, e.Name())
 		}
 	}
@@ -466,7 +346,7 @@ func MergeMatrix(ctx context.Context, paths []string, store, command string) (*M
 	if err != nil {
 		return nil, err
 	}
-	m, err := reports.MergeMatrices(dirs, dir)
+	m, err := matrix.Merge(dirs, dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
@@ -487,7 +367,7 @@ func MergeMatrix(ctx context.Context, paths []string, store, command string) (*M
 // links to is redrawn too. The files depend only on those inputs, so
 // drawing twice gives the same bytes. It returns the directory and whether
 // it was a matrix; warn receives non-fatal remarks.
-func Report(ctx context.Context, path string, warn func(string)) (dir string, matrix bool, err error) {
+func Report(ctx context.Context, path string, warn func(string)) (dir string, isMatrix bool, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", false, fmt.Errorf("%w: %w", ErrBadInput, err)
@@ -496,8 +376,8 @@ func Report(ctx context.Context, path string, warn func(string)) (dir string, ma
 	if !st.IsDir() {
 		dir = filepath.Dir(path)
 	}
-	if reports.IsMatrixDir(dir) {
-		m, err := reports.ReadMatrix(dir)
+	if matrix.IsDir(dir) {
+		m, err := matrix.Read(dir)
 		if err != nil {
 			return dir, true, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/matrix"
+
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/reports"
@@ -86,7 +88,7 @@ func TestPlanMatrix(t *testing.T) {
 	if len(all) != 9 || all[0].Seed != 1 || all[2].Seed != 3 {
 		t.Fatalf("3 backends × 3 seeds: %v", all)
 	}
-	var union []reports.CellKey
+	var union []matrix.CellKey
 	for i := 1; i <= 4; i++ {
 		o := opt
 		o.Shard, o.Shards = i, 4
@@ -99,9 +101,9 @@ func TestPlanMatrix(t *testing.T) {
 		}
 		union = append(union, part...)
 	}
-	slices.SortFunc(union, func(a, b reports.CellKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(union, func(a, b matrix.CellKey) int { return strings.Compare(a.String(), b.String()) })
 	sorted := slices.Clone(all)
-	slices.SortFunc(sorted, func(a, b reports.CellKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(sorted, func(a, b matrix.CellKey) int { return strings.Compare(a.String(), b.String()) })
 	if !slices.Equal(union, sorted) {
 		t.Errorf("the shards' cells are not the plan's, once each:\n%v\n%v", union, sorted)
 	}
@@ -314,7 +316,7 @@ func TestMatrixHarnessError(t *testing.T) {
 	if len(m.Cells) != 2 || !m.HasErrors() || m.Valid {
 		t.Fatalf("want an error cell and a run after it:\n%s", reports.MatrixTable(m))
 	}
-	if c := m.Cells[0]; c.Verdict != reports.VerdictError || !strings.Contains(c.Error, "refused to start") || c.Dir != "" {
+	if c := m.Cells[0]; c.Verdict != matrix.VerdictError || !strings.Contains(c.Error, "refused to start") || c.Dir != "" {
 		t.Errorf("error cell: %+v", c)
 	}
 	if c := m.Cells[1]; c.Backend != "mutex" || c.Verdict != "invalid" || !c.AsExpected {
@@ -344,7 +346,7 @@ func TestMatrixInterrupted(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || out == nil {
 		t.Fatalf("want ErrInterrupted and an outcome, got %v", err)
 	}
-	m, rerr := reports.ReadMatrix(out.Dir)
+	m, rerr := matrix.Read(out.Dir)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/reports"
+	"github.com/locktorture/locktorture/matrix"
+
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -14,7 +15,7 @@ import (
 // cell has a run directory of its own.
 func TestMatrixParallelKeepsPlanOrder(t *testing.T) {
 	d := 200 * time.Millisecond
-	run := func(parallel int) *reports.Matrix {
+	run := func(parallel int) *matrix.Matrix {
 		t.Helper()
 		out, err := RunMatrix(context.Background(), MatrixOptions{
 			Scenarios: []string{"baseline"}, Backends: []string{"mutex"}, Seeds: 4,

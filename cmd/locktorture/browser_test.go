@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/matrix"
+
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/chromedp/cdproto/network"
@@ -146,7 +148,7 @@ func TestReportsInBrowser(t *testing.T) {
 		t.Fatalf("matrix exit %d\n%s\n%s", code, out, stderr)
 	}
 	mdir := filepath.Join(store, "matrix", "latest")
-	m, err := reports.ReadMatrix(mdir)
+	m, err := matrix.Read(mdir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/matrix"
+
 	"github.com/locktorture/locktorture/internal/shell"
 
 	"github.com/locktorture/locktorture/backends"
@@ -49,7 +51,7 @@ func splitList(s string) []string {
 // matrixExit is the exit code of a finished matrix: 255 when a run failed
 // with a harness error, 1 when a cell differs from its expectation (or is
 // missing), 0 when every cell is as expected.
-func matrixExit(m *reports.Matrix) int {
+func matrixExit(m *matrix.Matrix) int {
 	switch {
 	case m.HasErrors():
 		return exitHarness
@@ -104,7 +106,7 @@ a run failed with a harness error.
 		// would hit the other's run. One at a time unless asked.
 		*parallel = 1
 	}
-		if *parallel < 1 || *parallel > 64 {
+	if *parallel < 1 || *parallel > 64 {
 		fmt.Fprintf(stderr, "locktorture matrix: --parallel must be from 1 to 64, not %d\n", *parallel)
 		return exitBadArgs
 	}
@@ -190,7 +192,7 @@ a run failed with a harness error.
 			c := ev.Cell
 			res := "as expected"
 			switch {
-			case c.Verdict == reports.VerdictError:
+			case c.Verdict == matrix.VerdictError:
 				res = "HARNESS ERROR: " + c.Error
 			case !c.AsExpected:
 				res = "NOT as expected: " + c.Why

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/matrix"
+
 	"github.com/locktorture/locktorture/reports"
 )
 
@@ -253,11 +255,11 @@ func TestShardsMergeCommand(t *testing.T) {
 	if code != exitValid {
 		t.Fatalf("merge exit %d\n%s\n%s", code, out, stderr)
 	}
-	a, err := reports.ReadMatrix(filepath.Join(whole, "matrix", "latest"))
+	a, err := matrix.Read(filepath.Join(whole, "matrix", "latest"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := reports.ReadMatrix(filepath.Join(merged, "matrix", "latest"))
+	b, err := matrix.Read(filepath.Join(merged, "matrix", "latest"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,440 @@
+// Package matrix is the backend comparison matrix as data: which cells a
+// matrix runs (Plan: scenarios × backends × seeds, shards), how a finished
+// run is judged against its scenario's expectation (Judge, NewCell), the
+// matrix's results.json (Read, WriteResults) and the merging of shards
+// (Merge). It starts no server and draws nothing: runner runs the cells,
+// reports renders the grid.
+package matrix
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/atomicfile"
+)
+
+// FileResults is a matrix's results.json, in its directory.
+const FileResults = "results.json"
+
+// Kind marks a results.json as a matrix's, not a run's.
+const Kind = "matrix"
+
+// Cell verdicts beyond a run's own (valid, invalid, unknown).
+const (
+	// VerdictError is a cell whose run failed with a harness error.
+	VerdictError = "error"
+	// VerdictMissing is a cell of the plan that no merged shard ran.
+	VerdictMissing = "missing"
+)
+
+// ErrMatrix is wrapped by errors about a matrix's files or shards.
+var ErrMatrix = errors.New("matrix")
+
+// CellKey names one cell of a matrix: a scenario run with a backend and a
+// seed.
+type CellKey struct {
+	Scenario string `json:"scenario"`
+	Backend  string `json:"backend"`
+	Seed     int64  `json:"seed"`
+}
+
+// String is "scenario / backend (seed N)".
+func (k CellKey) String() string {
+	return fmt.Sprintf("%s / %s (seed %d)", k.Scenario, k.Backend, k.Seed)
+}
+
+func compareKeys(a, b CellKey) int {
+	return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Seed, b.Seed))
+}
+
+// Skipped is a scenario/backend pair the matrix did not run because
+// the scenario cannot apply to that backend.
+type Skipped struct {
+	Scenario string `json:"scenario"`
+	Backend  string `json:"backend"`
+	// Why says what made it inapplicable.
+	Why string `json:"why"`
+}
+
+// Cell is one run of a matrix, judged against the scenario's
+// expectation for its backend.
+type Cell struct {
+	CellKey
+	// Expected is the expected verdict ("valid" when the scenario states
+	// none); ExpectedCheckers the expected verdicts of single checkers.
+	Expected         string            `json:"expected"`
+	ExpectedCheckers map[string]string `json:"expected_checkers,omitempty"`
+	// Verdict is the run's verdict (valid, invalid, unknown), or "error"
+	// when the harness failed, or "missing" when no merged shard ran it.
+	Verdict string `json:"verdict"`
+	// Checkers are the verdicts of the checkers that ran.
+	Checkers map[string]string `json:"checkers,omitempty"`
+	// AsExpected is set when the verdict (and every expected checker
+	// verdict) matches; Why says what differs when it does not.
+	AsExpected bool   `json:"as_expected"`
+	Why        string `json:"why,omitempty"`
+	// Error is the harness error of a failed run.
+	Error string `json:"error,omitempty"`
+	// Dir is the run's directory relative to the matrix directory, empty
+	// when the run left none.
+	Dir string `json:"dir,omitempty"`
+	// Shrink is the command that shrinks the cell's run to the smallest
+	// scenario that still fails: set on an invalid cell whose faults were
+	// a random mix.
+	Shrink string `json:"shrink,omitempty"`
+	// Headline is the first line of the run's summary.
+	Headline string `json:"headline,omitempty"`
+	// Ops is the history's length; Holds the locks granted; Violations the
+	// safety violations found (mutex overlaps + stale writes accepted + lost
+	// updates); Span the run's length on the history clock (ns).
+	Ops        int   `json:"ops"`
+	Holds      int   `json:"holds"`
+	Violations int   `json:"violations"`
+	Span       int64 `json:"span"`
+	// HoldsPerSecond is the stats checker's lock cycles per second.
+	HoldsPerSecond float64 `json:"holds_per_second"`
+	// Seconds is how long the cell took, servers and checking included.
+	Seconds float64 `json:"seconds"`
+}
+
+// Matrix is a matrix run's results.json: every cell with its verdict and
+// expectation. It is what a matrix's report is drawn from.
+type Matrix struct {
+	// Kind is always "matrix".
+	Kind string `json:"kind"`
+	// Valid is set when every planned cell ran and came out as expected.
+	Valid bool `json:"valid"`
+	// Started names the matrix (its directory's timestamp, YYYYMMDDTHHMMSS).
+	Started string `json:"started"`
+	// Command repeats the matrix (or, merged, the merge).
+	Command string `json:"command,omitempty"`
+	// Shard is "i/n" for one shard's share, empty for a whole matrix; Shards
+	// lists the merged shards' directories.
+	Shard  string   `json:"shard,omitempty"`
+	Shards []string `json:"shards,omitempty"`
+	// Seeds is the number of seeds per scenario/backend pair.
+	Seeds int `json:"seeds"`
+	// Scenarios and Backends are the rows and columns, in order.
+	Scenarios []string `json:"scenarios"`
+	Backends  []string `json:"backends"`
+	// Planned lists every cell of the whole plan, every shard's included,
+	// so that a merge can tell when a shard is missing.
+	Planned []CellKey `json:"planned"`
+	// Skipped are the pairs the scenarios do not apply to.
+	Skipped []Skipped `json:"skipped,omitempty"`
+	// Cells are the cells run, in plan order.
+	Cells []Cell `json:"cells"`
+	// Interrupted is set when the matrix was stopped before it ran every cell.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Seconds is how long the matrix took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Judge compares a run's results with its expectation: the overall
+// verdict (an empty expectation means valid) and each expected checker
+// verdict for the checkers that ran. It returns whether everything matches
+// and, when not, what differs.
+func Judge(res *checker.Results, expected string, expectedCheckers map[string]string) (bool, string) {
+	if expected == "" {
+		expected = checker.Valid.String()
+	}
+	if res == nil {
+		return false, "no results"
+	}
+	overall := ""
+	if got := res.Valid.String(); got != expected {
+		overall = fmt.Sprintf("expected %s, got %s", expected, got)
+	}
+	var diffs, differing []string
+	verdicts := res.Checkers.Verdicts()
+	names := make([]string, 0, len(expectedCheckers))
+	for n := range expectedCheckers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v, ok := verdicts[n]
+		if !ok {
+			continue // the checker did not run (it does not apply to this backend)
+		}
+		if got := v.String(); got != expectedCheckers[n] {
+			diffs = append(diffs, fmt.Sprintf("%s: expected %s, got %s", n, expectedCheckers[n], got))
+			differing = append(differing, n)
+		}
+	}
+	switch {
+	case overall != "" && len(differing) > 0:
+		return false, overall + " (" + strings.Join(differing, ", ") + " too)"
+	case overall != "":
+		return false, overall
+	}
+	return len(diffs) == 0, strings.Join(diffs, "; ")
+}
+
+// NewCell makes the cell of a finished run: its verdict, numbers and
+// judgement against the expectation. dir is the run directory relative to
+// the matrix directory.
+func NewCell(key CellKey, res *checker.Results, expected string, expectedCheckers map[string]string, dir string) Cell {
+	if expected == "" {
+		expected = checker.Valid.String()
+	}
+	c := Cell{CellKey: key, Expected: expected, ExpectedCheckers: expectedCheckers, Dir: filepath.ToSlash(dir)}
+	c.AsExpected, c.Why = Judge(res, expected, expectedCheckers)
+	if res == nil {
+		c.Verdict = checker.Unknown.String()
+		return c
+	}
+	c.Verdict = res.Valid.String()
+	c.Checkers = map[string]string{}
+	for n, v := range res.Checkers.Verdicts() {
+		c.Checkers[n] = v.String()
+	}
+	c.Ops = res.Ops
+	cs := &res.Checkers
+	if s := cs.Stats; s != nil {
+		c.Holds, c.Span, c.HoldsPerSecond = s.Holds, s.Span, s.HoldsPerSecond
+	}
+	if m := cs.Mutex; m != nil {
+		c.Violations += m.Count
+		if c.Holds == 0 {
+			c.Holds = m.Holds
+		}
+	}
+	if f := cs.Fencing; f != nil {
+		c.Violations += f.Count
+	}
+	if l := cs.LostUpdate; l != nil {
+		c.Violations += l.Count
+	}
+	return c
+}
+
+// ErrorCell makes the cell of a run that failed with a harness error.
+func ErrorCell(key CellKey, expected string, expectedCheckers map[string]string, err error) Cell {
+	if expected == "" {
+		expected = checker.Valid.String()
+	}
+	msg := "the run failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	return Cell{CellKey: key, Expected: expected, ExpectedCheckers: expectedCheckers, Verdict: VerdictError,
+		Error: msg, Why: "harness error: " + msg}
+}
+
+// Finish sorts the cells in plan order and sets Valid: every planned cell
+// ran, none was interrupted, and each came out as expected.
+func (m *Matrix) Finish() {
+	m.Kind = Kind
+	if m.Seeds < 1 {
+		m.Seeds = 1
+	}
+	order := map[CellKey]int{}
+	for i, k := range m.Planned {
+		order[k] = i
+	}
+	slices.SortStableFunc(m.Cells, func(a, b Cell) int {
+		ia, oka := order[a.CellKey]
+		ib, okb := order[b.CellKey]
+		if oka && okb {
+			return cmp.Compare(ia, ib)
+		}
+		if oka != okb {
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return compareKeys(a.CellKey, b.CellKey)
+	})
+	m.Valid = !m.Interrupted && len(m.Cells) > 0
+	ran := map[CellKey]bool{}
+	for _, c := range m.Cells {
+		ran[c.CellKey] = true
+		if !c.AsExpected {
+			m.Valid = false
+		}
+	}
+	if m.Shard == "" {
+		for _, k := range m.Planned {
+			if !ran[k] {
+				m.Valid = false
+			}
+		}
+	}
+}
+
+// Counts tallies the cells: as expected, not as expected (a verdict other
+// than the expected one), harness errors, and planned cells missing.
+func (m *Matrix) Counts() (ok, differ, errs, missing int) {
+	for _, c := range m.Cells {
+		switch {
+		case c.AsExpected:
+			ok++
+		case c.Verdict == VerdictError:
+			errs++
+		case c.Verdict == VerdictMissing:
+			missing++
+		default:
+			differ++
+		}
+	}
+	return ok, differ, errs, missing
+}
+
+// HasErrors reports whether some cell's run failed with a harness error.
+func (m *Matrix) HasErrors() bool {
+	for _, c := range m.Cells {
+		if c.Verdict == VerdictError {
+			return true
+		}
+	}
+	return false
+}
+
+// Grid returns each cell's verdict and whether it was as expected, keyed
+// by scenario, backend and seed: what two matrices must share to give the
+// same verdict grid.
+func (m *Matrix) Grid() map[CellKey]string {
+	g := map[CellKey]string{}
+	for _, c := range m.Cells {
+		s := c.Verdict
+		if c.AsExpected {
+			s += " (as expected)"
+		} else {
+			s += " (NOT as expected)"
+		}
+		g[c.CellKey] = s
+	}
+	return g
+}
+
+// Read reads a matrix's results.json; path is the file or its
+// directory.
+func Read(path string) (*Matrix, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, FileResults)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMatrix, err)
+	}
+	var m Matrix
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMatrix, path, err)
+	}
+	if m.Kind != Kind {
+		return nil, fmt.Errorf("%w: %s is not a matrix's results (kind %q)", ErrMatrix, path, m.Kind)
+	}
+	return &m, nil
+}
+
+// IsDir reports whether dir holds a matrix's results.json.
+func IsDir(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, FileResults))
+	if err != nil {
+		return false
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
+}
+
+// WriteResults writes m as dir/results.json, atomically.
+func WriteResults(dir string, m *Matrix) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%w: encode results: %w", ErrMatrix, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: %w", ErrMatrix, err)
+	}
+	return atomicfile.Write(filepath.Join(dir, FileResults), append(b, '\n'))
+}
+
+// Merge joins shards of one matrix (read from dirs) into one
+// matrix whose report goes to outDir: the cells of all shards, with each
+// cell's run directory made relative to outDir. Every shard must come from
+// the same plan, and no cell may appear twice; a planned cell that no shard
+// ran is added as "missing" (not as expected).
+func Merge(dirs []string, outDir string) (*Matrix, error) {
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%w: nothing to merge", ErrMatrix)
+	}
+	out := &Matrix{Kind: Kind}
+	var planKey string
+	seen := map[CellKey]string{}
+	for i, d := range dirs {
+		m, err := Read(d)
+		if err != nil {
+			return nil, err
+		}
+		pk := planString(m.Planned)
+		if i == 0 {
+			planKey = pk
+			out.Seeds, out.Planned = m.Seeds, append([]CellKey(nil), m.Planned...)
+			out.Scenarios, out.Backends = append([]string(nil), m.Scenarios...), append([]string(nil), m.Backends...)
+			out.Skipped = append([]Skipped(nil), m.Skipped...)
+		} else if pk != planKey {
+			return nil, fmt.Errorf("%w: %s was planned differently from %s (other scenarios, backends or seeds): not shards of one matrix", ErrMatrix, d, dirs[0])
+		}
+		out.Shards = append(out.Shards, filepath.ToSlash(d))
+		out.Seconds = max(out.Seconds, m.Seconds)
+		out.Interrupted = out.Interrupted || m.Interrupted
+		if m.Started > out.Started {
+			out.Started = m.Started
+		}
+		for _, c := range m.Cells {
+			if prev, dup := seen[c.CellKey]; dup {
+				return nil, fmt.Errorf("%w: %s ran in both %s and %s", ErrMatrix, c.CellKey, prev, d)
+			}
+			seen[c.CellKey] = d
+			if c.Dir != "" {
+				abs := filepath.Join(d, filepath.FromSlash(c.Dir))
+				if rel, err := relPath(outDir, abs); err == nil {
+					c.Dir = filepath.ToSlash(rel)
+				}
+			}
+			out.Cells = append(out.Cells, c)
+		}
+	}
+	for _, k := range out.Planned {
+		if _, ok := seen[k]; !ok {
+			out.Cells = append(out.Cells, Cell{CellKey: k, Verdict: VerdictMissing, Expected: "?", Why: "no shard ran this cell"})
+		}
+	}
+	out.Finish()
+	return out, nil
+}
+
+// planString identifies a plan for comparison.
+func planString(ks []CellKey) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = fmt.Sprintf("%s\x00%s\x00%d", k.Scenario, k.Backend, k.Seed)
+	}
+	sort.Strings(s)
+	return strings.Join(s, "\x01")
+}
+
+// relPath is filepath.Rel on absolute forms of both paths.
+func relPath(base, target string) (string, error) {
+	ab, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	at, err := filepath.Abs(target)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(ab, at)
+}

@@ -1,0 +1,67 @@
+package matrix
+
+import (
+	"testing"
+
+	"github.com/locktorture/locktorture/checker"
+)
+
+func TestJudge(t *testing.T) {
+	res := func(v checker.Validity, mutex, lost checker.Validity) *checker.Results {
+		return &checker.Results{Valid: v, Checkers: checker.Checkers{
+			Mutex:      &checker.MutexResult{Valid: mutex},
+			LostUpdate: &checker.LostUpdateResult{Valid: lost},
+		}}
+	}
+	for _, tc := range []struct {
+		name     string
+		res      *checker.Results
+		expected string
+		checkers map[string]string
+		ok       bool
+		why      string
+	}{
+		{"valid as expected", res(checker.Valid, checker.Valid, checker.Valid), "valid", nil, true, ""},
+		{"no expectation means valid", res(checker.Valid, checker.Valid, checker.Valid), "", nil, true, ""},
+		{"no expectation, invalid", res(checker.Invalid, checker.Invalid, checker.Valid), "", nil, false, "expected valid, got invalid"},
+		{"invalid as expected", res(checker.Invalid, checker.Invalid, checker.Invalid), "invalid", map[string]string{"mutex": "invalid", "lost-update": "invalid"}, true, ""},
+		{"a checker differs", res(checker.Invalid, checker.Invalid, checker.Valid), "invalid", map[string]string{"mutex": "invalid", "lost-update": "invalid"}, false, "lost-update: expected invalid, got valid"},
+		{"verdict and checkers differ", res(checker.Valid, checker.Valid, checker.Valid), "invalid", map[string]string{"mutex": "invalid"}, false, "expected invalid, got valid (mutex too)"},
+		{"expected checker did not run", res(checker.Invalid, checker.Invalid, checker.Valid), "invalid", map[string]string{"fencing": "valid"}, true, ""},
+		{"unknown is not valid", res(checker.Unknown, checker.Valid, checker.Valid), "valid", nil, false, "expected valid, got unknown"},
+		{"no results", nil, "valid", nil, false, "no results"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, why := Judge(tc.res, tc.expected, tc.checkers)
+			if ok != tc.ok || why != tc.why {
+				t.Errorf("Judge = %v, %q; want %v, %q", ok, why, tc.ok, tc.why)
+			}
+		})
+	}
+}
+
+// TestFinishValid: a matrix is valid when every planned cell ran and came
+// out as expected; an interrupted one, or one that ran nothing, is not.
+func TestFinishValid(t *testing.T) {
+	k := CellKey{Scenario: "baseline", Backend: "mutex", Seed: 1}
+	m := &Matrix{Planned: []CellKey{k}, Cells: []Cell{{CellKey: k, Verdict: "invalid", Expected: "invalid", AsExpected: true}}}
+	m.Finish()
+	if !m.Valid || m.Kind != Kind {
+		t.Errorf("every cell as expected: valid %v", m.Valid)
+	}
+	missing := &Matrix{Planned: []CellKey{k, {Scenario: "baseline", Backend: "mutex", Seed: 2}}, Cells: m.Cells}
+	missing.Finish()
+	if missing.Valid {
+		t.Error("a matrix with a planned cell not run is not valid")
+	}
+	m.Interrupted = true
+	m.Finish()
+	if m.Valid {
+		t.Error("an interrupted matrix is not valid")
+	}
+	empty := &Matrix{}
+	empty.Finish()
+	if empty.Valid {
+		t.Error("a matrix that ran nothing is not valid")
+	}
+}

@@ -1,0 +1,177 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/internal/shell"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// ErrPlan is wrapped by every problem with what a matrix is asked to run
+// (an unknown scenario or backend, a bad shard, nothing that applies).
+var ErrPlan = errors.New("bad matrix plan")
+
+// PlanOptions say which cells a matrix holds.
+type PlanOptions struct {
+	// Scenarios are built-in scenario names or scenario file paths (ending
+	// in .yaml or .yml); empty means every built-in scenario.
+	Scenarios []string
+	// Backends narrows the backends; empty means every registered one.
+	// Each scenario runs with the backends its `backends:` list names
+	// (all, when the list is empty) that are also here.
+	Backends []string
+	// Seeds is the number of seeds per scenario/backend pair: the
+	// scenario's seed, seed+1, ... (zero means 1).
+	Seeds int
+	// Overrides apply to every cell (Backend and Seed are set per cell).
+	Overrides scenarios.Overrides
+	// Command repeats the matrix, for its report.
+	Command string
+}
+
+// Planned is one cell to run: its key, its scenario with the matrix's
+// overrides and the cell's backend and seed applied, the flags that name
+// the scenario (--scenario NAME or --scenario-file PATH), its expectation.
+type Planned struct {
+	Key      CellKey
+	Scenario *scenarios.Scenario
+	Source   []string
+	Expect   scenarios.Expectation
+	LockFree bool
+}
+
+// scenarioSource loads a fresh copy of one scenario each time.
+type scenarioSource struct {
+	load func() (*scenarios.Scenario, error)
+	args []string
+}
+
+func sourceFor(name string) (scenarioSource, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.ContainsRune(name, os.PathSeparator) {
+		if _, err := scenarios.LoadFile(name); err != nil {
+			return scenarioSource{}, err
+		}
+		return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.LoadFile(name) }, []string{"--scenario-file", name}}, nil
+	}
+	if _, err := scenarios.Builtin(name); err != nil {
+		return scenarioSource{}, err
+	}
+	return scenarioSource{func() (*scenarios.Scenario, error) { return scenarios.Builtin(name) }, []string{"--scenario", name}}, nil
+}
+
+// Plan lists every cell of the whole matrix (all shards), in order:
+// scenarios as given (built-ins sorted), then backends, then seeds. Pairs
+// whose scenario cannot take the backend are returned as skipped.
+func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
+	names := opt.Scenarios
+	if len(names) == 0 {
+		names = scenarios.BuiltinNames()
+	}
+	selected := opt.Backends
+	if len(selected) == 0 {
+		selected = backends.Names()
+	}
+	infos := map[string]backends.Info{}
+	for _, b := range selected {
+		info, _, err := backends.Lookup(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --backends: %w", ErrPlan, err)
+		}
+		infos[b] = info
+	}
+	seeds := max(opt.Seeds, 1)
+	m = &Matrix{Kind: Kind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command}
+	seenScenario := map[string]bool{}
+	for _, name := range names {
+		src, err := sourceFor(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --scenarios: %w", ErrPlan, err)
+		}
+		base, err := src.load()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
+		}
+		if seenScenario[base.Name] {
+			return nil, nil, fmt.Errorf("%w: --scenarios: %s named twice", ErrPlan, base.Name)
+		}
+		seenScenario[base.Name] = true
+		m.Scenarios = append(m.Scenarios, base.Name)
+		applies := base.Backends
+		if len(applies) == 0 {
+			applies = backends.Names()
+		}
+		for _, b := range selected {
+			if !slices.Contains(applies, b) {
+				continue
+			}
+			for i := range seeds {
+				sc, err := src.load()
+				if err != nil {
+					return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
+				}
+				o := opt.Overrides
+				bb, seed := b, base.Seed+int64(i)
+				o.Backend, o.Seed = &bb, &seed
+				if err := sc.Apply(o); err != nil {
+					m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")})
+					break
+				}
+				key := CellKey{Scenario: base.Name, Backend: b, Seed: seed}
+				m.Planned = append(m.Planned, key)
+				cells = append(cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: infos[b].LockFree})
+			}
+		}
+	}
+	if len(cells) == 0 {
+		why := ""
+		if len(m.Skipped) > 0 {
+			why = fmt.Sprintf(" (%s × %s: %s)", m.Skipped[0].Scenario, m.Skipped[0].Backend, m.Skipped[0].Why)
+		}
+		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", ErrPlan, why)
+	}
+	return m, cells, nil
+}
+
+// ParseShard reads "i/n" (1 <= i <= n).
+func ParseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(strings.TrimSpace(a))
+		if err == nil {
+			n, err = strconv.Atoi(strings.TrimSpace(b))
+		}
+	}
+	if !ok || err != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", ErrPlan, s)
+	}
+	return i, n, nil
+}
+
+// Share deals the plan's cells round-robin: the shard-th share of n (all
+// of them when n is 0 or 1).
+func Share(cells []Planned, shard, n int) []Planned {
+	if n <= 1 {
+		return cells
+	}
+	var out []Planned
+	for i, c := range cells {
+		if i%n == shard-1 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Command is the command line that repeats the cell, with extra flags.
+func (c Planned) Command(extra []string) string {
+	parts := append([]string{"locktorture", "run"}, c.Source...)
+	parts = append(parts, "--backend", c.Key.Backend, "--seed", strconv.FormatInt(c.Key.Seed, 10))
+	parts = append(parts, extra...)
+	return shell.Join(parts)
+}
