@@ -79,6 +79,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	parallel := fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
 	servers := fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
 	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
+	clientMode := fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
 	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
@@ -138,6 +139,10 @@ a run failed with a harness error.
 	if *servers != "" {
 		opt.Overrides.Servers = servers
 		opt.RunArgs = append(opt.RunArgs, "--servers", *servers)
+	}
+	if *clientMode != "" {
+		opt.Overrides.ClientMode = clientMode
+		opt.RunArgs = append(opt.RunArgs, "--client-mode", *clientMode)
 	}
 	if *serversFile != "" {
 		opt.Overrides.ServersFile = serversFile
