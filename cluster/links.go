@@ -61,6 +61,7 @@ type Link struct {
 	// To is the server the link leads to.
 	To     Server
 	proxy  *toxiproxy.Proxy
+	stop   func() // stops a link whose accept loop is ours (patientLink)
 	mu     sync.Mutex
 	n      int // toxic names
 	faults map[string][]string
@@ -132,6 +133,15 @@ func (l *Link) HealAll(ctx context.Context) {
 	}
 }
 
+// close stops the link's listener and connections.
+func (l *Link) close() {
+	if l.stop != nil {
+		l.stop()
+		return
+	}
+	l.proxy.Stop()
+}
+
 func jsonAttrs(m map[string]any) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -198,7 +208,12 @@ func (c *Cluster) Link(from string, s Server) (*Link, error) {
 	if ls == nil {
 		return nil, nil
 	}
-	key := from + "->" + s.Name()
+	return c.link(ls, from+"->"+s.Name(), from, s, s.Addr())
+}
+
+// link returns the link named key, making it on first use: a proxy to
+// upstream (an address of s) that servers, too, can dial.
+func (c *Cluster) link(ls *links, key, from string, s Server, upstream string) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
@@ -209,7 +224,7 @@ func (c *Cluster) Link(from string, s Server) (*Link, error) {
 	}
 	// Where servers, too, can dial it (a replica's link to its primary).
 	listen := net.JoinHostPort(c.provider().HarnessHost(), "0")
-	p := toxiproxy.NewProxy(ls.server, key, listen, s.Addr())
+	p := toxiproxy.NewProxy(ls.server, key, listen, upstream)
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("cluster: link %s: %w", key, err)
 	}
@@ -262,7 +277,7 @@ func (c *Cluster) closeLinks() {
 	for _, l := range all {
 		wg.Go(func() {
 			l.HealAll(context.Background())
-			l.proxy.Stop()
+			l.close()
 		})
 	}
 	done := make(chan struct{})

@@ -37,8 +37,15 @@ type ZooKeeperOptions struct {
 // timeouts from 100 ms to 60 s (a client gets the one it asks for), no
 // fsync of the transaction log (a killed member keeps what it wrote: the
 // page cache outlives the process) and a short leader election.
+//
+// With links enabled, members of an ensemble dial one another through
+// links of their own (Cluster.PeerLinks): member i's zoo.cfg lists member
+// j at the addresses of its links i->j to j's quorum and election ports.
 type ZooKeeper struct {
 	members []*ZooKeeperMember
+	// peers are the links between members ("zookeeper-0->zookeeper-1":
+	// its quorum and election links), when links are enabled.
+	peers map[string][]*Link
 }
 
 // ZooKeeperMember is one ZooKeeper server process.
@@ -52,6 +59,9 @@ type ZooKeeperMember struct {
 	electionPort int
 	dataDir      string
 	given        string // the address of a server someone else runs
+	// via are the other members' server lines as this member dials them
+	// (host:quorum:election of its links to them), by id; nil: direct.
+	via map[int]string
 }
 
 // zookeeperSlot holds a Cluster's ZooKeeper, started once.
@@ -196,6 +206,9 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		}
 		z.members = append(z.members, m)
 	}
+	if err := c.zookeeperPeerLinks(z); err != nil {
+		return nil, err
+	}
 	fail := func(err error) (*ZooKeeper, error) {
 		for _, m := range z.members {
 			if m.p != nil {
@@ -203,6 +216,11 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 				_ = m.p.Stop(ctx) // closes the log
 			}
 		}
+		var made []*Link
+		for _, ls := range z.peers {
+			made = append(made, ls...)
+		}
+		c.dropLinks(made)
 		return nil, err
 	}
 	for _, m := range z.members {
@@ -253,6 +271,11 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 	b.WriteString("reconfigEnabled=false\nelectionPortBindRetry=3\n")
 	if len(all) > 1 {
 		for _, o := range all {
+			if v, ok := m.via[o.id]; ok {
+				// Another member, as this one dials it: through links.
+				fmt.Fprintf(&b, "server.%d=%s\n", o.id, v)
+				continue
+			}
 			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorumPort, o.electionPort)
 		}
 	}
