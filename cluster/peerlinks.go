@@ -389,3 +389,15 @@ func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
 	}
 	return nil
 }
+
+// PeerLeader returns the member that leads the ensemble whose members
+// dial one another through links (see Peers), by asking each its role.
+func (c *Cluster) PeerLeader(ctx context.Context) (Server, error) {
+	c.zk.mu.Lock()
+	z := c.zk.z
+	c.zk.mu.Unlock()
+	if z == nil || len(z.peers) == 0 {
+		return nil, errors.New("cluster: no ensemble whose members talk through links")
+	}
+	return z.Leader(ctx)
+}

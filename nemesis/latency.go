@@ -11,7 +11,8 @@ import (
 
 // latency holds bytes on chosen links for a while (Kleppmann's delayed
 // packet): by default the replies to the target clients from every server,
-// or only from the target servers.
+// or only from the target servers; with topology members, the traffic
+// between the target servers and the other members of their ensemble.
 type latency struct{}
 
 func init() {
@@ -30,8 +31,14 @@ func (latency) UsesLinks() bool { return true }
 type LatencyParams struct {
 	ClientSet `yaml:",inline"`
 	ServerSet `yaml:",inline"`
+	// Topology is clients (the default: clients' links to servers) or
+	// members (the links between the target servers and the other members
+	// of their ensemble; clients' links stay).
+	Topology string `yaml:"topology,omitempty"`
 	// Direction is both, upstream (requests) or downstream (replies, the
-	// default).
+	// default). With topology members: both (the default), upstream (what
+	// the target servers send to the others) or downstream (what they
+	// receive).
 	Direction string `yaml:"direction,omitempty"`
 	// Latency is the delay added to each byte on the links (required).
 	Latency Duration `yaml:"latency,omitempty"`
@@ -40,7 +47,16 @@ type LatencyParams struct {
 }
 
 func (p *LatencyParams) String() string {
-	return words(p.ClientSet.words(), p.ServerSet.words(), word("direction", p.Direction), durWord("latency", p.Latency), durWord("jitter", p.Jitter))
+	return words(p.ClientSet.words(), p.ServerSet.words(), word("topology", p.Topology), word("direction", p.Direction), durWord("latency", p.Latency), durWord("jitter", p.Jitter))
+}
+
+// ServerNames returns the servers named that exist before the run (the
+// members topology's `leader` is found when the fault starts).
+func (p *LatencyParams) ServerNames() []string {
+	if p.Topology == TopologyMembers {
+		return memberNames(p.Servers)
+	}
+	return p.Servers
 }
 
 // Validate requires a positive latency.
@@ -56,6 +72,13 @@ func (p *LatencyParams) Validate(s Shape) error {
 	}
 	if _, err := cluster.ParseDirection(p.Direction); err != nil {
 		return keyErr("direction", "%v", err)
+	}
+	switch p.Topology {
+	case "", "clients":
+	case TopologyMembers:
+		return validateMembers(s, "latency", p.Servers, p.Clients)
+	default:
+		return keyErr("topology", "unknown latency topology %q (clients, %s)", p.Topology, TopologyMembers)
 	}
 	return p.ServerSet.validate()
 }
@@ -77,6 +100,9 @@ func (latency) RandomParams(rng *rand.Rand, env *Env) Params {
 
 func (latency) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
 	t := params.(*LatencyParams)
+	if t.Topology == TopologyMembers {
+		return delayMembers(ctx, env, t, d)
+	}
 	dir := cluster.Downstream
 	if t.Direction != "" {
 		var err error
@@ -112,6 +138,42 @@ func (latency) Start(ctx context.Context, env *Env, params Params, d time.Durati
 		"latency_ms": t.Latency.D().Milliseconds(), "jitter_ms": t.Jitter.D().Milliseconds(), "ms": d.Milliseconds()}
 	heal := func(ctx context.Context) (map[string]any, error) {
 		return map[string]any{"clients": clients, "servers": serverLabels(env, servers)}, lf.heal(ctx)
+	}
+	return val, heal, nil
+}
+
+// delayMembers delays the traffic between the named members and the other
+// members of their ensemble.
+func delayMembers(ctx context.Context, env *Env, t *LatencyParams, d time.Duration) (map[string]any, Healer, error) {
+	dir, err := cluster.ParseDirection(t.Direction)
+	if err != nil {
+		return nil, nil, err
+	}
+	side, rest, leader, err := memberSides(ctx, env, t.Servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	ls, err := memberLinks(env, side, rest, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	lf := &linkFault{}
+	for _, dl := range ls {
+		h, err := dl.link.Delay(ctx, dl.dir, t.Latency.D().Milliseconds(), t.Jitter.D().Milliseconds())
+		if err != nil {
+			_ = lf.heal(ctx)
+			return nil, nil, err
+		}
+		lf.links, lf.handles = append(lf.links, dl.link), append(lf.handles, h)
+	}
+	between := cutMap(env, side, rest)
+	val := map[string]any{"topology": TopologyMembers, "between": between, "direction": string(dir),
+		"latency_ms": t.Latency.D().Milliseconds(), "jitter_ms": t.Jitter.D().Milliseconds(), "ms": d.Milliseconds()}
+	if leader != "" {
+		val["leader"] = leader
+	}
+	heal := func(ctx context.Context) (map[string]any, error) {
+		return map[string]any{"topology": TopologyMembers, "between": between}, lf.heal(ctx)
 	}
 	return val, heal, nil
 }

@@ -42,6 +42,11 @@ type Shape struct {
 	// External is set when the servers are someone else's (servers:
 	// external): only the clients' own links can be cut or delayed.
 	External bool
+	// Members is the size of the backend's ensemble when its members
+	// talk to one another through links that faults can cut or slow (a
+	// ZooKeeper ensemble of more than one member the harness runs); 0
+	// when there is none.
+	Members int
 	// Uncontrolled names the servers a fault cannot act on: external
 	// servers the servers file gives no control for ("redis 10.0.0.5:6379").
 	Uncontrolled []string

@@ -21,7 +21,11 @@ import (
 //     loses the other server half;
 //   - ring: each client keeps a different majority of the servers
 //     (client i keeps servers i, i+1, ... mod n), so no two agree;
-//   - replication: the replica's link to its primary (Sentinel setups).
+//   - replication: the replica's link to its primary (Sentinel setups);
+//   - members: the target servers from the other members of their
+//     ensemble (ZooKeeper), on the links between members; clients' links
+//     stay. Those links hold the bytes rather than drop them, as a
+//     partition does to a TCP connection (see members.go).
 //
 // Direction downstream makes it one-way: requests arrive and the server
 // acts, but the client never hears back.
@@ -41,9 +45,9 @@ func (partition) UsesLinks() bool { return true }
 type PartitionParams struct {
 	ClientSet `yaml:",inline"`
 	ServerSet `yaml:",inline"`
-	// Topology is isolate-client, isolate-server, cut, halves, ring or
-	// replication; left out, cut when clients and servers are both
-	// given, else isolate-client or isolate-server.
+	// Topology is isolate-client, isolate-server, cut, halves, ring,
+	// replication or members; left out, cut when clients and servers are
+	// both given, else isolate-client or isolate-server.
 	Topology string `yaml:"topology,omitempty"`
 	// Direction is both (the default), upstream (requests) or downstream
 	// (replies: one-way).
@@ -51,7 +55,7 @@ type PartitionParams struct {
 }
 
 // topologies are the shapes a partition takes.
-var topologies = []string{"isolate-client", "isolate-server", "cut", "halves", "ring", "replication"}
+var topologies = []string{"isolate-client", "isolate-server", "cut", "halves", "ring", "replication", TopologyMembers}
 
 func (p *PartitionParams) String() string {
 	return words(p.ClientSet.words(), p.ServerSet.words(), word("topology", p.Topology), word("direction", p.Direction))
@@ -69,6 +73,9 @@ func (p *PartitionParams) Validate(s Shape) error {
 	if p.Topology != "" && !slices.Contains(topologies, p.Topology) {
 		return keyErr("topology", "unknown topology %q (%s)", p.Topology, strings.Join(topologies, ", "))
 	}
+	if p.Topology == TopologyMembers {
+		return validateMembers(s, "partition", p.Servers, p.Clients)
+	}
 	if p.Topology == "replication" && !s.Sentinel {
 		return keyErr("topology", "topology replication needs `redis: sentinel`")
 	}
@@ -80,6 +87,15 @@ func (p *PartitionParams) Validate(s Shape) error {
 		}
 	}
 	return p.ServerSet.validate()
+}
+
+// ServerNames returns the servers named that exist before the run (the
+// members topology's `leader` is found when the fault starts).
+func (p *PartitionParams) ServerNames() []string {
+	if p.Topology == TopologyMembers {
+		return memberNames(p.Servers)
+	}
+	return p.Servers
 }
 
 func (partition) Params() Params { return &PartitionParams{} }
@@ -96,6 +112,14 @@ func (partition) RandomParams(rng *rand.Rand, env *Env) Params {
 	proc := func() ClientSet {
 		p := rng.IntN(max(1, len(env.Gates)))
 		return ClientSet{Proc: Proc{Process: &p}}
+	}
+	if peers := env.Cluster.Peers(); len(peers) > 0 && rng.IntN(4) == 0 {
+		// One member (or the leader) cut from the other members.
+		target := LeaderTarget
+		if i := rng.IntN(len(peers) + 1); i < len(peers) {
+			target = letter(env, peers[i])
+		}
+		return &PartitionParams{ServerSet: ServerSet{Servers: []string{target}}, Topology: TopologyMembers}
 	}
 	switch rng.IntN(3) {
 	case 0:
@@ -174,6 +198,9 @@ func (pt partition) Start(ctx context.Context, env *Env, params Params, d time.D
 	if t.Topology == "replication" {
 		return cutReplication(ctx, env, dir, d)
 	}
+	if t.Topology == TopologyMembers {
+		return cutMembers(ctx, env, t.Servers, dir, d)
+	}
 	cuts, err := pt.plan(env, t)
 	if err != nil {
 		return nil, nil, err
@@ -240,6 +267,37 @@ func cutReplication(ctx context.Context, env *Env, dir cluster.Direction, d time
 	val := map[string]any{"topology": "replication", "cut": map[string][]string{letter(env, g.Replica): {letter(env, g.Primary)}}, "direction": string(dir), "ms": d.Milliseconds()}
 	heal := func(ctx context.Context) (map[string]any, error) {
 		return map[string]any{"topology": "replication"}, g.Replication.Heal(ctx, h)
+	}
+	return val, heal, nil
+}
+
+// cutMembers cuts the named members from the other members of their
+// ensemble: every link between the two sides holds its bytes in dir.
+func cutMembers(ctx context.Context, env *Env, names []string, dir cluster.Direction, d time.Duration) (map[string]any, Healer, error) {
+	side, rest, leader, err := memberSides(ctx, env, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	ls, err := memberLinks(env, side, rest, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	lf := &linkFault{}
+	for _, dl := range ls {
+		h, err := dl.link.Hold(ctx, dl.dir)
+		if err != nil {
+			_ = lf.heal(ctx)
+			return nil, nil, err
+		}
+		lf.links, lf.handles = append(lf.links, dl.link), append(lf.handles, h)
+	}
+	cut := cutMap(env, side, rest)
+	val := map[string]any{"topology": TopologyMembers, "cut": cut, "direction": string(dir), "ms": d.Milliseconds()}
+	if leader != "" {
+		val["leader"] = leader
+	}
+	heal := func(ctx context.Context) (map[string]any, error) {
+		return map[string]any{"topology": TopologyMembers, "cut": cut}, lf.heal(ctx)
 	}
 	return val, heal, nil
 }

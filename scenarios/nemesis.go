@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -167,8 +168,13 @@ func (s *Scenario) NemesisSchedule() nemesis.Schedule {
 // abilities and server kinds, the Redis setup.
 func (s *Scenario) nemesisShape() nemesis.Shape {
 	info, _, _ := backends.Lookup(s.Backend)
-	return nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: s.serverKinds(info), Lease: info.Lease,
+	shape := nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: s.serverKinds(info), Lease: info.Lease,
 		Sentinel: s.Redis == backends.RedisSentinel, External: s.Servers == cluster.ServersExternal, Uncontrolled: s.Uncontrolled}
+	if slices.Contains(shape.Kinds, "zookeeper") && s.ZooKeeperMembers > 1 && !shape.External {
+		// The harness's members dial one another through links.
+		shape.Members = s.ZooKeeperMembers
+	}
+	return shape
 }
 
 // validateNemesis checks the plan against the run's shape: each step
