@@ -40,11 +40,14 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 		return keyErr("topology", "%s (topology members) does not apply to etcd: a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)", fault)
 	}
 	if s.Members < 2 {
-		kinds := "none"
-		if len(s.Kinds) > 0 {
-			kinds = strings.Join(s.Kinds, ", ")
+		this := "this run's servers: none"
+		switch {
+		case slices.Contains(s.Kinds, "zookeeper"):
+			this = "this run's ZooKeeper has one member"
+		case len(s.Kinds) > 0:
+			this = "this run's servers: " + strings.Join(s.Kinds, ", ")
 		}
-		return keyErr("topology", "%s (topology members) needs an ensemble whose members talk to one another: zookeeper with zookeeper_members: 3 (this run's servers: %s)", fault, kinds)
+		return keyErr("topology", "%s (topology members) needs an ensemble whose members talk to one another: zookeeper with zookeeper_members: 3 (%s)", fault, this)
 	}
 	for _, n := range servers {
 		if strings.TrimSpace(n) == "" {

@@ -25,7 +25,7 @@ func TestStepKeysBelongToTheFault(t *testing.T) {
 		{"pause with jump", "    - fault: pause\n      jump: 5s\n      process: 0\n      for: 2.5s\n", 6, `pause takes no "jump"`},
 		{"pause with clients", "    - fault: pause\n      process: 0\n      clients: [1]\n      for: 1s\n", 7, `pause takes no "clients"`},
 		{"kill with rate", "    - fault: kill\n      servers: [A]\n      rate: 2\n      for: 0s\n", 7, `kill takes no "rate" (it takes: process, servers)`},
-		{"second step", "    - fault: pause\n      process: 0\n      for: 1s\n    - fault: latency\n      latency: 1s\n      topology: ring\n      for: 1s\n", 10, `script step 2: latency takes no "topology"`},
+		{"second step", "    - fault: pause\n      process: 0\n      for: 1s\n    - fault: latency\n      latency: 1s\n      jump: 1s\n      for: 1s\n", 10, `script step 2: latency takes no "jump"`},
 		{"a key twice", "    - fault: pause\n      process: 0\n      process: 1\n      for: 1s\n", 7, `"process" twice`},
 		{"bad value of the fault's", "    - fault: latency\n      latency: soon\n      for: 1s\n", 6, `"soon"`},
 		{"pause", "    - fault: pause\n      process: 0\n      on: read\n      for: 2.5s\n", 0, ""},
