@@ -75,8 +75,9 @@ mount -t proc proc "$root/proc"
 say "installing $PACKAGES"
 # shellcheck disable=SC2086
 chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c \
-  "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null && apt-get clean" ||
-  die "apt-get install in the chroot failed"
+  "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES && apt-get clean" >"$root.log" 2>&1 ||
+  { tail -30 "$root.log" >&2; rm -f "$root.log"; die "apt-get install in the chroot failed"; }
+rm -f "$root.log"
 umount -l "$root/proc"
 
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/log/*.log \
