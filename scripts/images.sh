@@ -45,6 +45,7 @@ root=$(mktemp -d "$tmpbase/locktorture-images.XXXXXX")
 cleanup() {
   mountpoint -q "$root/proc" && umount -l "$root/proc" || true
   rm -rf --one-file-system "$root"
+  rm -f "$root.log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
