@@ -59,10 +59,13 @@ func (g *Gate) Resume() bool {
 		return false
 	}
 	g.paused = false
+	// The client's own step goes first, then its process (SIGCONT): a
+	// woken program's next instruction runs before its library's threads
+	// can tell it what it missed, as after a real stop-the-world pause.
+	close(g.open)
 	if g.notify != nil {
 		g.notify(false)
 	}
-	close(g.open)
 	return true
 }
 
