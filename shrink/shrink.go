@@ -326,6 +326,7 @@ func (s *search) run(ctx context.Context) error {
 		name string
 		f    func(context.Context) error
 	}{
+		{"anchor", s.anchorAll},
 		{"faults", s.faults},
 		{"anchor", s.anchor},
 		{"time", s.shift},
@@ -436,6 +437,25 @@ func (s *search) faults(ctx context.Context) error {
 		c.duration = min(cur.duration, ceilGrid(c.lastAt()+tail))
 		return s.test(ctx, c)
 	})
+	return err
+}
+
+// anchorAll tries every timed step on the next acquire at once, before
+// delta debugging: a fault that strikes at a bare instant fails only
+// some runs (a server clock jump expires a lock only when one is held),
+// and ddmin's answers are only as steady as the runs behind them.
+func (s *search) anchorAll(ctx context.Context) error {
+	c := s.best.clone()
+	changed := false
+	for i := range c.steps {
+		if c.steps[i].On == "" {
+			c.steps[i].On, changed = history.Acquire, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_, err := s.test(ctx, c)
 	return err
 }
 
