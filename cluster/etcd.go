@@ -301,18 +301,7 @@ func (m *EtcdMember) Kill(ctx context.Context) error { return m.p.Kill(ctx) }
 // cluster, needs a quorum of members up). etcd fsyncs its log, so the
 // member comes back with everything it had acknowledged.
 func (m *EtcdMember) Restart(ctx context.Context) error {
-	if m.p.Running() {
-		if err := m.p.Kill(ctx); err != nil {
-			return err
-		}
-	}
-	if err := m.p.Start(ctx); err != nil {
-		return err
-	}
-	if err := waitUnit(ctx, m.name, m.p, m.health); err != nil {
-		return fmt.Errorf("cluster: restart: %w", err)
-	}
-	return nil
+	return restartUnit(ctx, m.name, m.p, m.health)
 }
 
 // Stop ends the member for good.

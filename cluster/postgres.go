@@ -379,18 +379,7 @@ func (pg *Postgres) Kill(ctx context.Context) error { return pg.p.Kill(ctx) }
 // Restart starts a killed or stopped server again on the same port with
 // the same data (crash recovery runs) and waits until it answers.
 func (pg *Postgres) Restart(ctx context.Context) error {
-	if pg.p.Running() {
-		if err := pg.p.Kill(ctx); err != nil {
-			return err
-		}
-	}
-	if err := pg.p.Start(ctx); err != nil {
-		return err
-	}
-	if err := waitUnit(ctx, pg.Name(), pg.p, pg.ping); err != nil {
-		return fmt.Errorf("cluster: restart: %w", err)
-	}
-	return nil
+	return restartUnit(ctx, pg.Name(), pg.p, pg.ping)
 }
 
 // Stop ends the server for good (fast shutdown, then SIGKILL), returning

@@ -258,6 +258,23 @@ func (localProvider) Images() map[string]string { return nil }
 
 func (localProvider) Close(context.Context) error { return nil }
 
+// restartUnit starts a server's unit again — killing it first if it still
+// runs — and waits until ready says it serves: every server type's Restart.
+func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
+	if u.Running() {
+		if err := u.Kill(ctx); err != nil {
+			return err
+		}
+	}
+	if err := u.Start(ctx); err != nil {
+		return err
+	}
+	if err := waitUnit(ctx, name, u, ready); err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
+	return nil
+}
+
 // waitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
 func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {

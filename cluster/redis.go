@@ -159,18 +159,7 @@ func (r *Redis) Kill(ctx context.Context) error { return r.p.Kill(ctx) }
 // Restart starts a killed or stopped server again on the same port and
 // waits until it answers. Without persistence it comes back empty.
 func (r *Redis) Restart(ctx context.Context) error {
-	if r.p.Running() {
-		if err := r.p.Kill(ctx); err != nil {
-			return err
-		}
-	}
-	if err := r.p.Start(ctx); err != nil {
-		return err
-	}
-	if err := waitUnit(ctx, r.opt.Name, r.p, r.ping); err != nil {
-		return fmt.Errorf("cluster: restart: %w", err)
-	}
-	return nil
+	return restartUnit(ctx, r.opt.Name, r.p, r.ping)
 }
 
 // Stop ends the server for good.

@@ -370,18 +370,7 @@ func (m *ZooKeeperMember) Kill(ctx context.Context) error { return m.p.Kill(ctx)
 // needs a quorum of members up). Its transaction log was written but not
 // fsynced: a process crash keeps it, a machine crash would not.
 func (m *ZooKeeperMember) Restart(ctx context.Context) error {
-	if m.p.Running() {
-		if err := m.p.Kill(ctx); err != nil {
-			return err
-		}
-	}
-	if err := m.p.Start(ctx); err != nil {
-		return err
-	}
-	if err := waitUnit(ctx, m.name, m.p, m.serving); err != nil {
-		return fmt.Errorf("cluster: restart: %w", err)
-	}
-	return nil
+	return restartUnit(ctx, m.name, m.p, m.serving)
 }
 
 // Stop ends the member for good.
