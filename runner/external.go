@@ -29,7 +29,7 @@ func (r *run) loadServersFile() error {
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	r.serversFile = f
-	r.sc.Uncontrolled = f.Uncontrolled(r.binfo.ServerKinds(), r.sc.Redis == backends.RedisSentinel)
+	r.sc.Uncontrolled = f.Uncontrolled(r.sc.ServerKinds(), r.sc.Redis == backends.RedisSentinel)
 	return nil
 }
 
@@ -37,7 +37,7 @@ func (r *run) loadServersFile() error {
 // and returns a cluster that hands them out. Cleanup of the namespace is
 // left to the run's cleanup (on success, error, interrupt and panic).
 func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
-	f, kinds := r.serversFile, r.binfo.ServerKinds()
+	f, kinds := r.serversFile, r.sc.ServerKinds()
 	if err := f.Check(ctx, kinds, r.sc.Redis == backends.RedisSentinel); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,5 +98,29 @@ func TestBackendOptionsReachTheBackend(t *testing.T) {
 	}
 	if o := again.Options("redis-fenced").(*backends.FencedOptions); o.FenceStart != 32 {
 		t.Errorf("reloaded fence_start = %d, want 32", o.FenceStart)
+	}
+}
+
+// TestServerKinds: a run's server kinds are its backend's, or for exec
+// the ones exec.servers names (redis by default) — not every kind exec
+// could start.
+func TestServerKinds(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"name: x\nbackend: redis-token\n", []string{"redis"}},
+		{"name: x\nbackend: mutex\n", []string{}},
+		{"name: x\nbackend: exec\nexec: {command: [prog]}\n", []string{"redis"}},
+		{"name: x\nbackend: exec\nexec: {command: [prog], servers: [postgres, etcd]}\n", []string{"postgres", "etcd"}},
+	}
+	for _, tc := range tests {
+		s, err := scenarios.Parse([]byte(tc.in), "f.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.ServerKinds(); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: ServerKinds = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

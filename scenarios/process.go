@@ -50,6 +50,13 @@ func (s *Scenario) ExecServers() []string {
 }
 
 // serverKinds are the kinds of server the run's backend runs.
+// ServerKinds are the kinds of server the run uses: the backend's, or for
+// exec the ones exec.servers names (redis when it names none).
+func (s *Scenario) ServerKinds() []string {
+	info, _, _ := backends.Lookup(s.Backend)
+	return s.serverKinds(info)
+}
+
 func (s *Scenario) serverKinds(info backends.Info) []string {
 	if s.Backend != ExecBackend {
 		return info.ServerKinds()
