@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/shrink"
 
 	"github.com/locktorture/locktorture/matrix"
 
@@ -80,6 +83,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	servers := fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
 	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	clientMode := fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
+	doShrink := fs.Bool("shrink", false, "shrink every invalid cell whose faults were random (see locktorture shrink): shrunk.yaml and shrink.html land in its run")
 	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
@@ -228,7 +232,30 @@ a run failed with a harness error.
 		fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
 		return exitHarness
 	}
+	if *doShrink {
+		shrinkCells(ctx, stdout, stderr, out)
+	}
 	return matrixExit(out.Matrix)
+}
+
+// shrinkCells shrinks each cell that carries a shrink command (invalid,
+// from random faults), one after another, saying what each came to. The
+// matrix's exit code stays the verdicts'.
+func shrinkCells(ctx context.Context, stdout, stderr io.Writer, out *runner.MatrixOutcome) {
+	for _, c := range out.Matrix.Cells {
+		if c.Shrink == "" || c.Dir == "" || ctx.Err() != nil {
+			continue
+		}
+		dir := filepath.Join(out.Dir, filepath.FromSlash(c.Dir))
+		fmt.Fprintf(stdout, "shrinking %s ...\n", c.CellKey)
+		res, err := shrinkDir(ctx, dir, shrink.Options{Reruns: shrink.DefaultReruns})
+		if res != nil && res.Shrunk != nil {
+			fmt.Fprintf(stdout, "  %s -> %s: %s\n", res.OriginalShape(), res.ShrunkShape(), filepath.Join(dir, shrink.FileShrunk))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture matrix: shrink %s: %v\n", c.CellKey, err)
+		}
+	}
 }
 
 // printMatrix prints the table and where the report is.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,25 +51,21 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	if _, err := shrink.Load(dir); err != nil {
 		return fail(stderr, "shrink", err)
 	}
-	logf, err := os.Create(filepath.Join(dir, shrink.FileLog))
-	if err != nil {
-		return fail(stderr, "shrink", err)
-	}
-	defer logf.Close()
 	ctx, cancel := signalContext()
 	defer cancel()
-	opt := shrink.Options{Reruns: *reruns, Checker: *checkerName, Log: logf}
+	opt := shrink.Options{Reruns: *reruns, Checker: *checkerName}
 	stop := func() {}
 	if !*quiet && reports.IsTerminal(stderr) {
 		opt.Progress, stop = shrinkProgress(stderr)
 	}
-	res, err := shrink.Shrink(ctx, dir, opt)
+	res, err := shrinkDir(ctx, dir, opt)
 	stop()
 	if res != nil && res.Shrunk != nil {
-		if werr := writeShrink(dir, res, err != nil); werr != nil {
-			return fail(stderr, "shrink", werr)
-		}
 		printShrink(stdout, dir, res)
+	}
+	var werr *shrinkWriteError
+	if errors.As(err, &werr) {
+		return fail(stderr, "shrink", werr.err)
 	}
 	switch {
 	case err == nil:
@@ -82,6 +79,31 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "shrink", fmt.Errorf("%w; the smallest failing scenario so far is in %s", err, filepath.Join(dir, shrink.FileShrunk)))
 	}
 	return fail(stderr, "shrink", err)
+}
+
+// shrinkWriteError is a failure to write a shrink's files.
+type shrinkWriteError struct{ err error }
+
+func (e *shrinkWriteError) Error() string { return e.err.Error() }
+func (e *shrinkWriteError) Unwrap() error { return e.err }
+
+// shrinkDir shrinks the run in dir (see shrink.Shrink), logging every
+// candidate to dir/shrink.log, and writes shrunk.yaml and shrink.html for
+// the best scenario found — also when interrupted.
+func shrinkDir(ctx context.Context, dir string, opt shrink.Options) (*shrink.Result, error) {
+	logf, err := os.Create(filepath.Join(dir, shrink.FileLog))
+	if err != nil {
+		return nil, &shrinkWriteError{err}
+	}
+	defer logf.Close()
+	opt.Log = logf
+	res, err := shrink.Shrink(ctx, dir, opt)
+	if res != nil && res.Shrunk != nil {
+		if werr := writeShrink(dir, res, err != nil); werr != nil {
+			return res, &shrinkWriteError{werr}
+		}
+	}
+	return res, err
 }
 
 // shrinkProgress redraws one status line on a terminal: the phase,
