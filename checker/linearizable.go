@@ -125,7 +125,7 @@ type lockEvent struct {
 type keyLocks struct {
 	n       int // lock operations at most (see lockOperations)
 	ops     []lockOp
-	marks   []lockMarks // ops[i]'s are marks[i]
+	marks   []lockMarks   // ops[i]'s are marks[i]
 	holds   []span        // from the acquire ok to the release invoke
 	holding map[int]int32 // process -> its open hold, an index into holds
 }

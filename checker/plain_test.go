@@ -69,7 +69,7 @@ func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Ope
 	ops = resolveTx(ops)
 	keys := map[string]*plainKeyLocks{}
 	pending := map[int]plainPending{} // each process's outstanding lock invoke
-	holding := map[holdKey]int{}     // open holds, as indexes into their key's holds
+	holding := map[holdKey]int{}      // open holds, as indexes into their key's holds
 	var last int64
 	add := func(pl plainPending, outcome history.Type, ret int64, retPos int, fence *int64) {
 		inv := pl.op
