@@ -323,7 +323,14 @@ var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true
 func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, m.clientURL()+path, strings.NewReader(body))
+	return etcdHTTP(ctx, m.name, m.clientURL(), method, path, body, 1<<16)
+}
+
+// etcdHTTP sends one request to an etcd member's HTTP API at base and
+// returns at most limit bytes of its answer; a status other than 200 is an
+// error naming who (a member's name or address) and the path.
+func etcdHTTP(ctx context.Context, who, base, method, path, body string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -332,12 +339,12 @@ func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return b, fmt.Errorf("%s %s: %s: %s", m.name, path, resp.Status, strings.TrimSpace(string(b)))
+		return b, fmt.Errorf("%s %s: %s: %s", who, path, resp.Status, strings.TrimSpace(string(b)))
 	}
 	return b, nil
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -250,23 +248,7 @@ func etcdPost(ctx context.Context, addr, path string, req any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(r)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(out)))
-	}
-	return out, nil
+	return etcdHTTP(ctx, addr, "http://"+addr, http.MethodPost, path, string(b), 64<<20)
 }
 
 // pgExec runs one statement on dsn.
