@@ -313,7 +313,9 @@ func TestLostUpdate(t *testing.T) {
 			"k0 read 1 at the end but 2 writes were accepted: 1 increment lost", 1, 2},
 		{"indeterminate writes never count", final(incr(incr(newHistory(), 1, "k0", 0, 1, history.Info), 0, "k0", 0.005, 1, history.OK), "k0", 10, 2), 0, 0, "", 1, 1},
 		{"failed writes never count", final(incr(incr(newHistory(), 1, "k0", 0, 1, history.Fail), 0, "k0", 0.005, 1, history.OK), "k0", 10, 1), 0, 0, "", 1, 1},
-		{"no final read: duplicates only", seq(5, "k0"), 0, 0, "", 1, 5},
+		{"no final read: duplicates only, unknown", seq(5, "k0"), 0, 0, "", 1, 5},
+		{"no final read of one key: unknown", final(incr(incr(newHistory(), 1, "k0", 0, 1, history.OK), 0, "k1", 0, 1, history.OK), "k0", 10, 1), 0, 0, "", 2, 2},
+		{"no final read, but a duplicate: invalid", incr(incr(newHistory(), 1, "k0", 0, 1, history.OK), 0, "k0", 0.005, 1, history.OK), 1, 0, "", 1, 2},
 		{"keys are separate", final(final(incr(incr(newHistory(), 1, "k0", 0, 1, history.OK), 0, "k1", 0, 1, history.OK), "k0", 10, 1), "k1", 11, 1), 0, 0, "", 2, 2},
 		{"value taken from the invoke", newHistory().
 			inv(0.1, 0, wr, "k0", val(1)).ok(0.2, 0, wr, "k0").inv(0.3, 1, wr, "k0", val(1)).ok(0.4, 1, wr, "k0").nemesis(0.5, "kill"), 1, 0, "", 1, 2},
@@ -333,8 +335,18 @@ func TestLostUpdate(t *testing.T) {
 			if dup != c.dup || low != c.low || r.Count != dup+low || r.Keys != c.keys || r.AcceptedWrites != c.acc {
 				t.Fatalf("got %+v", r)
 			}
-			if (r.Count > 0) != (r.Valid == Invalid) || (r.Count == 0) != (r.Valid == Valid) {
-				t.Fatalf("verdict %v with %d violations", r.Valid, r.Count)
+			want := Valid
+			switch {
+			case r.Count > 0:
+				want = Invalid
+			case strings.Contains(c.name, "unknown"):
+				want = Unknown
+			}
+			if r.Valid != want {
+				t.Fatalf("verdict %v with %d violations, want %v", r.Valid, r.Count, want)
+			}
+			if (r.Valid == Unknown) != (len(r.Unread) > 0 && r.Note != "") {
+				t.Errorf("unknown verdict %v, but unread keys %v, note %q", r.Valid, r.Unread, r.Note)
 			}
 			if c.want != "" && r.Violations[0].Description != c.want {
 				t.Errorf("description %q, want %q", r.Violations[0].Description, c.want)

@@ -21,7 +21,10 @@ const (
 // than the number of accepted writes (the counter starts at 0), mean an
 // increment was lost. A write's value is its ok's, or else its invoke's.
 // Writes that completed info may or may not have happened: they never make
-// a violation. A key without a final-read is judged by duplicates only.
+// a violation. A key with accepted writes but no final-read is judged by
+// duplicates only, and the result is then unknown (unless a violation makes
+// it invalid): the checker cannot tell whether an increment was lost, so it
+// names those keys (Unread) rather than call them valid.
 func LostUpdate(ops []history.Op) *LostUpdateResult {
 	ops = resolveTx(ops)
 	res := &LostUpdateResult{Valid: Valid, Violations: []LostUpdateViolation{}}
@@ -116,10 +119,31 @@ func LostUpdate(ops []history.Op) *LostUpdateResult {
 			})
 		}
 	}
-	if res.Count > 0 {
+	for _, k := range sortedKeys(keys) {
+		if s := keys[k]; s.final == nil && s.accepted > 0 {
+			res.Unread = append(res.Unread, k)
+		}
+	}
+	switch {
+	case res.Count > 0:
 		res.Valid = Invalid
+	case len(res.Unread) > 0:
+		res.Valid = Unknown
+		res.Note = fmt.Sprintf("no final read of %s: cannot tell whether an increment was lost", keyNames(res.Unread))
 	}
 	return res
+}
+
+// keyNames writes "k0", "k0 and k1" or "k0, k1 and 3 more keys".
+func keyNames(ks []string) string {
+	const shown = 3
+	if len(ks) > shown+1 {
+		return strings.Join(ks[:shown], ", ") + fmt.Sprintf(" and %d more keys", len(ks)-shown)
+	}
+	if len(ks) == 1 {
+		return ks[0]
+	}
+	return strings.Join(ks[:len(ks)-1], ", ") + " and " + ks[len(ks)-1]
 }
 
 // joinProcesses writes "1 and 0" or "1, 0 and 2".

@@ -153,7 +153,12 @@ type LostUpdateResult struct {
 	FinalReads int                   `json:"final_reads"`
 	Count      int                   `json:"count"`
 	Violations []LostUpdateViolation `json:"violations"`
-	Error      string                `json:"error,omitempty"`
+	// Unread names the keys with accepted writes but no final read: on
+	// them only duplicate writes could be checked, so with no violation the
+	// result is unknown, and Note says why.
+	Unread []string `json:"unread_keys,omitempty"`
+	Note   string   `json:"note,omitempty"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // Latency holds percentiles in nanoseconds.

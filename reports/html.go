@@ -73,7 +73,11 @@ func checkerRows(c *checker.Checkers, name string) [][2]string {
 		return [][2]string{{"fenced writes", n(f.FencedWrites)}, {"unfenced writes", n(f.UnfencedWrites)}, {"stale writes accepted", n(f.Count)}, {"stale reads/writes rejected", n(f.RejectedStale)}}
 	case checker.NameLostUpdate:
 		l := c.LostUpdate
-		return [][2]string{{"keys", n(l.Keys)}, {"accepted writes", n(l.AcceptedWrites)}, {"final reads", n(l.FinalReads)}, {"lost updates", n(l.Count)}}
+		rows := [][2]string{{"keys", n(l.Keys)}, {"accepted writes", n(l.AcceptedWrites)}, {"final reads", n(l.FinalReads)}, {"lost updates", n(l.Count)}}
+		if len(l.Unread) > 0 {
+			rows = append(rows, [2]string{"no final read (cannot tell)", keyList(l.Unread)})
+		}
+		return rows
 	case checker.NameStats:
 		s := c.Stats
 		lat := func(l checker.Latency) string {

@@ -111,6 +111,9 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 	if l := c.LostUpdate; l != nil {
 		d := fmt.Sprintf("%s in %s on %s (%s)", plural(l.Count, "lost update", "lost updates"), plural(l.AcceptedWrites, "accepted write", "accepted writes"),
 			plural(l.Keys, "key", "keys"), plural(l.FinalReads, "final read", "final reads"))
+		if l.Note != "" {
+			d += "; " + l.Note
+		}
 		out = append(out, checkerLine{checker.NameLostUpdate, l.Valid, d, l.Error})
 	}
 	if s := c.Stats; s != nil {

@@ -196,11 +196,12 @@ func check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 	r := &checker.Results{Checkers: cs, Ops: len(ops), Valid: cs.Verdict()}
 	r.AddWarnings(history.Lint(ops))
 	switch {
-	case r.Valid != checker.Valid:
+	case r.Valid == checker.Invalid:
 	case !checkedSomething(ops):
 		r.Valid = checker.Unknown
 		r.Note = "no lock was granted and no write accepted: nothing was checked"
 	case cs.LostUpdate != nil && cs.LostUpdate.AcceptedWrites > 0 && !hasFinalReads(ops):
+		// lost-update says unknown itself; the note says why for the run.
 		r.Valid = checker.Unknown
 		r.Note = "the history has no final reads (it ends before the run did: a killed harness?), so lost-update cannot tell whether an increment was lost"
 	}
