@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,6 +95,7 @@ func TestBrokenClients(t *testing.T) {
 		{"unknown-id.sh", ErrProtocol, "id 7"},
 		{"unknown-type.sh", ErrProtocol, `unknown type "maybe"`},
 		{"early-exit.sh", ErrExited, "before it was told to close"},
+		{"long-line.sh", ErrProtocol, "a line over 1048576 bytes (the protocol's limit)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.script, func(t *testing.T) {
@@ -232,4 +236,132 @@ func TestPauseFreezesProcess(t *testing.T) {
 	}
 	_ = l.Close()
 	waitGone(t, pid)
+}
+
+// TestWedgedClient: a client that stops answering after its first acquire
+// fails the run, naming itself and its log, once a request has gone
+// unanswered past its timeout plus the grace; a pause does not count.
+func TestWedgedClient(t *testing.T) {
+	dir := t.TempDir()
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/wedge.sh"}, Dir: dir, TTL: time.Second, Timeout: 100 * time.Millisecond, ReplyGrace: 300 * time.Millisecond})
+	defer l.Close()
+	ctx := context.Background()
+	procs := procsOf(1, rec)
+	if err := l.Start(ctx, procs); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
+	if _, err := c.Acquire(ctx, "k0"); err != nil {
+		t.Fatalf("first Acquire: %v", err)
+	}
+	// Paused by the harness, a silent child is not wedged.
+	procs.Gates[0].Pause()
+	actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := c.Acquire(actx, "k1")
+	cancel()
+	if err == nil || errors.Is(err, backends.ErrAbort) {
+		t.Fatalf("second Acquire: %v, want a timeout", err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if l.Err() != nil {
+		t.Fatalf("a paused client counted as wedged: %v", l.Err())
+	}
+	procs.Gates[0].Resume()
+	<-l.Failed()
+	err = l.Err()
+	msg := err.Error()
+	if !errors.Is(err, ErrWedged) || !strings.Contains(msg, "client 0") || !strings.Contains(msg, filepath.Join(dir, "client-0.log")) {
+		t.Errorf("error %q: want ErrWedged naming client 0 and its log", msg)
+	}
+}
+
+// TestDetachedChild: a client that leaves a process of its own session
+// holding its stdout and stderr does not hang Close; the process is named
+// in the warnings and killed.
+func TestDetachedChild(t *testing.T) {
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/detach.sh"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	ctx := context.Background()
+	if err := l.Start(ctx, procsOf(1, rec)); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
+	if _, err := c.Acquire(ctx, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	tag := l.children[0].tag
+	if left := procsTagged(func(s string) bool { return s == tag }); len(left) < 2 {
+		t.Fatalf("processes tagged %s: %v, want the client and its sleep", tag, left)
+	}
+	_ = l.Close() // hung forever before: the sleep holds the pipes
+	if err := l.Err(); err != nil {
+		t.Errorf("a client that closed failed: %v", err)
+	}
+	ws := strings.Join(l.Warnings(), "\n")
+	if !strings.Contains(ws, "sleep 3600") || !strings.Contains(ws, "client 0 left process") {
+		t.Errorf("warnings %q: want the sleep named", ws)
+	}
+	if left := procsTagged(func(s string) bool { return s == tag }); len(left) > 0 {
+		t.Errorf("left running: %v", left)
+	}
+}
+
+// TestLogCap: a client writing more to stderr than the cap keeps the log's
+// head and tail, says in it how much was cut, and warns.
+func TestLogCap(t *testing.T) {
+	dir := t.TempDir()
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/chatty.sh"}, Dir: dir, TTL: time.Second, Timeout: time.Second, LogCap: 1 << 20})
+	ctx := context.Background()
+	if err := l.Start(ctx, procsOf(1, rec)); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	b, err := os.ReadFile(filepath.Join(dir, "client-0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if len(b) > 1<<20+200 || !strings.HasPrefix(s, "chatty.sh: first line\n") || !strings.HasSuffix(s, "chatty.sh: last line\n") || !strings.Contains(s, "bytes cut here") {
+		t.Errorf("log of %d bytes, head %q, tail %q: want 1 MiB with its first and last lines and a cut marker", len(b), s[:min(40, len(s))], s[max(0, len(s)-40):])
+	}
+	if ws := strings.Join(l.Warnings(), "\n"); !strings.Contains(ws, "client 0's log was cut") {
+		t.Errorf("warnings %q: want the cut log named", ws)
+	}
+}
+
+// TestReapOrphans: a process a client of a harness now gone left behind
+// (kill -9 of the harness) is killed by ReapOrphans; one whose harness
+// still runs is left alone.
+func TestReapOrphans(t *testing.T) {
+	self, err := cluster.OwnerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(owner string) *exec.Cmd {
+		cmd := exec.Command("sleep", "100")
+		cmd.Env = append(os.Environ(), OwnerEnv+"="+owner+"/1.0")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	orphan := start("2147483 1") // no such pid
+	mine := start(self)
+	reaped := ReapOrphans()
+	var pids []int
+	for _, p := range reaped {
+		pids = append(pids, p.PID)
+	}
+	if !slices.Contains(pids, orphan.Process.Pid) || slices.Contains(pids, mine.Process.Pid) {
+		t.Errorf("reaped %v: want the orphan %d and not %d", reaped, orphan.Process.Pid, mine.Process.Pid)
+	}
+	if err := orphan.Wait(); err == nil {
+		t.Error("the orphan exited on its own")
+	}
+	if mine.ProcessState != nil || syscall.Kill(mine.Process.Pid, 0) != nil {
+		t.Error("a live harness's client process was killed")
+	}
 }

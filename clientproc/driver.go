@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -50,8 +51,22 @@ type child struct {
 	fatal   error
 	fatalCh chan struct{}
 	once    sync.Once
-	exited  chan struct{}
+
+	tag            string        // its OwnerEnv value
+	stdout, stderr *os.File      // the read ends of its pipes
+	log            *capLog       // its stderr, capped, into client-N.log
+	exited         chan struct{} // closed when the process has exited
+	readDone       chan struct{} // closed when stdout has been read to its end (or given up)
+	logDone        chan struct{} // closed when stderr has been copied (or given up)
+	done           chan struct{} // closed when all of the above are over
 }
+
+// pipeGrace is how long the pipes of a child that exited are still read:
+// a process it started may hold them open forever.
+const pipeGrace = time.Second
+
+// maxLine is the longest line a child may send (the protocol's limit).
+const maxLine = 1 << 20
 
 func (c *child) name() string { return fmt.Sprintf("client %d", c.p) }
 
@@ -75,12 +90,13 @@ func (c *child) err() error {
 	}
 }
 
-// read reads the child's stdout until it ends, handing replies to the
-// waiting request and events to handleEvents; then it waits for the child
-// to exit.
+// read reads the child's stdout until it ends (or wait gives up on it),
+// handing replies to the waiting request and events to handleEvents.
 func (c *child) read(stdout io.Reader) {
+	defer close(c.readDone)
+	defer close(c.events)
 	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var perr error
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -104,12 +120,64 @@ func (c *child) read(stdout io.Reader) {
 	if perr == nil {
 		perr = sc.Err()
 	}
-	if perr != nil {
+	switch {
+	case errors.Is(perr, bufio.ErrTooLong):
+		c.die(fmt.Errorf("%w: it sent a line over %d bytes (the protocol's limit)", ErrProtocol, maxLine))
+	case errors.Is(perr, os.ErrClosed):
+		// wait gave up on the pipe: said there.
+	case perr != nil:
 		c.die(perr)
 	}
+}
+
+// copyLog copies the child's stderr into its capped log.
+func (c *child) copyLog() {
+	defer close(c.logDone)
+	_, _ = io.Copy(c.log, c.stderr)
+}
+
+// wait waits for the child to exit, then for its pipes to end — at most
+// pipeGrace: whatever still holds them then is a process the child left
+// behind, which is killed and named. Then it judges the exit: one the
+// harness did not ask for fails the run.
+func (c *child) wait() {
+	defer close(c.done)
 	werr := c.cmd.Wait()
 	close(c.exited)
-	close(c.events)
+	pipes := func() <-chan struct{} {
+		ch := make(chan struct{})
+		go func() { <-c.readDone; <-c.logDone; close(ch) }()
+		return ch
+	}()
+	t := time.NewTimer(pipeGrace)
+	select {
+	case <-pipes:
+	case <-t.C:
+		left := procsTagged(func(tag string) bool { return tag == c.tag })
+		killAll(left)
+		for _, p := range left {
+			c.l.warn("%s left %s running, holding its output open after it ended; the harness killed it", c.name(), p)
+		}
+		if len(left) == 0 {
+			c.l.warn("%s ended but something still held its output open; the harness stopped reading it", c.name())
+		}
+		t.Reset(pipeGrace / 4)
+		select {
+		case <-pipes:
+		case <-t.C:
+		}
+	}
+	t.Stop()
+	// Closing the read ends ends a read still blocked on them.
+	_ = c.stdout.Close()
+	_ = c.stderr.Close()
+	<-pipes
+	if err := c.log.finish(); err != nil {
+		c.l.warn("%s: writing its log: %v", c.name(), err)
+	}
+	if cut := c.log.Cut(); cut > 0 {
+		c.l.warn("%s's log was cut: %d bytes left out of the middle (a client log keeps its first and last %s; see %s)", c.name(), cut, sizeText(c.log.cap/2), c.logPath)
+	}
 	c.mu.Lock()
 	expected := c.closing || c.signalled
 	c.mu.Unlock()
@@ -120,6 +188,14 @@ func (c *child) read(stdout io.Reader) {
 		}
 		c.die(fmt.Errorf("%w before it was told to close (%s)", ErrExited, why))
 	}
+}
+
+// sizeText writes a size in MiB, or in bytes below one.
+func sizeText(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // deliver hands a reply to the request it answers; a late reply to a
@@ -227,9 +303,11 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
+	abandoned := false
 	if c.curCh == ch {
 		c.curCh = nil
 		c.abandoned[id] = true
+		abandoned = true
 	}
 	c.mu.Unlock()
 	select {
@@ -237,7 +315,43 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 		return m, nil
 	default:
 	}
+	if abandoned {
+		go c.watchLate(id)
+	}
 	return Message{}, fmt.Errorf("no reply from %s: %w", c.name(), ctx.Err())
+}
+
+// watchLate waits for the late reply to request id: a child that has not
+// answered it ReplyGrace after its timeout, counting only the time it was
+// not paused by the harness, is wedged — a harness failure, never a run
+// of timeouts the checkers would call valid.
+func (c *child) watchLate(id int64) {
+	const tick = 50 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var waited time.Duration
+	for {
+		select {
+		case <-t.C:
+		case <-c.done:
+			return
+		case <-c.fatalCh:
+			return
+		}
+		c.mu.Lock()
+		pending, closing := c.abandoned[id], c.closing
+		c.mu.Unlock()
+		if !pending || closing {
+			return
+		}
+		if c.gate != nil && c.gate.Paused() {
+			continue
+		}
+		if waited += tick; waited >= c.l.opt.ReplyGrace {
+			c.die(fmt.Errorf("%w: no reply to request %d within its timeout (%s) plus %s", ErrWedged, id, c.l.opt.Timeout, c.l.opt.ReplyGrace))
+			return
+		}
+	}
 }
 
 // open sends the open request and reads the child's abilities.
@@ -370,7 +484,7 @@ func (c *child) shutdown() {
 		t.Stop()
 	}
 	c.kill()
-	<-c.exited
+	<-c.done // bounded: wait reads the pipes for at most pipeGrace after the exit
 }
 
 // kill ends the child's whole process group: continued first, so that no

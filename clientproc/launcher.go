@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +56,13 @@ type Options struct {
 	BackendOptions any
 	// OpenTimeout bounds the open request (zero: 10s).
 	OpenTimeout time.Duration
+	// ReplyGrace is how long past a request's timeout a reply may come
+	// before the child counts as wedged, a harness failure (zero: the
+	// request timeout, at least 2s). Time the child spends paused by the
+	// harness does not count.
+	ReplyGrace time.Duration
+	// LogCap caps each client's log (zero: LogCap).
+	LogCap int64
 }
 
 // Procs are the harness's view of the simulated processes: process p's
@@ -80,6 +88,13 @@ type Launcher struct {
 	failOnce sync.Once
 	failed   chan struct{}
 	failErr  error
+
+	// tag marks every child's environment (OwnerEnv), "owner/N".
+	tag      string
+	warnMu   sync.Mutex
+	warnings []string
+
+	closeOnce sync.Once
 }
 
 // New returns a launcher; Start starts the children.
@@ -87,8 +102,36 @@ func New(opt Options) *Launcher {
 	if opt.OpenTimeout <= 0 {
 		opt.OpenTimeout = defaultOpenTimeout
 	}
+	if opt.ReplyGrace <= 0 {
+		opt.ReplyGrace = max(opt.Timeout, 2*time.Second)
+	}
+	if opt.LogCap <= 0 {
+		opt.LogCap = LogCap
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Launcher{opt: opt, ctx: ctx, cancel: cancel, failed: make(chan struct{})}
+	owner, err := cluster.OwnerID()
+	if err != nil {
+		owner = strconv.Itoa(os.Getpid())
+	}
+	tag := fmt.Sprintf("%s/%d", owner, launchers.Add(1))
+	return &Launcher{opt: opt, ctx: ctx, cancel: cancel, failed: make(chan struct{}), tag: tag}
+}
+
+// warn adds a warning for the run.
+func (l *Launcher) warn(format string, args ...any) {
+	l.warnMu.Lock()
+	defer l.warnMu.Unlock()
+	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
+}
+
+// Warnings are what the run should be told besides its verdict: processes
+// a client left behind (ended by the harness), logs that were cut.
+func (l *Launcher) Warnings() []string {
+	l.warnMu.Lock()
+	defer l.warnMu.Unlock()
+	out := slices.Clone(l.warnings)
+	slices.Sort(out) // by client, as they name it first
+	return out
 }
 
 // Start starts one child per process, in parallel, and opens each with the
@@ -161,9 +204,27 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clientproc: %w", err)
 	}
-	defer logf.Close() // the child holds its own copy
+	// stdout and stderr are pipes of our own, so that the harness decides
+	// when to stop reading them: a process the child started may hold them
+	// open long after the child is gone.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	defer outW.Close() // the child holds its own copies
+	defer errW.Close()
+	closeReaders := func() { outR.Close(); errR.Close(); logf.Close() }
+	tag := fmt.Sprintf("%s.%d", l.tag, p)
 	cmd := exec.Command(l.opt.Command[0], l.opt.Command[1:]...)
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), OwnerEnv+"="+tag)
 	keys := make([]string, 0, len(l.opt.Env))
 	for k := range l.opt.Env {
 		keys = append(keys, k)
@@ -178,33 +239,36 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 		cfg.Aliases = given.Aliases
 		b, err := json.Marshal(cfg)
 		if err != nil {
+			closeReaders()
 			return nil, fmt.Errorf("clientproc: %w", err)
 		}
 		cmd.Env = append(cmd.Env, ConfigEnv+"="+string(b))
 	}
-	cmd.Stderr = logf
+	cmd.Stdout, cmd.Stderr = outW, errW
 	// A process group of its own, so a pause stops everything the client
 	// started and a kill ends it all; and it dies with the harness.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		closeReaders()
 		return nil, fmt.Errorf("clientproc: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("clientproc: %w", err)
-	}
-	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given,
+	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given, tag: tag,
 		gate: procs.Gates[p], clock: procs.Clocks[p], hist: procs.History[p],
 		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
 		events: make(chan Message, 1024), fatalCh: make(chan struct{}), exited: make(chan struct{}),
+		readDone: make(chan struct{}), logDone: make(chan struct{}), done: make(chan struct{}),
+		stdout: outR, stderr: errR, log: newCapLog(logf, l.opt.LogCap),
 		nextID: -1}
 	if err := cmd.Start(); err != nil {
+		closeReaders()
 		return nil, fmt.Errorf("%s: start %s: %w", c.name(), l.opt.Command[0], err)
 	}
 	c.pgid = cmd.Process.Pid
-	go c.read(stdout)
+	go c.read(outR)
+	go c.copyLog()
 	go c.handleEvents()
+	go c.wait()
 	return c, nil
 }
 
@@ -316,8 +380,16 @@ func (l *Launcher) Logs() []string {
 }
 
 // Close asks every child to close, then kills what is left of each
-// (resumed first, so nothing stays stopped) and waits until all are gone.
+// (resumed first, so nothing stays stopped) and waits until all are gone —
+// a bounded wait: a child's pipes are read for at most pipeGrace after it
+// exits. Processes the children left behind are ended and named in
+// Warnings.
 func (l *Launcher) Close() error {
+	l.closeOnce.Do(l.close)
+	return nil
+}
+
+func (l *Launcher) close() {
 	var wg sync.WaitGroup
 	for _, c := range l.children {
 		if c != nil {
@@ -326,7 +398,13 @@ func (l *Launcher) Close() error {
 	}
 	wg.Wait()
 	l.cancel()
-	return nil
+	prefix := l.tag + "."
+	if left := procsTagged(func(tag string) bool { return strings.HasPrefix(tag, prefix) }); len(left) > 0 {
+		killAll(left)
+		for _, p := range left {
+			l.warn("a client left %s running after it ended; the harness killed it", p)
+		}
+	}
 }
 
 // KillAll kills every child at once (resumed first): for a harness that is

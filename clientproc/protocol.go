@@ -30,6 +30,9 @@ var (
 	ErrExited = errors.New("client process exited")
 	// ErrOpen is wrapped when a child does not answer its open request.
 	ErrOpen = errors.New("client process did not open")
+	// ErrWedged is wrapped when a child stops answering: no reply to a
+	// request within its timeout plus a grace, while not paused.
+	ErrWedged = errors.New("client process stopped answering")
 )
 
 // Operations of the protocol.

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/clients"
 	"github.com/locktorture/locktorture/nemesis"
@@ -112,4 +114,36 @@ func (r *run) clientLogs() []string {
 		out = append(out, filepath.Base(l))
 	}
 	return slices.Clip(out)
+}
+
+// closeClients ends the client processes once the clients have stopped
+// (a bounded wait), so that what they left behind is known before the
+// verdict; it logs each warning.
+func (r *run) closeClients() {
+	if r.launcher == nil {
+		return
+	}
+	_ = r.launcher.Close()
+	for _, w := range r.launcher.Warnings() {
+		r.lg.Printf("warning: %s", w)
+	}
+}
+
+// clientWarnings are the client processes' warnings (processes left
+// behind, cut logs).
+func (r *run) clientWarnings() []string {
+	if r.launcher == nil {
+		return nil
+	}
+	return r.launcher.Warnings()
+}
+
+// noteClientWarnings lists the client processes' warnings in the results
+// (warnings) and says them in the note, so the report shows them.
+func noteClientWarnings(res *checker.Results, ws []string) {
+	for _, w := range ws {
+		res.Warnings = append(res.Warnings, w)
+		res.WarningCount++
+		res.Note = strings.TrimPrefix(res.Note+"; "+w, "; ")
+	}
 }

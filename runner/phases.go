@@ -39,6 +39,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 	if err := r.openStore(); err != nil {
 		return nil, err
 	}
+	r.sweep(ctx)
 	if err := r.startServers(ctx); err != nil {
 		return nil, r.failedStart(err)
 	}
@@ -161,6 +162,15 @@ func (r *run) openStore() error {
 	r.lg = log.New(lw, "", log.Ltime|log.Lmicroseconds)
 	r.lg.Printf("run %s: scenario %s, backend %s, seed %d", dir, r.sc.Name, r.sc.Backend, r.sc.Seed)
 	return nil
+}
+
+// sweep ends what earlier harnesses, killed before they could clean up,
+// left on this machine, whatever this run's mode: processes their clients
+// started.
+func (r *run) sweep(ctx context.Context) {
+	for _, p := range clientproc.ReapOrphans() {
+		r.lg.Printf("ended %s, left by a client of a harness that is gone", p)
+	}
 }
 
 // startServers starts the cluster, the backend (which starts the servers
@@ -287,6 +297,7 @@ func (r *run) runClients(ctx context.Context) error {
 		g.Resume()
 	}
 	wg.Wait()
+	r.closeClients()
 	r.lg.Printf("clients stopped; faults healed")
 	return r.clientError(werr)
 }
@@ -343,6 +354,7 @@ func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, er
 		noteSkipped(results, sc.Backend, skipped)
 	}
 	noteMissed(results, r.engine.Missed(len(r.sch.Script)))
+	noteClientWarnings(results, r.clientWarnings())
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
 	results.Servers = r.servers
 	return results, nil

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -88,9 +89,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitBadArgs
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM; a second signal kills.
+// stopWithin is how long a command may take to stop after SIGINT or
+// SIGTERM: past it, or at a second signal, it exits 255 at once (what it
+// leaves, a later run removes).
+const stopWithin = 4500 * time.Millisecond
+
+// signalContext is cancelled by SIGINT or SIGTERM; the command then has
+// stopWithin to end, and a second signal ends it at once.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		cancel()
+		t := time.NewTimer(stopWithin)
+		why := fmt.Sprintf("still stopping %s after the interrupt", stopWithin)
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		case <-sigs:
+			why = "interrupted again"
+		}
+		fmt.Fprintf(os.Stderr, "locktorture: %s: exiting now (a later run removes what this one left)\n", why)
+		os.Exit(exitHarness)
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+		})
+		cancel()
+	}
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
