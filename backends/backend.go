@@ -187,6 +187,10 @@ type Info struct {
 	// on servers ask it, so a backend that left it out would be refused
 	// every partition, kill and delay.
 	Kinds []string
+	// Counts, for a kind the backend needs more than one server of, says
+	// how many (redlock: 5 redis): a run on someone else's servers with
+	// fewer is refused before it starts. A kind not listed needs one.
+	Counts map[string]int
 	// InTx is set when a grant's Conn is a transaction that the postgres
 	// resource acts inside: it cannot leave a client's process, so client
 	// processes refuse that resource.

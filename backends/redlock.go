@@ -44,6 +44,7 @@ func init() {
 		Description: "our own Redlock over 5 independent Redis servers: quorum, drift factor, validity check",
 		Servers:     "5 redis-server",
 		Kinds:       []string{"redis"},
+		Counts:      map[string]int{"redis": redlockNodes},
 		Lease:       true,
 	}, newRedlock)
 }

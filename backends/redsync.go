@@ -35,6 +35,7 @@ func init() {
 		Description: "github.com/go-redsync/redsync/v4, the popular Go Redlock, over 5 Redis servers",
 		Servers:     "5 redis-server",
 		Kinds:       []string{"redis"},
+		Counts:      map[string]int{"redis": redlockNodes},
 		Lease:       true,
 	}, newRedsync)
 }

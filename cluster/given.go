@@ -74,21 +74,26 @@ func (c *Cluster) GivenAddrs(kind string) ([]string, bool) {
 	if c.given == nil {
 		return nil, false
 	}
-	g := c.given.g
+	return c.given.g.Addrs(kind), true
+}
+
+// Addrs returns the addresses given for a kind of server ("redis", "etcd",
+// "zookeeper", "postgres" — its DSN —, or any other).
+func (g Given) Addrs(kind string) []string {
 	switch kind {
 	case "redis":
-		return g.Redis, true
+		return g.Redis
 	case "etcd":
-		return g.Etcd, true
+		return g.Etcd
 	case "zookeeper":
-		return g.Zookeeper, true
+		return g.Zookeeper
 	case "postgres":
 		if g.Postgres == "" {
-			return nil, true
+			return nil
 		}
-		return []string{g.Postgres}, true
+		return []string{g.Postgres}
 	}
-	return g.Other[kind], true
+	return g.Other[kind]
 }
 
 // hostPort is a server's address: the given one, or host:port (host

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -209,9 +210,19 @@ func CheckImages(images map[string]string) error {
 		if strings.TrimSpace(images[k]) == "" {
 			return fmt.Errorf("image for %s: empty reference", k)
 		}
+		if !imageRef.MatchString(images[k]) {
+			return fmt.Errorf("image for %s: %q is not an image reference ([registry/]name[:tag][@digest], the name in lowercase: redis:7.4, locktorture-servers:bookworm)", k, images[k])
+		}
 	}
 	return nil
 }
+
+// imageRef is the grammar of a Docker image reference (distribution's
+// reference package): an optional registry host[:port]/, a lowercase path,
+// an optional :tag and an optional @digest.
+var imageRef = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::\w[\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
 
 // localProvider runs servers as processes of this machine on 127.0.0.1.
 type localProvider struct{ tmp string }

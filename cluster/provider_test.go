@@ -32,6 +32,9 @@ func TestCheckImages(t *testing.T) {
 		{map[string]string{"all": "a", "redis": "b", "postgres": "c", "etcd": "d", "zookeeper": "e"}, ""},
 		{map[string]string{"redis": "b", "mysql": "m"}, `"mysql"`},
 		{map[string]string{"redis": " "}, "empty"},
+		{map[string]string{"all": "UPPER:bad tag"}, `"UPPER:bad tag" is not an image reference`},
+		{map[string]string{"redis": "redis:7.4:extra"}, "not an image reference"},
+		{map[string]string{"redis": "docker.io/library/redis:7.4-alpine", "etcd": "localhost:5000/team/etcd@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "all": "locktorture-servers:bookworm"}, ""},
 	}
 	for _, tc := range tests {
 		err := CheckImages(tc.images)

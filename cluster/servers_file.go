@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -205,8 +206,9 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 				return bad(e.line, "postgres: %q is not a DSN (postgres://user:password@host:5432/database)", a)
 			}
 		default:
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return bad(e.line, "%s: %q is not host:port", kind, a)
+			_, port, err := net.SplitHostPort(a)
+			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+				return bad(e.line, "%s: %q is not host:port (a port is a number from 1 to 65535)", kind, a)
 			}
 		}
 		switch e.Control {
@@ -420,7 +422,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 			return fmt.Errorf("%w: the backend uses ZooKeeper, but the servers file names none", ErrServerCheck)
 		}
 		for _, e := range f.Zookeeper {
-			if err := dialOnly(ctx, e.address()); err != nil {
+			if err := zkHandshake(ctx, e.address()); err != nil {
 				return fail("zookeeper "+e.address(), err)
 			}
 		}
@@ -438,12 +440,55 @@ func pingPostgresDSN(ctx context.Context, dsn string) error {
 	return conn.Ping(ctx)
 }
 
-// dialOnly checks that something listens at addr.
-func dialOnly(ctx context.Context, addr string) error {
+// zkHandshake checks that a ZooKeeper server answers at addr: it opens a
+// session (ZooKeeper's connect request), reads the server's connect
+// response, and closes the session at once. Something else listening there
+// (a Redis) does not answer as ZooKeeper does.
+func zkHandshake(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
+	// passwd (16 bytes), readOnly; after its length.
+	req := binary.BigEndian.AppendUint32(nil, 45)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 4000)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, make([]byte, 16)...)
+	req = append(req, 0)
+	if _, err := c.Write(req); err != nil {
+		return fmt.Errorf("it does not answer as a ZooKeeper server: %w", err)
+	}
+	// ConnectResponse: protocolVersion, timeOut, sessionId, passwd, readOnly.
+	var resp [41]byte
+	n, err := io.ReadAtLeast(c, resp[:], 4)
+	if err == nil && n < 4+36 {
+		var m int
+		m, err = io.ReadAtLeast(c, resp[n:], 4+36-n)
+		n += m
+	}
+	size := binary.BigEndian.Uint32(resp[:4])
+	if err != nil || (size != 36 && size != 37) || binary.BigEndian.Uint32(resp[8:12]) == 0 || binary.BigEndian.Uint64(resp[12:20]) == 0 {
+		what := fmt.Sprintf("%q", resp[:min(n, 40)])
+		if err != nil {
+			what += " (" + err.Error() + ")"
+		}
+		return fmt.Errorf("it does not answer as a ZooKeeper server (no session granted; it sent %s)", what)
+	}
+	// CloseSession: xid 1, type -11.
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
+	_, _ = c.Write(closeReq)
+	return nil
 }

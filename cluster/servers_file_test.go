@@ -25,6 +25,8 @@ func TestParseServersFile(t *testing.T) {
 		{"unknown top-level field", "redis: [127.0.0.1:6379]\nmysql: [x]\n", 2, "unknown field mysql"},
 		{"unknown server field", "redis:\n  - {addr: 127.0.0.1:6379, colour: red}\n", 2, "unknown field colour"},
 		{"not host:port", "redis: [localhost]\n", 1, `"localhost" is not host:port`},
+		{"a port that is not a number", "redis: [\"127.0.0.1:notaport\"]\n", 1, `"127.0.0.1:notaport" is not host:port`},
+		{"a port out of range", "etcd: [127.0.0.1:70000]\n", 1, `"127.0.0.1:70000" is not host:port`},
 		{"not a DSN", "postgres: 127.0.0.1:5432\n", 1, "not a DSN"},
 		{"control without container", "etcd:\n  - {addr: 127.0.0.1:2379, control: docker}\n", 2, "needs container"},
 		{"container without control", "etcd:\n  - {addr: 127.0.0.1:2379, container: e0}\n", 2, "no control"},
@@ -117,6 +119,7 @@ func TestServersFileCheck(t *testing.T) {
 		{"the sentinel group", "sentinel: {master: " + SentinelMaster + ", addrs: [" + strings.Join(g.SentinelAddrs(), ", ") + "]}\n", []string{"redis"}, true, ""},
 		{"an unknown master", "sentinel: {master: nobody, addrs: [" + g.SentinelAddrs()[0] + "]}\n", []string{"redis"}, true, `does not know a master named "nobody"`},
 		{"kinds the run does not use are not asked", "redis: [" + primary + "]\netcd: [" + silent + "]\n", []string{"redis"}, false, ""},
+		{"a Redis named as ZooKeeper", "zookeeper: [" + primary + "]\n", []string{"zookeeper"}, false, "zookeeper " + primary + ": it does not answer as a ZooKeeper server"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,5 +138,28 @@ func TestServersFileCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want ErrServerCheck naming %q", err, tc.has)
 			}
 		})
+	}
+}
+
+// TestServersFileCheckZooKeeper: a ZooKeeper server answers the check as
+// itself (a session opened and closed).
+func TestServersFileCheckZooKeeper(t *testing.T) {
+	requireZooKeeper(t)
+	c, err := New(Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	z, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseServersFile([]byte("zookeeper: ["+z.Members()[0].Addr()+"]\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(ctx, []string{"zookeeper"}, false); err != nil {
+		t.Fatalf("a ZooKeeper server refused: %v", err)
 	}
 }

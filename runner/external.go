@@ -29,6 +29,13 @@ func (r *run) loadServersFile() error {
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	r.serversFile = f
+	if r.sc.Redis != backends.RedisSentinel {
+		for kind, n := range r.binfo.Counts {
+			if got := len(f.Given().Addrs(kind)); got < n {
+				return fmt.Errorf("%w: %s needs %d %s servers, but %s names %d", ErrBadInput, r.sc.Backend, n, kind, r.sc.ServersFile, got)
+			}
+		}
+	}
 	r.sc.Uncontrolled = f.Uncontrolled(r.sc.ServerKinds(), r.sc.Redis == backends.RedisSentinel)
 	return nil
 }

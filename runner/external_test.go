@@ -186,3 +186,22 @@ func TestExternalRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalTooFewServers: a backend that needs more servers of a kind
+// than the servers file names is refused before the run (bad input, no
+// store directory), naming how many it needs.
+func TestExternalTooFewServers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(file, []byte("redis: [127.0.0.1:6390]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("redlock"), Servers: ptr(cluster.ServersExternal), ServersFile: &file})
+	_, err := Run(context.Background(), sc, Options{Store: store, TempDir: t.TempDir()})
+	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "redlock needs 5 redis servers") || !strings.Contains(err.Error(), "names 1") {
+		t.Fatalf("error %v, want bad input: redlock needs 5 redis servers, the file names 1", err)
+	}
+	if ents, _ := os.ReadDir(store); len(ents) > 0 {
+		t.Errorf("the store holds %v after a refused run", ents)
+	}
+}

@@ -217,6 +217,9 @@ func (r *run) startServers(ctx context.Context) error {
 	}
 	r.res = res
 	r.deferClose(func() { _ = res.Close() })
+	// Someone else's server that goes away mid-run fails the run as one of
+	// ours that exits does (Died); ours are watched by their processes.
+	r.deferClose(cl.WatchGiven(500 * time.Millisecond))
 	r.recordServers(ctx)
 	return nil
 }

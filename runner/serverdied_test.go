@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -61,4 +62,39 @@ func TestServerDeathIsAHarnessError(t *testing.T) {
 		t.Fatalf("got verdict %q, error %v; want ErrServerDied naming redis-0 and its log", v, err)
 	}
 	assertNothingLeft(t, tmp)
+}
+
+// TestExternalServerDeathIsAHarnessError: someone else's server that goes
+// away mid-run (a SHUTDOWN from outside) fails the run as a local one does
+// (exit 255, naming it) — never a valid verdict.
+func TestExternalServerDeathIsAHarnessError(t *testing.T) {
+	requireRedis(t)
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.StartRedis(context.Background(), cluster.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(file, []byte("redis: ["+r.Addr()+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := builtin(t, "baseline", scenarios.Overrides{Duration: ptr(2 * time.Second), Servers: ptr(cluster.ServersExternal), ServersFile: &file})
+	var once sync.Once
+	opt := Options{Store: t.TempDir(), TempDir: t.TempDir(), Observe: func(op history.Op) {
+		if op.F == history.Acquire && op.Type == history.OK {
+			once.Do(func() { go func() { _ = r.Stop(context.Background()) }() })
+		}
+	}}
+	out, err := Run(context.Background(), sc, opt)
+	if !errors.Is(err, ErrServerDied) || !strings.Contains(err.Error(), "redis-0") || !strings.Contains(err.Error(), r.Addr()) {
+		var v string
+		if out != nil {
+			v = out.Results.Valid.String()
+		}
+		t.Fatalf("got verdict %q, error %v; want ErrServerDied naming redis-0 and its address", v, err)
+	}
 }

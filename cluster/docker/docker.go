@@ -73,6 +73,9 @@ var (
 	ErrNoEngine = errors.New("no Docker engine answers")
 	// ErrImageMissing is wrapped when an image is not on this machine.
 	ErrImageMissing = errors.New("image missing")
+	// ErrNoReaper is wrapped when testcontainers' reaper is asked for
+	// (TESTCONTAINERS_RYUK_DISABLED=false) but its image is not here.
+	ErrNoReaper = errors.New("the reaper's image is missing")
 )
 
 func init() { cluster.RegisterProvider(cluster.ServersDocker, New) }
@@ -116,6 +119,10 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 			disabled = "false"
 		}
 		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", disabled)
+	} else if off, err := strconv.ParseBool(os.Getenv("TESTCONTAINERS_RYUK_DISABLED")); err == nil && !off && !ryukAtHand(ctx) {
+		// Asked for, the reaper would be pulled, and a failed pull would
+		// be blamed on the first server started.
+		return nil, fmt.Errorf("%w: TESTCONTAINERS_RYUK_DISABLED=false asks for testcontainers' reaper, but its image %s is not on this machine (nothing is pulled): load it (docker load), or unset the variable (the run's labels and the next run's sweep remove what a killed run leaves)", ErrNoReaper, RyukImage)
 	}
 	// DOCKER_HOST, when set, is the engine to use, and no other: the
 	// library would otherwise fall back to the default socket.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,18 @@ func owner(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestReaperAskedForButMissing: TESTCONTAINERS_RYUK_DISABLED=false with no
+// reaper image here is said plainly, before any server (nothing pulled).
+func TestReaperAskedForButMissing(t *testing.T) {
+	testenv.RequireDocker(t, "")
+	if out, err := exec.Command("docker", "image", "inspect", docker.RyukImage).CombinedOutput(); err == nil {
+		t.Skipf("the reaper's image is here: %s", out[:min(len(out), 40)])
+	}
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "false")
+	_, err := cluster.New(cluster.Options{Servers: cluster.ServersDocker, Images: map[string]string{"all": docker.LocalImage}, TempDir: t.TempDir()})
+	if !errors.Is(err, docker.ErrNoReaper) || !strings.Contains(err.Error(), docker.RyukImage) {
+		t.Errorf("err = %v, want ErrNoReaper naming %s", err, docker.RyukImage)
+	}
 }
