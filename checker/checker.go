@@ -157,9 +157,11 @@ type Results struct {
 	Checkers Checkers `json:"checkers"`
 	Scenario string   `json:"scenario"`
 	Backend  string   `json:"backend"`
-	Resource string   `json:"resource"`
-	Seed     int64    `json:"seed"`
-	Ops      int      `json:"ops"`
+	// Program, for backend exec, names the program that ran (my_lock.py).
+	Program  string `json:"program,omitempty"`
+	Resource string `json:"resource"`
+	Seed     int64  `json:"seed"`
+	Ops      int    `json:"ops"`
 	// Truncated is set when the history's last line was cut off and dropped.
 	Truncated bool `json:"truncated,omitempty"`
 	// Note explains an unknown or surprising verdict (for example, nothing was checked).

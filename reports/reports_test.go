@@ -525,3 +525,12 @@ func TestEmptyAndUnknown(t *testing.T) {
 		t.Errorf("cancelled WriteRun: %v", err)
 	}
 }
+
+// TestHeadlineNamesTheProgram: a run of backend exec names the program
+// that ran on the summary's first line.
+func TestHeadlineNamesTheProgram(t *testing.T) {
+	res := &checker.Results{Valid: checker.Valid, Scenario: "baseline", Backend: "exec", Program: "my_kazoo_lock.py", Seed: 1, Ops: 10}
+	if h := Headline(res); !strings.HasPrefix(h, "VALID — baseline / exec: my_kazoo_lock.py (seed 1") {
+		t.Errorf("headline %q: want it to name exec: my_kazoo_lock.py", h)
+	}
+}

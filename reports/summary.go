@@ -209,7 +209,11 @@ func Headline(res *checker.Results) string {
 		what = append(what, res.Scenario)
 	}
 	if res.Backend != "" {
-		what = append(what, res.Backend)
+		b := res.Backend
+		if res.Program != "" {
+			b += ": " + res.Program // the lock that ran is the user's program
+		}
+		what = append(what, b)
 	}
 	if len(what) > 0 {
 		s += " — " + strings.Join(what, " / ")

@@ -87,6 +87,9 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	}
 	if sc != nil {
 		res.Scenario, res.Backend, res.Resource, res.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+		if sc.Backend == scenarios.ExecBackend {
+			res.Program = sc.Exec.Program()
+		}
 		if len(skipped) > 0 {
 			noteSkipped(res, sc.Backend, skipped)
 		}

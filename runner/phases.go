@@ -359,6 +359,9 @@ func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, er
 	noteMissed(results, r.engine.Missed(len(r.sch.Script)))
 	noteClientWarnings(results, r.clientWarnings())
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
+	if sc.Backend == scenarios.ExecBackend {
+		results.Program = sc.Exec.Program()
+	}
 	results.Servers = r.servers
 	return results, nil
 }

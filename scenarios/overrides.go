@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/backends"
 )
 
 // Overrides are command-line settings that replace a scenario's own. A
@@ -46,12 +48,25 @@ func (s *Scenario) Apply(o Overrides) error {
 		return fmt.Errorf("%w: --nemesis-interval: must be positive, not %s", ErrInvalid, *o.NemesisInterval)
 	}
 	if o.Exec != nil {
+		// Flags that contradict --exec are refused: the lock that runs
+		// must be the one the user named.
+		if o.Backend != nil && *o.Backend != ExecBackend {
+			return fmt.Errorf("%w: --exec runs your program as backend exec, but --backend %s names the built-in %s lock: give one or the other", ErrInvalid, *o.Backend, *o.Backend)
+		}
+		if o.ClientMode != nil && *o.ClientMode == ClientInproc {
+			return fmt.Errorf("%w: --exec runs your program as a process per client, but --client-mode %s asks for goroutines of the harness: give one or the other", ErrInvalid, ClientInproc)
+		}
 		argv, err := SplitCommand(*o.Exec)
 		if err != nil {
 			return fmt.Errorf("--exec: %w", err)
 		}
 		if s.Exec == nil {
 			s.Exec = &Exec{}
+		}
+		if s.Backend != ExecBackend && len(s.Exec.Servers) == 0 {
+			// The scenario is about its own backend's servers (zk-pause:
+			// a ZooKeeper ensemble): the program gets those.
+			s.Exec.Servers = ownServers(s.Backend)
 		}
 		s.Exec.Command = argv
 		if o.Backend == nil {
@@ -132,4 +147,21 @@ func (s *Scenario) Apply(o Overrides) error {
 		return err
 	}
 	return nil
+}
+
+// ownServers lists, as exec.servers does (one entry per server), the
+// servers a built-in backend runs: redlock's five Redis, zookeeper's
+// ensemble. Nil for an unknown backend (exec's default then applies).
+func ownServers(backend string) []string {
+	info, _, err := backends.Lookup(backend)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range info.Kinds {
+		for range max(info.Counts[k], 1) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

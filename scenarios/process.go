@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -31,6 +32,34 @@ type Exec struct {
 	// redis (the default: one), postgres, etcd.
 	Servers []string `yaml:"servers,omitempty"`
 }
+
+// Program names the program exec runs, for the summary: the script an
+// interpreter runs (my_lock.py in `python3 my_lock.py`), or the program's
+// own file name.
+func (e *Exec) Program() string {
+	if e == nil || len(e.Command) == 0 {
+		return ""
+	}
+	name := filepath.Base(e.Command[0])
+	if interpreters[strings.TrimRight(name, "0123456789.")] {
+		for i := 1; i < len(e.Command); i++ {
+			a := e.Command[i]
+			switch {
+			case a == "-m" || a == "-jar": // python3 -m module, java -jar x.jar
+				if i+1 < len(e.Command) {
+					return filepath.Base(e.Command[i+1])
+				}
+			case !strings.HasPrefix(a, "-"):
+				return filepath.Base(a)
+			}
+		}
+	}
+	return name
+}
+
+// interpreters run a script named by their first argument.
+var interpreters = map[string]bool{"python": true, "pypy": true, "node": true, "deno": true, "bun": true, "ruby": true,
+	"perl": true, "php": true, "sh": true, "bash": true, "dash": true, "zsh": true, "java": true, "lua": true, "Rscript": true}
 
 // ProcessClients reports whether the run's clients are processes: in
 // process mode, and always for exec.

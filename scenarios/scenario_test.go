@@ -417,3 +417,52 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
+
+// TestApplyExec: --exec with a flag that contradicts it is refused naming
+// both; on a scenario about another backend it gets that backend's
+// servers (unless exec.servers says otherwise); Program names the script.
+func TestApplyExec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    scenarios.Overrides
+		both []string
+	}{
+		{"a built-in backend", scenarios.Overrides{Exec: ptr("python3 my_kazoo_lock.py"), Backend: ptr("zookeeper")}, []string{"--exec", "--backend zookeeper"}},
+		{"inproc clients", scenarios.Overrides{Exec: ptr("./lock"), ClientMode: ptr("inproc")}, []string{"--exec", "--client-mode inproc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := scenarios.Builtin("baseline")
+			err := s.Apply(tc.o)
+			if !errors.Is(err, scenarios.ErrInvalid) {
+				t.Fatalf("Apply = %v, want ErrInvalid", err)
+			}
+			for _, w := range tc.both {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		scenario, exec string
+		servers        []string
+		program        string
+	}{
+		{"zk-pause", "python3 my_kazoo_lock.py", []string{"zookeeper"}, "my_kazoo_lock.py"},
+		{"redlock-clock-jump", "/opt/bin/my-redlock --fast", []string{"redis", "redis", "redis", "redis", "redis"}, "my-redlock"},
+		{"redis-py-baseline", "node lock.js", []string{"redis"}, "lock.js"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			s, err := scenarios.Builtin(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Apply(scenarios.Overrides{Exec: &tc.exec}); err != nil {
+				t.Fatal(err)
+			}
+			if s.Backend != scenarios.ExecBackend || !reflect.DeepEqual(s.Exec.Servers, tc.servers) || s.Exec.Program() != tc.program {
+				t.Errorf("backend %s, servers %v, program %q; want exec, %v, %q", s.Backend, s.Exec.Servers, s.Exec.Program(), tc.servers, tc.program)
+			}
+		})
+	}
+}
