@@ -1,0 +1,196 @@
+package locktest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// The client side of the client protocol for a user's Lock: what a client
+// process (the test binary, re-executed) runs in place of its test.
+
+// openRequest is the open request as the child reads it (auth included).
+type openRequest struct {
+	ID        *int64                     `json:"id"`
+	Op        string                     `json:"op"`
+	Key       string                     `json:"key"`
+	Process   int                        `json:"process"`
+	TTLMS     int64                      `json:"ttl_ms"`
+	TimeoutMS int64                      `json:"timeout_ms"`
+	Servers   cluster.Given              `json:"servers"`
+	Auth      map[string]json.RawMessage `json:"auth"`
+}
+
+// serve answers the client protocol on in/out with locks made by newLock
+// until the close request or the end of in.
+func serve(ctx context.Context, in io.Reader, out io.Writer, newLock NewLock) error {
+	s := &childServer{out: bufio.NewWriter(out)}
+	defer s.close()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	for sc.Scan() {
+		var r openRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return fmt.Errorf("locktest: bad request %q: %w", sc.Text(), err)
+		}
+		if r.ID == nil {
+			continue // a message this child did not ask for (a clock step)
+		}
+		done, err := s.handle(ctx, newLock, r)
+		if err != nil || done {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+type childServer struct {
+	mu      sync.Mutex
+	out     *bufio.Writer
+	lock    Lock
+	timeout time.Duration
+}
+
+func (s *childServer) emit(m clientproc.Message) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.out.Write(append(b, '\n'))
+	_ = s.out.Flush()
+}
+
+func (s *childServer) reply(id int64, m clientproc.Message) {
+	m.ID = &id
+	s.emit(m)
+}
+
+// result is the reply for an operation's error.
+func result(err error) clientproc.Message {
+	switch {
+	case err == nil:
+		return clientproc.Message{Type: clientproc.TypeOK}
+	case errors.Is(err, ErrBusy):
+		return clientproc.Message{Type: clientproc.TypeFail, Error: "busy"}
+	case errors.Is(err, ErrNotHeld):
+		return clientproc.Message{Type: clientproc.TypeFail, Error: "not held"}
+	}
+	return clientproc.Message{Type: clientproc.TypeInfo, Error: err.Error()}
+}
+
+func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest) (done bool, err error) {
+	id := *r.ID
+	switch r.Op {
+	case clientproc.OpOpen:
+		if s.lock != nil {
+			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "already open"})
+			return false, nil
+		}
+		cfg, err := s.config(r)
+		if err != nil {
+			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: err.Error()})
+			return false, nil
+		}
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		l, err := newLock(octx, cfg)
+		cancel()
+		if err != nil {
+			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "new lock: " + err.Error()})
+			return false, nil
+		}
+		s.lock = l
+		s.reply(id, clientproc.Message{Type: clientproc.TypeOK})
+	case clientproc.OpClose:
+		s.close()
+		s.reply(id, clientproc.Message{Type: clientproc.TypeOK})
+		return true, nil
+	case clientproc.OpAcquire, clientproc.OpRelease:
+		if s.lock == nil {
+			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "not open"})
+			return false, nil
+		}
+		octx, cancel := context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+		if r.Op == clientproc.OpRelease {
+			s.reply(id, result(s.lock.Release(octx, r.Key)))
+			return false, nil
+		}
+		g, err := s.lock.Acquire(octx, r.Key)
+		m := result(err)
+		if err == nil {
+			if g.Lease > 0 {
+				ms := g.Lease.Milliseconds()
+				m.LeaseMS = &ms
+			}
+			if g.Fenced {
+				f := g.Fence
+				m.Fence = &f
+			}
+		}
+		s.reply(id, m)
+	default:
+		s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: fmt.Sprintf("unknown op %q", r.Op)})
+	}
+	return false, nil
+}
+
+// config is the lock's Config from the open request.
+func (s *childServer) config(r openRequest) (Config, error) {
+	s.timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	if s.timeout <= 0 {
+		s.timeout = 500 * time.Millisecond
+	}
+	cfg := Config{
+		Servers: Servers{Redis: r.Servers.Redis, Postgres: r.Servers.Postgres, Etcd: r.Servers.Etcd, ZooKeeper: r.Servers.Zookeeper},
+		TTL:     time.Duration(r.TTLMS) * time.Millisecond, Timeout: s.timeout, Process: r.Process,
+		events: &events{extended: s.extended, lost: s.lost},
+	}
+	for kind, raw := range r.Auth {
+		var list []Credentials
+		if err := json.Unmarshal(raw, &list); err != nil {
+			var one Credentials
+			if err := json.Unmarshal(raw, &one); err != nil {
+				return Config{}, fmt.Errorf("auth.%s: %w", kind, err)
+			}
+			list = []Credentials{one}
+		}
+		if cfg.Auth == nil {
+			cfg.Auth = map[string][]Credentials{}
+		}
+		cfg.Auth[kind] = list
+	}
+	return cfg, nil
+}
+
+// extended sends an extend event: its invoke and its completion.
+func (s *childServer) extended(key string, lease time.Duration, err error) {
+	s.emit(clientproc.Message{Event: clientproc.EventExtend, Key: key, Phase: "invoke"})
+	m := result(err)
+	m.Event, m.Key = clientproc.EventExtend, key
+	if err == nil && lease > 0 {
+		ms := lease.Milliseconds()
+		m.LeaseMS = &ms
+	}
+	s.emit(m)
+}
+
+func (s *childServer) lost(key string) {
+	s.emit(clientproc.Message{Event: clientproc.EventLost, Key: key})
+}
+
+func (s *childServer) close() {
+	if s.lock != nil {
+		_ = s.lock.Close()
+		s.lock = nil
+	}
+}

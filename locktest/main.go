@@ -1,0 +1,130 @@
+package locktest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Environment variables the suite reads.
+const (
+	// EnvServers is where servers run: local (the default: processes on
+	// 127.0.0.1), docker, or the path of a servers file (servers someone
+	// else runs; see the locktorture docs on servers files).
+	EnvServers = "LOCKTEST_SERVERS"
+	// EnvStore is where failing subtests' reports are kept (default: a
+	// temporary directory, printed in the failure).
+	EnvStore = "LOCKTEST_STORE"
+	// EnvSeed overrides every scenario's seed, as -locktest.seed does.
+	EnvSeed = "LOCKTEST_SEED"
+	// envChild marks a client process: it names the Run call it serves.
+	envChild = "LOCKTEST_CHILD"
+)
+
+var (
+	seedFlag    = flag.String("locktest.seed", "", "run every locktest scenario with this seed (as "+EnvSeed+")")
+	serversFlag = flag.String("locktest.servers", "", "where locktest's servers run: local, docker or a servers file (as "+EnvServers+")")
+)
+
+var (
+	mainMu        sync.Mutex
+	mainInstalled bool
+	// protoOut is the client protocol's stdout in a client process (the
+	// test binary's own output goes to stderr there).
+	protoOut *os.File
+	// calls counts Run calls per test, so a client process finds its own.
+	calls = map[string]int{}
+)
+
+// Main is the TestMain hook that lets the suite run the test binary itself
+// as its client processes, the way testscript's RunMain does:
+//
+//	func TestMain(m *testing.M) { locktest.Main(m) }
+//
+// In the test process it runs the tests, then stops the servers the
+// suite shared between them; in a client process it serves the client
+// protocol with the lock of the test that started it. It does not return.
+func Main(m *testing.M) {
+	mainMu.Lock()
+	mainInstalled = true
+	mainMu.Unlock()
+	if os.Getenv(envChild) != "" {
+		// A client process: stdout carries the protocol, so everything
+		// else the binary prints goes to stderr (client-N.log).
+		protoOut = os.Stdout
+		os.Stdout = os.Stderr
+		code := m.Run()
+		fmt.Fprintf(os.Stderr, "locktest: the client process's test ended without serving %s (exit %d): does the test call locktest.Run in the same way every time?\n", os.Getenv(envChild), code)
+		os.Exit(3)
+	}
+	code := m.Run()
+	if err := stopShared(); err != nil {
+		fmt.Fprintf(os.Stderr, "locktest: stopping the shared servers: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	removeTempStore()
+	os.Exit(code)
+}
+
+// installed reports whether Main runs.
+func installed() bool {
+	mainMu.Lock()
+	defer mainMu.Unlock()
+	return mainInstalled
+}
+
+// callID names one Run call: the test's name and how many Run calls that
+// test made before.
+func callID(t *testing.T) string {
+	mainMu.Lock()
+	defer mainMu.Unlock()
+	n := calls[t.Name()]
+	calls[t.Name()] = n + 1
+	return t.Name() + "#" + strconv.Itoa(n)
+}
+
+// runPattern is the -test.run pattern that selects exactly the test
+// named (subtests too).
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// seedOverride is the seed -locktest.seed or LOCKTEST_SEED sets.
+func seedOverride() (int64, bool, error) {
+	s := *seedFlag
+	if s == "" {
+		s = os.Getenv(EnvSeed)
+	}
+	if s == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("locktest: seed %q is not an integer", s)
+	}
+	return n, true, nil
+}
+
+// serversSetting is where servers run: local, docker or a servers file.
+func serversSetting(s Suite) string {
+	switch {
+	case *serversFlag != "":
+		return *serversFlag
+	case os.Getenv(EnvServers) != "":
+		return os.Getenv(EnvServers)
+	case s.Servers != "":
+		return s.Servers
+	}
+	return "local"
+}
