@@ -3,6 +3,10 @@ package locktest_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +65,56 @@ func TestTokenLock(t *testing.T) {
 	}
 	if ok, why := res[0].Meets(locktest.Safe); !ok {
 		t.Errorf("baseline judged against the claim safe: %s", why)
+	}
+}
+
+// TestInProcess runs the same lock with in-process clients: Kleppmann's
+// pause stops client 0 at its step, which is enough to catch a token lock.
+func TestInProcess(t *testing.T) {
+	locktest.Run(t, locktest.Suite{New: newTokenLock, Claim: locktest.StaleHolderPossible, InProcess: true,
+		Scenarios: []string{"kleppmann-pause"}})
+}
+
+// TestFailureSpeaks runs a claim the lock does not meet in a test binary
+// of its own and reads what the failure says: which way the verdict
+// differs, the violation, the seed, the command that repeats it and the
+// report, which is kept.
+func TestFailureSpeaks(t *testing.T) {
+	if os.Getenv("LOCKTEST_FAILDEMO") != "" {
+		locktest.Run(t, locktest.Suite{New: newTokenLock, Claim: locktest.Safe, Scenarios: []string{"kleppmann-pause"}})
+		return
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+	store := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFailureSpeaks$", "-test.count=1", "-locktest.seed=7")
+	cmd.Env = append(os.Environ(), "LOCKTEST_FAILDEMO=1", locktest.EnvStore+"="+store)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("the failing test binary: %v, want exit 1\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		`kleppmann-pause: less safe than the claim "safe"`,
+		"INVALID", "stale holder",
+		"seed 7; repeat with: go test -run '^TestFailureSpeaks$/^kleppmann-pause$' -locktest.seed=7",
+		"full report: " + store,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, text)
+		}
+	}
+	i := strings.Index(text, "full report: ")
+	if i < 0 {
+		return
+	}
+	report := strings.Fields(text[i+len("full report: "):])[0]
+	if _, err := os.Stat(report); err != nil {
+		t.Errorf("the failing run's report is not kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(report), "history.jsonl")); err != nil {
+		t.Errorf("the failing run's history is not kept: %v", err)
 	}
 }

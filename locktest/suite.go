@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,6 +100,9 @@ func Run(t *testing.T, s Suite) []*Result {
 	}
 	if !s.InProcess && !installed() {
 		t.Fatal("locktest: clients run as processes of the test binary: add\n\tfunc TestMain(m *testing.M) { locktest.Main(m) }\n(or set Suite.InProcess, whose pauses are cooperative)")
+	}
+	if s.InProcess {
+		t.Log("locktest: in-process clients: a pause stops a client at its next step only; the lock's own goroutines run on (run without InProcess for real pauses)")
 	}
 	parent := t.Name()
 	out := make([]*Result, len(names))
@@ -235,7 +239,7 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	}
 	where := serversSetting(s)
 	shared := ""
-	if isShareable(sc, where) {
+	if isShareable(sc, where) && installed() { // Main stops shared servers
 		f, err := sharedServers(where, s.kinds(), sc)
 		if err != nil {
 			skipOrFail(t, err)
@@ -277,14 +281,42 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	return res
 }
 
+var inprocCalls struct {
+	sync.Mutex
+	n int
+}
+
+// nextInproc numbers the in-process backends.
+func nextInproc() int {
+	inprocCalls.Lock()
+	defer inprocCalls.Unlock()
+	inprocCalls.n++
+	return inprocCalls.n
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // prepare turns a scenario into a run of the user's lock: the exec backend
 // running the test binary as its clients, over the lock's servers, with
 // the seed and -short applied.
 func prepare(s Suite, sc *scenarios.Scenario, id, parent string) error {
+	seed, ok, err := seedOverride()
+	if err != nil {
+		return err
+	}
+	var o scenarios.Overrides
+	if ok {
+		o.Seed = &seed
+	}
+	if testing.Short() {
+		if d := shortDuration(sc); d < sc.Duration.D() {
+			o.Duration = &d
+		}
+	}
+	sc.Backends = nil
 	if s.InProcess {
-		return fmt.Errorf("in-process clients are not built yet: leave Suite.InProcess unset")
+		o.Backend, o.ClientMode = ptr(inprocBackend(s, nextInproc())), ptr(scenarios.ClientInproc)
+		return sc.Apply(o)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -295,20 +327,7 @@ func prepare(s Suite, sc *scenarios.Scenario, id, parent string) error {
 		Env:     map[string]string{envChild: id},
 		Servers: s.kinds(),
 	}
-	o := scenarios.Overrides{Backend: ptr(scenarios.ExecBackend), ClientMode: ptr(scenarios.ClientProcess)}
-	seed, ok, err := seedOverride()
-	if err != nil {
-		return err
-	}
-	if ok {
-		o.Seed = &seed
-	}
-	if testing.Short() {
-		if d := shortDuration(sc); d < sc.Duration.D() {
-			o.Duration = &d
-		}
-	}
-	sc.Backends = nil
+	o.Backend, o.ClientMode = ptr(scenarios.ExecBackend), ptr(scenarios.ClientProcess)
 	return sc.Apply(o)
 }
 

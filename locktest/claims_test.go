@@ -1,0 +1,112 @@
+package locktest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// results makes synthetic results: mutex's verdict (with stale holders or
+// double grants), fencing's and lost-update's.
+func results(mutex checker.Validity, stale, double int, fencing, lost checker.Validity) *checker.Results {
+	cs := checker.Checkers{
+		Mutex:        &checker.MutexResult{Valid: mutex, StaleHolders: stale, DoubleGrants: double, Count: stale + double},
+		Linearizable: &checker.LinearizableResult{Valid: mutex},
+		Fencing:      &checker.FencingResult{Valid: fencing},
+		LostUpdate:   &checker.LostUpdateResult{Valid: lost},
+	}
+	return &checker.Results{Checkers: cs, Valid: cs.Verdict()}
+}
+
+func TestJudgeClaims(t *testing.T) {
+	pause, err := scenarios.Builtin("kleppmann-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseline, err := scenarios.Builtin("baseline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	V, I, U := checker.Valid, checker.Invalid, checker.Unknown
+	for _, tc := range []struct {
+		name  string
+		claim Claim
+		sc    *scenarios.Scenario
+		res   *checker.Results
+		want  string // "" met, else the start of why
+	}{
+		{"safe, valid under a pause", Safe, pause, results(V, 0, 0, V, V), ""},
+		{"safe, stale holder", Safe, pause, results(I, 1, 0, V, I), `less safe than the claim "safe"`},
+		{"stale possible, stale holder", StaleHolderPossible, pause, results(I, 1, 0, V, I), ""},
+		{"stale possible, none seen", StaleHolderPossible, pause, results(V, 0, 0, V, V), `safer than the claim "stale holder possible"`},
+		{"stale possible, double grant", StaleHolderPossible, pause, results(I, 0, 1, V, I), `less safe than the claim "stale holder possible": 1 double grant`},
+		{"stale possible, no pause: safe expected", StaleHolderPossible, baseline, results(I, 1, 0, V, V), `less safe than the claim "stale holder possible"`},
+		{"stale possible, baseline valid", StaleHolderPossible, baseline, results(V, 0, 0, V, V), ""},
+		{"fenced, rejected stale write", FencedWrites, pause, results(I, 1, 0, V, V), ""},
+		{"fenced, update lost", FencedWrites, pause, results(I, 1, 0, V, I), `less safe than the claim "fenced writes reject stale holders"`},
+		{"undecided", Safe, baseline, results(U, 0, 0, V, V), "undecided"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, why := judge(tc.res, claimExpectation(tc.claim, tc.sc), tc.sc)
+			if tc.want == "" {
+				if !ok {
+					t.Fatalf("not met: %s", why)
+				}
+				return
+			}
+			if ok || !strings.HasPrefix(why, tc.want) {
+				t.Fatalf("met %v, why %q; want not met, %q...", ok, why, tc.want)
+			}
+		})
+	}
+}
+
+func TestLikeExpectation(t *testing.T) {
+	sc, err := scenarios.Builtin("kleppmann-fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := likeExpectation("redis-fenced", sc)
+	if ok, why := judge(results(checker.Invalid, 1, 0, checker.Valid, checker.Valid), e, sc); !ok {
+		t.Errorf("kleppmann-fenced as redis-fenced expects: %s", why)
+	}
+	if ok, _ := judge(results(checker.Invalid, 1, 0, checker.Valid, checker.Invalid), e, sc); ok {
+		t.Error("a lost update met redis-fenced's expectation")
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for name, want := range map[string]string{"baseline": "1s", "kleppmann-pause": "2.6s", "renew-pause": "4.5s"} {
+		sc, err := scenarios.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := min(shortDuration(sc), sc.Duration.D())
+		if d.String() != want {
+			t.Errorf("%s: short duration %s, want %s", name, d, want)
+		}
+	}
+}
+
+func TestDefaultScenarios(t *testing.T) {
+	names, err := Suite{}.scenarioNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("redis: %v", names)
+	for _, want := range []string{"baseline", "kleppmann-pause", "kleppmann-fenced", "renew-pause"} {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
+			t.Errorf("default scenarios for a redis lock %v lack %s", names, want)
+		}
+	}
+	for _, not := range []string{"failover", "redlock-clock-jump", "pg-pause", "chaos", "redis-py-baseline"} {
+		if strings.Contains(" "+strings.Join(names, " ")+" ", " "+not+" ") {
+			t.Errorf("default scenarios for a redis lock %v hold %s", names, not)
+		}
+	}
+	if _, err := (Suite{Kinds: []string{"mysql"}}).scenarioNames(); err == nil {
+		t.Error("an unknown kind of server was taken")
+	}
+}

@@ -1,0 +1,63 @@
+// Package locktest tortures your own Go lock inside go test, as
+// testing/fstest.TestFS does for file systems: it starts real servers,
+// runs locktorture's scenarios (Kleppmann's pause, a lease watchdog frozen
+// by a stop-the-world pause, fencing...) against your lock as subtests,
+// checks every history for two holders at once, stale writes and lost
+// updates, and fails a subtest whose verdict differs from what your lock
+// claims.
+//
+// You write a constructor of your lock client (NewLock) and call Run. The
+// clients run as processes — the test binary itself, re-executed, which is
+// why TestMain must call Main — so that a pause freezes everything your
+// client started, its library's goroutines included. A complete test of a
+// Redis SET NX PX lock:
+//
+//	func TestMain(m *testing.M) { locktest.Main(m) }
+//
+//	type setNX struct{ rdb *redis.Client; ttl time.Duration }
+//
+//	func (l setNX) Acquire(ctx context.Context, key string) (locktest.Grant, error) {
+//		ok, err := l.rdb.SetNX(ctx, key, "x", l.ttl).Result()
+//		if err == nil && !ok {
+//			err = locktest.ErrBusy
+//		}
+//		return locktest.Grant{Lease: l.ttl}, err
+//	}
+//	func (l setNX) Release(ctx context.Context, key string) error { return l.rdb.Del(ctx, key).Err() }
+//	func (l setNX) Close() error                                  { return l.rdb.Close() }
+//
+//	func TestSetNX(t *testing.T) {
+//		locktest.Run(t, locktest.Suite{
+//			New: func(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
+//				return setNX{redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1}), cfg.TTL}, nil
+//			},
+//			Claim:     locktest.StaleHolderPossible,
+//			Scenarios: []string{"baseline", "kleppmann-pause"},
+//		})
+//	}
+//
+// Each scenario is a subtest (go test -run 'TestSetNX/kleppmann-pause').
+// Scenarios are built-in names (locktorture list scenarios) or scenario
+// files; left out, every built-in one that applies to the lock's servers
+// (Suite.Kinds, default redis) runs.
+//
+// Servers are local processes (redis-server, postgres, etcd, zookeeper on
+// PATH) by default; LOCKTEST_SERVERS=docker runs them in containers (the
+// test must import _ "github.com/locktorture/locktorture/cluster/docker"),
+// and LOCKTEST_SERVERS=path/to/servers.yaml uses servers someone else runs.
+// Servers start once per test binary where a scenario allows it (its
+// faults act on clients only) and are shared by the subtests, each run in
+// a key namespace of its own; a scenario with server faults starts its own.
+// Where no server can run, the subtests skip, saying what to install.
+//
+// A failing subtest prints the verdict in plain words, the first
+// violations, the seed, the command that repeats the run (-locktest.seed=N
+// or LOCKTEST_SEED) and the path of its full report (HTML, plots, the
+// history), kept under LOCKTEST_STORE or a temporary directory; a passing
+// subtest's report is removed. go test -short cuts each scenario to its
+// scripted faults plus one lease.
+//
+// Suite.InProcess runs the clients as goroutines instead, which starts
+// faster, but its pauses are cooperative: a client stops at its next step
+// while the lock's own goroutines run on.
+package locktest
