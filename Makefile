@@ -23,6 +23,7 @@ vet:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; $(GO) mod tidy -diff; exit 1; }
+	@cd examples/locktest && { $(GO) mod tidy -diff >/dev/null || { echo "examples/locktest: go.mod/go.sum are not tidy: run 'go mod tidy' there" >&2; $(GO) mod tidy -diff; exit 1; }; }
 
 ## images: build locktorture-servers:bookworm (every server, from Debian's packages, no registry;
 ## about 1.5 minutes, 840 MB) for --servers docker --image all=locktorture-servers:bookworm
@@ -42,6 +43,7 @@ images-if-docker:
 ## test: unit and integration tests (real servers on loopback; in containers too when Docker answers)
 test: deps images-if-docker vet
 	$(GO) test -count=1 -timeout 30m ./...
+	cd examples/locktest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 ## demo: run Kleppmann's pause scenario against real Redis and show where the report is
 ## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm")
