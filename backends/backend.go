@@ -11,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/internal/registry"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -94,13 +95,13 @@ type ClientEnv struct {
 	Process int
 	// Gate is the process's pause gate: any goroutine the client runs on
 	// its own (a lease watchdog) must wait on it before each step.
-	Gate *cluster.Gate
+	Gate *clientsim.Gate
 	// History records the process's ops; a watchdog records its extend
 	// ops through it (Invoke waits while another op is outstanding).
 	History *history.Proc
 	// Clock is the process's own clock: lease arithmetic reads it, never
 	// time.Now, so a clock nemesis can skew it.
-	Clock *cluster.Clock
+	Clock *clientsim.Clock
 	// WholeProcess is set when the client runs alone in a process of its
 	// own, which a pause freezes whole (SIGSTOP): a backend then leaves
 	// lease keepalives to its library, as users write it, instead of
@@ -245,7 +246,7 @@ func Names() []string { return registered.Names() }
 // leaseLeft is the lease a client may count on after an acquire that
 // started at start (read from clock): the TTL less the time the acquire
 // took by that clock, never negative.
-func leaseLeft(clock *cluster.Clock, ttl time.Duration, start time.Time) time.Duration {
+func leaseLeft(clock *clientsim.Clock, ttl time.Duration, start time.Time) time.Duration {
 	left := ttl - clock.Since(start)
 	if left < 0 {
 		return 0

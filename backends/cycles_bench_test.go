@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -117,7 +118,7 @@ func newBenchState(name, tmp string) (st *benchState, err error) {
 		return st, err
 	}
 	for p := range benchClients {
-		c, err := st.backend.Client(ctx, ClientEnv{Process: p, Gate: cluster.NewGate(), Clock: cluster.NewClock(), History: st.rec.Proc(p)})
+		c, err := st.backend.Client(ctx, ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock(), History: st.rec.Proc(p)})
 		if err != nil {
 			return st, err
 		}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -133,11 +134,11 @@ func (b *etcdBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) 
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = cluster.NewClock()
+		clock = clientsim.NewClock()
 	}
 	gate := ce.Gate
 	if gate == nil {
-		gate = cluster.NewGate()
+		gate = clientsim.NewGate()
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	return &etcdClient{cli: cli, ttl: b.ttl, opTimeout: b.env.OpTimeout, clock: clock, gate: gate, hist: ce.History,
@@ -150,8 +151,8 @@ type etcdClient struct {
 	cli       *clientv3.Client
 	ttl       int64
 	opTimeout time.Duration
-	clock     *cluster.Clock
-	gate      *cluster.Gate
+	clock     *clientsim.Clock
+	gate      *clientsim.Gate
 	hist      *history.Proc
 	ctx       context.Context // ends the keepalive goroutines
 	cancel    context.CancelFunc

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/clientsim"
 )
 
 // redis-fenced is redis-token plus a fencing token: one script takes the
@@ -81,7 +81,7 @@ type redisFencedClient struct {
 	rc         *redis.Client
 	target     *redisTarget
 	ttl        time.Duration
-	clock      *cluster.Clock
+	clock      *clientsim.Clock
 	fenceStart int64
 }
 

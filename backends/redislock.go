@@ -10,7 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/clientsim"
 )
 
 // redislock is github.com/bsm/redislock, a single-instance Redis lock,
@@ -60,7 +60,7 @@ type redislockClient struct {
 	rc    *redis.Client
 	lc    *redislock.Client
 	ttl   time.Duration
-	clock *cluster.Clock
+	clock *clientsim.Clock
 
 	mu    sync.Mutex
 	locks map[string]*redislock.Lock // by token

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 )
 
@@ -162,7 +163,7 @@ func (b *setNXBackend) Close() error { return nil }
 type setNXClient struct {
 	b     *setNXBackend
 	rc    *redis.Client
-	clock *cluster.Clock
+	clock *clientsim.Clock
 }
 
 func (c *setNXClient) Acquire(ctx context.Context, key string) (Grant, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -110,12 +111,12 @@ type redlockClient struct {
 	drift       time.Duration
 	nodeTimeout time.Duration
 	quorum      int
-	clock       *cluster.Clock
+	clock       *clientsim.Clock
 	// labels name the nodes (A..E) for the grants' record.
 	labels []string
 }
 
-func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *cluster.Clock) *redlockClient {
+func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clientsim.Clock) *redlockClient {
 	c := &redlockClient{
 		ttl:         ttl,
 		drift:       ttl/100 + 2*time.Millisecond,

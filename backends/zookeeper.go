@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 )
 
@@ -104,11 +105,11 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = cluster.NewClock()
+		clock = clientsim.NewClock()
 	}
 	gate := ce.Gate
 	if gate == nil || ce.WholeProcess {
-		gate = cluster.NewGate() // never closed: SIGSTOP does the pausing
+		gate = clientsim.NewGate() // never closed: SIGSTOP does the pausing
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zkClient{clock: clock, ctx: cctx, cancel: cancel, session: make(chan struct{}),
@@ -150,7 +151,7 @@ func closedChan() chan struct{} {
 
 type zkClient struct {
 	conn   *zk.Conn
-	clock  *cluster.Clock
+	clock  *clientsim.Clock
 	ctx    context.Context // ends with Close: the wire stops waiting at the gate
 	cancel context.CancelFunc
 	// timeoutMS is the session timeout the server granted, in ms (the TTL
@@ -407,7 +408,7 @@ func (c *zkClient) Close() error {
 // session timeout the server granted.
 type zkWire struct {
 	net.Conn
-	gate *cluster.Gate
+	gate *clientsim.Gate
 	ctx  context.Context
 	c    *zkClient
 	head []byte // the connect response's first bytes, until parsed

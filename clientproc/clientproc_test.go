@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -40,8 +41,8 @@ func TestMain(m *testing.M) {
 func procsOf(n int, rec *history.Recorder) Procs {
 	var p Procs
 	for i := range n {
-		p.Gates = append(p.Gates, cluster.NewGate())
-		p.Clocks = append(p.Clocks, cluster.NewClock())
+		p.Gates = append(p.Gates, clientsim.NewGate())
+		p.Clocks = append(p.Clocks, clientsim.NewClock())
 		p.History = append(p.History, rec.Proc(i))
 	}
 	return p

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -29,8 +30,8 @@ type child struct {
 	pgid    int
 	stdin   io.WriteCloser
 	given   cluster.Given
-	gate    *cluster.Gate
-	clock   *cluster.Clock
+	gate    *clientsim.Gate
+	clock   *clientsim.Clock
 	hist    *history.Proc
 
 	abilities []string

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -68,8 +69,8 @@ type Options struct {
 // Procs are the harness's view of the simulated processes: process p's
 // pause gate, clock and history.
 type Procs struct {
-	Gates   []*cluster.Gate
-	Clocks  []*cluster.Clock
+	Gates   []*clientsim.Gate
+	Clocks  []*clientsim.Clock
 	History []*history.Proc
 }
 

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
@@ -56,7 +57,7 @@ type server struct {
 	cfg   ChildConfig
 	omu   sync.Mutex
 	out   *bufio.Writer
-	clock *cluster.Clock
+	clock *clientsim.Clock
 
 	backend backends.Backend
 	client  backends.Client
@@ -76,7 +77,7 @@ type childGrant struct {
 // client inside this process, built from the open request's addresses
 // only; it starts no server.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ChildConfig) error {
-	s := &server{cfg: cfg, out: bufio.NewWriter(out), clock: cluster.NewClock(), grants: map[string]childGrant{}}
+	s := &server{cfg: cfg, out: bufio.NewWriter(out), clock: clientsim.NewClock(), grants: map[string]childGrant{}}
 	defer s.shutdown()
 	reqs := make(chan inbound, 16)
 	readErr := make(chan error, 1)
@@ -257,7 +258,7 @@ func (s *server) open(ctx context.Context, r inbound) error {
 	// The backend's own goroutines (a lease watchdog) record extend ops:
 	// each becomes an extend event.
 	s.rec = history.NewRecorder(nil, history.RecorderOptions{Observe: s.observe})
-	c, err := b.Client(ctx, backends.ClientEnv{Process: r.Process, Gate: cluster.NewGate(), History: s.rec.Proc(r.Process),
+	c, err := b.Client(ctx, backends.ClientEnv{Process: r.Process, Gate: clientsim.NewGate(), History: s.rec.Proc(r.Process),
 		Clock: s.clock, WholeProcess: true})
 	if err != nil {
 		return fmt.Errorf("backend %s: client: %w", s.cfg.Backend, err)

@@ -1,10 +1,11 @@
 // Package cluster starts and controls the real servers a run needs — Redis
-// servers, a Sentinel group (primary, replica, three Sentinels), PostgreSQL
-// and etcd clusters — as local processes on 127.0.0.1 with free ports; the
+// servers, a Sentinel group (primary, replica, three Sentinels), PostgreSQL,
+// etcd and ZooKeeper — as local processes on 127.0.0.1 with free ports, in
+// containers, or as servers someone else runs (external); and the
 // per-(client, server) links (in-process toxiproxy) that partitions and
-// delays act on; and the simulated clients' pause gates and clocks. Every server a Cluster starts is stopped by
-// Close, which callers defer; a process-death signal stops the servers even
-// when the harness itself is killed.
+// delays act on. Every server a Cluster starts is stopped by Close, which
+// callers defer; a process-death signal stops the servers even when the
+// harness itself is killed.
 package cluster
 
 import (

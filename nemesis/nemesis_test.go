@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
-func gates(n int) []*cluster.Gate {
-	gs := make([]*cluster.Gate, n)
+func gates(n int) []*clientsim.Gate {
+	gs := make([]*clientsim.Gate, n)
 	for i := range gs {
-		gs[i] = cluster.NewGate()
+		gs[i] = clientsim.NewGate()
 	}
 	return gs
 }

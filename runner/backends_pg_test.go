@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/jackc/pgx/v5"
@@ -289,7 +290,7 @@ func TestPGAdvisoryXactWriteInLockTransaction(t *testing.T) {
 	}
 	defer res.Close()
 	client := func(p int) backends.Client {
-		cl, err := b.Client(ctx, backends.ClientEnv{Process: p, Gate: cluster.NewGate(), Clock: cluster.NewClock()})
+		cl, err := b.Client(ctx, backends.ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock()})
 		if err != nil {
 			t.Fatal(err)
 		}

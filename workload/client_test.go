@@ -11,29 +11,29 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/workload"
 )
 
 // runW runs the workload with the given gates, recording into rec and
 // telling observe (if any) of every op.
-func runW(ctx context.Context, stop <-chan struct{}, c workload.Config, b backends.Backend, res workload.Resource, rec *history.Recorder, gates []*cluster.Gate, observe func(history.Op)) error {
+func runW(ctx context.Context, stop <-chan struct{}, c workload.Config, b backends.Backend, res workload.Resource, rec *history.Recorder, gates []*clientsim.Gate, observe func(history.Op)) error {
 	if observe != nil {
 		rec.SetObserver(observe)
 	}
 	procs := &workload.Procs{Gates: gates}
 	for p := range gates {
-		procs.Clocks = append(procs.Clocks, cluster.NewClock())
+		procs.Clocks = append(procs.Clocks, clientsim.NewClock())
 		procs.History = append(procs.History, rec.Proc(p))
 	}
 	return workload.Run(ctx, stop, c, b, res, procs)
 }
 
-func newGates(n int) []*cluster.Gate {
-	gs := make([]*cluster.Gate, n)
+func newGates(n int) []*clientsim.Gate {
+	gs := make([]*clientsim.Gate, n)
 	for i := range gs {
-		gs[i] = cluster.NewGate()
+		gs[i] = clientsim.NewGate()
 	}
 	return gs
 }

@@ -1,4 +1,9 @@
-package cluster
+// Package clientsim is what a simulated client process has of its own:
+// the pause gate a nemesis closes to freeze it (as a stop-the-world GC
+// pause would) and the clock a nemesis jumps or makes drift. Lock code
+// waits at the gate and reads the clock; in-process clients and client
+// processes (clientproc) alike.
+package clientsim
 
 import (
 	"context"
