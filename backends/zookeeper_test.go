@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
@@ -192,11 +193,11 @@ func TestZooKeeperPartitionSuspends(t *testing.T) {
 	}
 	var handles []func()
 	for _, s := range cl.Servers() {
-		l, err := cl.Link(cluster.ClientName(0), s)
+		l, err := cl.Link(links.ClientName(0), s)
 		if err != nil || l == nil {
 			t.Fatalf("link: %v", err)
 		}
-		h, err := l.Cut(ctx, cluster.Both)
+		h, err := l.Cut(ctx, links.Both)
 		if err != nil {
 			t.Fatal(err)
 		}

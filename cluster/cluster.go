@@ -17,6 +17,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // Sentinel errors of this package.
@@ -66,7 +68,7 @@ type Cluster struct {
 	// servers lists every data server in start order (the targets of
 	// server faults: "A" is the first).
 	servers  []Server
-	links    *links
+	links    *links.Set
 	sentinel *SentinelGroup
 	etcd     etcdSlot      // the run's etcd, started once (etcd.go)
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)

@@ -2,168 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
-	"sync"
-	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/Shopify/toxiproxy/v2/toxics"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
+	"github.com/locktorture/locktorture/cluster/links"
 )
-
-// Direction says which way a link fault acts.
-type Direction string
-
-// The directions of a link.
-const (
-	// Both directions.
-	Both Direction = "both"
-	// Upstream is client to server: requests.
-	Upstream Direction = "upstream"
-	// Downstream is server to client: replies (the server acted, the client
-	// never heard).
-	Downstream Direction = "downstream"
-)
-
-// ParseDirection accepts both, upstream (or requests) and downstream (or replies).
-func ParseDirection(s string) (Direction, error) {
-	switch s {
-	case "", "both":
-		return Both, nil
-	case "upstream", "requests":
-		return Upstream, nil
-	case "downstream", "replies":
-		return Downstream, nil
-	}
-	return "", fmt.Errorf("bad direction %q (both, upstream, downstream)", s)
-}
-
-func (d Direction) streams() []string {
-	switch d {
-	case Upstream:
-		return []string{"upstream"}
-	case Downstream:
-		return []string{"downstream"}
-	}
-	return []string{"upstream", "downstream"}
-}
-
-// Link is the proxy that carries every byte between one client process (or
-// one server, for replication and Sentinel traffic) and one server, so a
-// fault can cut or slow that pair alone. It runs in-process (toxiproxy).
-type Link struct {
-	// From names the client ("p0") or server the link serves.
-	From string
-	// To is the server the link leads to.
-	To     Server
-	proxy  *toxiproxy.Proxy
-	stop   func() // stops a link whose accept loop is ours (patientLink)
-	mu     sync.Mutex
-	n      int // toxic names
-	faults map[string][]string
-}
-
-// Addr is the address the client dials.
-func (l *Link) Addr() string { return l.proxy.Listen }
-
-// Cut drops every byte on the link in direction d, silently (no reset):
-// a partition. It returns a handle for Heal.
-func (l *Link) Cut(ctx context.Context, d Direction) (string, error) {
-	return l.add(d, "timeout", map[string]any{"timeout": 0})
-}
-
-// Delay holds every byte in direction d for latency ± jitter.
-func (l *Link) Delay(ctx context.Context, d Direction, latencyMS, jitterMS int64) (string, error) {
-	return l.add(d, "latency", map[string]any{"latency": latencyMS, "jitter": jitterMS})
-}
-
-func (l *Link) add(d Direction, typ string, attrs map[string]any) (string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n++
-	handle := fmt.Sprintf("f%d", l.n)
-	var names []string
-	for _, s := range d.streams() {
-		name := fmt.Sprintf("%s-%s-%s", handle, typ, s)
-		body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, s, jsonAttrs(attrs))
-		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-			for _, n := range names {
-				_ = l.proxy.Toxics.RemoveToxic(context.Background(), n)
-			}
-			return "", fmt.Errorf("link %s->%s: %s: %w", l.From, l.To.Name(), typ, err)
-		}
-		names = append(names, name)
-	}
-	if l.faults == nil {
-		l.faults = map[string][]string{}
-	}
-	l.faults[handle] = names
-	return handle, nil
-}
-
-// Heal removes the fault with this handle.
-func (l *Link) Heal(ctx context.Context, handle string) error {
-	l.mu.Lock()
-	names := l.faults[handle]
-	delete(l.faults, handle)
-	l.mu.Unlock()
-	var err error
-	for _, n := range names {
-		if e := l.proxy.Toxics.RemoveToxic(ctx, n); e != nil && err == nil {
-			err = fmt.Errorf("link %s->%s: heal: %w", l.From, l.To.Name(), e)
-		}
-	}
-	return err
-}
-
-// HealAll removes every fault on the link.
-func (l *Link) HealAll(ctx context.Context) {
-	l.mu.Lock()
-	hs := make([]string, 0, len(l.faults))
-	for h := range l.faults {
-		hs = append(hs, h)
-	}
-	l.mu.Unlock()
-	for _, h := range hs {
-		_ = l.Heal(ctx, h)
-	}
-}
-
-// close stops the link's listener and connections.
-func (l *Link) close() {
-	if l.stop != nil {
-		l.stop()
-		return
-	}
-	l.proxy.Stop()
-}
-
-func jsonAttrs(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(m))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%q:%v", k, m[k]))
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
-// links is the cluster's set of proxies, made on first use.
-type links struct {
-	mu     sync.Mutex
-	server *toxiproxy.ApiServer
-	byKey  map[string]*Link
-	closed bool
-}
-
-var _ = toxics.Register // the toxics package registers "timeout" and "latency"
 
 // EnableLinks makes every later ClientAddr go through a link of its own
 // (client, server) pair. Call it before any client dials.
@@ -171,28 +16,25 @@ func (c *Cluster) EnableLinks() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.links == nil {
-		c.links = &links{
-			server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop()),
-			byKey:  map[string]*Link{},
-		}
+		c.links = links.NewSet(c.provider().HarnessHost())
 	}
 }
 
 // LinksEnabled reports whether client traffic goes through links.
-func (c *Cluster) LinksEnabled() bool {
+func (c *Cluster) LinksEnabled() bool { return c.linkSet() != nil }
+
+// linkSet is the cluster's links, nil when not enabled.
+func (c *Cluster) linkSet() *links.Set {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.links != nil
+	return c.links
 }
-
-// ClientName is how a client process is named on links and in faults.
-func ClientName(p int) string { return fmt.Sprintf("p%d", p) }
 
 // ClientAddr is the address client process p dials to reach server s. With
 // links enabled it is the link of the (p, s) pair, made on first use;
 // otherwise it is s.Addr().
 func (c *Cluster) ClientAddr(p int, s Server) string {
-	l, err := c.Link(ClientName(p), s)
+	l, err := c.Link(links.ClientName(p), s)
 	if err != nil || l == nil {
 		return s.Addr()
 	}
@@ -201,89 +43,150 @@ func (c *Cluster) ClientAddr(p int, s Server) string {
 
 // Link returns the link from (a client or server named) from to server s,
 // making it on first use; nil when links are not enabled.
-func (c *Cluster) Link(from string, s Server) (*Link, error) {
-	c.mu.Lock()
-	ls := c.links
-	c.mu.Unlock()
+func (c *Cluster) Link(from string, s Server) (*links.Link, error) {
+	ls := c.linkSet()
 	if ls == nil {
 		return nil, nil
 	}
-	return c.link(ls, from+"->"+s.Name(), from, s, s.Addr())
-}
-
-// link returns the link named key, making it on first use: a proxy to
-// upstream (an address of s) that servers, too, can dial.
-func (c *Cluster) link(ls *links, key, from string, s Server, upstream string) (*Link, error) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.closed {
-		return nil, ErrClosed
+	l, err := ls.Get(from+"->"+s.Name(), from, s, s.Addr())
+	if errors.Is(err, links.ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	if l, ok := ls.byKey[key]; ok {
-		return l, nil
-	}
-	// Where servers, too, can dial it (a replica's link to its primary).
-	listen := net.JoinHostPort(c.provider().HarnessHost(), "0")
-	p := toxiproxy.NewProxy(ls.server, key, listen, upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("cluster: link %s: %w", key, err)
-	}
-	l := &Link{From: from, To: s, proxy: p}
-	ls.byKey[key] = l
-	return l, nil
+	return l, err
 }
 
 // Links returns every link made so far, sorted by name.
-func (c *Cluster) Links() []*Link {
-	c.mu.Lock()
-	ls := c.links
-	c.mu.Unlock()
+func (c *Cluster) Links() []*links.Link {
+	ls := c.linkSet()
 	if ls == nil {
 		return nil
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	keys := make([]string, 0, len(ls.byKey))
-	for k := range ls.byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]*Link, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ls.byKey[k])
-	}
-	return out
+	return ls.All()
 }
 
 // closeLinks stops every proxy: no listener is left.
 func (c *Cluster) closeLinks() {
-	c.mu.Lock()
-	ls := c.links
-	c.mu.Unlock()
+	if ls := c.linkSet(); ls != nil {
+		ls.Close()
+	}
+}
+
+// peerLink returns the link that carries member from's traffic to to's
+// port named port (upstream is that port's address), made on first use
+// where servers can dial it; nil when links are not enabled.
+func (c *Cluster) peerLink(from, to Server, port, upstream string) (*links.Link, error) {
+	ls := c.linkSet()
 	if ls == nil {
-		return
+		return nil, nil
 	}
-	ls.mu.Lock()
-	ls.closed = true
-	all := ls.byKey
-	ls.byKey = map[string]*Link{}
-	ls.mu.Unlock()
-	// Side by side, and not waited for past a second: a proxy's Stop
-	// closes its listener at once, but then waits for its accept loop,
-	// which may be dialling a server that does not answer at all (a
-	// killed container's address: no refusal, only silence) with no time
-	// limit of its own. That dial ends by itself within seconds.
-	var wg sync.WaitGroup
-	for _, l := range all {
-		wg.Go(func() {
-			l.HealAll(context.Background())
-			l.close()
-		})
+	return ls.Patient(from.Name()+"->"+to.Name()+"/"+port, from.Name(), to, upstream)
+}
+
+// dropLinks stops links made for servers that did not start.
+func (c *Cluster) dropLinks(made []*links.Link) {
+	if ls := c.linkSet(); ls != nil {
+		ls.Drop(made)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
+}
+
+// PeerLinks returns the links that carry server from's traffic to server
+// to, both members of one ensemble whose members dial one another through
+// links: a ZooKeeper ensemble of more than one member started by this
+// cluster with links enabled (its quorum and election links of the pair
+// in that direction). Cutting both directions of a pair cuts everything
+// between the two. Nil otherwise: etcd members cannot be given per-member
+// views of one another (a member's id is a hash of its peer URLs, which
+// every member must agree on, and peers dial the URLs the cluster's
+// membership records).
+func (c *Cluster) PeerLinks(from, to Server) []*links.Link {
+	c.zk.mu.Lock()
+	z := c.zk.z
+	c.zk.mu.Unlock()
+	if z == nil {
+		return nil
 	}
+	return z.peers[from.Name()+"->"+to.Name()]
+}
+
+// Peers returns the servers whose traffic to one another goes through
+// links (see PeerLinks), in start order; none when there are none.
+func (c *Cluster) Peers() []Server {
+	c.zk.mu.Lock()
+	z := c.zk.z
+	c.zk.mu.Unlock()
+	if z == nil || len(z.peers) == 0 {
+		return nil
+	}
+	return z.Servers()
+}
+
+// zookeeperPeerLinks makes the links between the members of z (before
+// they start: each member's zoo.cfg names the others at its links' address)
+// and sets each member's view of the others; nothing without links or with
+// one member. On an error, the links made are stopped.
+func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
+	if len(z.members) < 2 || !c.LinksEnabled() {
+		return nil
+	}
+	z.peers = map[string][]*links.Link{}
+	var made []*links.Link
+	fail := func(err error) error {
+		c.dropLinks(made)
+		z.peers = nil
+		for _, m := range z.members {
+			m.via = nil
+		}
+		return err
+	}
+	election := map[string]*links.Link{}
+	for _, m := range z.members {
+		m.via = map[int]string{}
+		for _, o := range z.members {
+			if o == m {
+				continue
+			}
+			q, err := c.peerLink(m, o, "quorum", o.QuorumAddr())
+			if err != nil {
+				return fail(err)
+			}
+			made = append(made, q)
+			e, err := c.peerLink(m, o, "election", o.ElectionAddr())
+			if err != nil {
+				return fail(err)
+			}
+			made = append(made, e)
+			qh, qp, err := net.SplitHostPort(q.Addr())
+			if err != nil {
+				return fail(err)
+			}
+			_, ep, err := net.SplitHostPort(e.Addr())
+			if err != nil {
+				return fail(err)
+			}
+			m.via[o.id] = fmt.Sprintf("%s:%s:%s", qh, qp, ep)
+			z.peers[m.name+"->"+o.name] = []*links.Link{q, e}
+			election[m.name+"->"+o.name] = e
+		}
+	}
+	// Each election link i->j tells j to dial i back at the link j->i.
+	for key, e := range election {
+		from, to, _ := strings.Cut(key, "->")
+		back := election[to+"->"+from]
+		if err := e.RedirectElection(back.Addr()); err != nil {
+			return fail(fmt.Errorf("cluster: %w", err))
+		}
+	}
+	return nil
+}
+
+// PeerLeader returns the member that leads the ensemble whose members
+// dial one another through links (see Peers), by asking each its role.
+func (c *Cluster) PeerLeader(ctx context.Context) (Server, error) {
+	c.zk.mu.Lock()
+	z := c.zk.z
+	c.zk.mu.Unlock()
+	if z == nil || len(z.peers) == 0 {
+		return nil, errors.New("cluster: no ensemble whose members talk through links")
+	}
+	return z.Leader(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -32,10 +33,10 @@ func TestLinks(t *testing.T) {
 	if err := pingRedis(ctx, a0); err != nil {
 		t.Fatalf("ping through the link: %v", err)
 	}
-	l, _ := c.Link(ClientName(0), r)
+	l, _ := c.Link(links.ClientName(0), r)
 
 	// A cut link is silent: the connection opens, nothing comes back.
-	h, err := l.Cut(ctx, Both)
+	h, err := l.Cut(ctx, links.Both)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestLinks(t *testing.T) {
 	}
 
 	// Replies held 300ms.
-	h, err = l.Delay(ctx, Downstream, 300, 0)
+	h, err = l.Delay(ctx, links.Downstream, 300, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,8 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,136 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/locktorture/locktorture/cluster/links"
 )
-
-// zkInitial is a ZooKeeper election initial message from sid at addr.
-func zkInitial(version, sid int64, addr string) []byte {
-	b := binary.BigEndian.AppendUint64(nil, uint64(version))
-	b = binary.BigEndian.AppendUint64(b, uint64(sid))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(addr)))
-	return append(b, addr...)
-}
-
-// TestRewriteZKInitial: the address of a whole initial message (either
-// protocol version) is replaced, what follows is kept; a partial message
-// waits for more; a stream of another protocol passes as it is.
-func TestRewriteZKInitial(t *testing.T) {
-	msg := zkInitial(zkProtocolV1, 2, "127.0.0.1:3888")
-	tail := []byte{0, 0, 0, 4, 1, 2, 3, 4}
-	for _, tc := range []struct {
-		name string
-		in   []byte
-		done bool
-		want []byte
-	}{
-		{"v1 with what follows", append(append([]byte(nil), msg...), tail...), true, append(zkInitial(zkProtocolV1, 2, "10.0.0.1:41000"), tail...)},
-		{"v2", zkInitial(zkProtocolV2, 3, "a:1|b:2"), true, zkInitial(zkProtocolV2, 3, "10.0.0.1:41000")},
-		{"version only", msg[:8], false, nil},
-		{"address cut short", msg[:len(msg)-1], false, nil},
-		{"old protocol (sid first)", binary.BigEndian.AppendUint64(nil, 2), true, binary.BigEndian.AppendUint64(nil, 2)},
-		{"bad length", append(append([]byte(nil), msg[:16]...), 0xff, 0xff, 0xff, 0xff), true, append(append([]byte(nil), msg[:16]...), 0xff, 0xff, 0xff, 0xff)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, done := rewriteZKInitial(tc.in, "10.0.0.1:41000")
-			if done != tc.done || !bytes.Equal(out, tc.want) {
-				t.Errorf("got %v %x, want %v %x", done, out, tc.done, tc.want)
-			}
-		})
-	}
-}
-
-// echoServer answers every connection by echoing it; it stops with the test.
-func echoServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-// TestLinkHold: bytes sent while a link holds do not arrive; at the heal
-// they all arrive, in order, on the same connection (a cut drops them).
-func TestLinkHold(t *testing.T) {
-	ctx := context.Background()
-	c, err := New(Options{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.EnableLinks()
-	s := &addrServer{name: "echo", addr: echoServer(t)}
-	for _, tc := range []struct {
-		name     string
-		hold     bool
-		wantBack string // after the heal
-	}{
-		{"hold keeps the bytes", true, "during"},
-		{"cut drops them", false, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l, err := c.Link("t-"+tc.name, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn, err := net.Dial("tcp", l.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			roundTrip := func(msg string) string {
-				if _, err := conn.Write([]byte(msg)); err != nil {
-					t.Fatal(err)
-				}
-				b := make([]byte, 64)
-				_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-				n, _ := conn.Read(b)
-				return string(b[:n])
-			}
-			if got := roundTrip("before"); got != "before" {
-				t.Fatalf("before the fault: %q", got)
-			}
-			fault := l.Cut
-			if tc.hold {
-				fault = l.Hold
-			}
-			h, err := fault(ctx, Both)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := roundTrip("during"); got != "" {
-				t.Fatalf("during the fault %q came back", got)
-			}
-			if err := l.Heal(ctx, h); err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, 64)
-			_ = conn.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := conn.Read(b)
-			if got := string(b[:n]); got != tc.wantBack {
-				t.Errorf("after the heal %q arrived, want %q", got, tc.wantBack)
-			}
-		})
-	}
-}
-
-// addrServer is a Server at an address, for link tests.
-type addrServer struct{ name, addr string }
-
-func (g *addrServer) Name() string                   { return g.name }
-func (g *addrServer) Addr() string                   { return g.addr }
-func (g *addrServer) Stop(ctx context.Context) error { return nil }
-func (g *addrServer) LogPath() string                { return "" }
 
 // zkModes returns each member's mode ("" while it does not serve).
 func zkModes(ctx context.Context, z *ZooKeeper) map[string]string {
@@ -235,11 +104,11 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var held []*Link
+	var held []*links.Link
 	var handles []string
 	for _, o := range others {
 		for _, l := range append(c.PeerLinks(leader, o), c.PeerLinks(o, leader)...) {
-			h, err := l.Hold(ctx, Both)
+			h, err := l.Hold(ctx, links.Both)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // The role and database every PostgreSQL the harness starts has. The role
@@ -348,7 +349,7 @@ func PostgresDSN(addr, application string) string {
 // PostgresApplication is the application_name a client process's lock
 // sessions carry, so a fault can find them in pg_stat_activity
 // ("locktorture-p0").
-func PostgresApplication(p int) string { return "locktorture-" + ClientName(p) }
+func PostgresApplication(p int) string { return "locktorture-" + links.ClientName(p) }
 
 // DataDir is the server's data directory.
 func (pg *Postgres) DataDir() string { return pg.dataDir }

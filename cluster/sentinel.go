@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // SentinelMaster is the name the Sentinels monitor the primary under.
@@ -44,7 +46,7 @@ type SentinelGroup struct {
 	// Sentinels watch the primary.
 	Sentinels []*Sentinel
 	// Replication is the replica's link to the primary (nil without links).
-	Replication *Link
+	Replication *links.Link
 	// Master is the name the Sentinels monitor the primary under; empty
 	// means SentinelMaster (the groups the harness starts).
 	Master string

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -42,7 +43,7 @@ func TestSentinelFailover(t *testing.T) {
 	}); err != nil {
 		t.Fatal("replication does not work before the cut")
 	}
-	if _, err := g.Replication.Cut(ctx, Both); err != nil {
+	if _, err := g.Replication.Cut(ctx, links.Both); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "lock", "mine"); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // ZooKeeperOptions configure the run's ZooKeeper ensemble.
@@ -45,7 +47,7 @@ type ZooKeeper struct {
 	members []*ZooKeeperMember
 	// peers are the links between members ("zookeeper-0->zookeeper-1":
 	// its quorum and election links), when links are enabled.
-	peers map[string][]*Link
+	peers map[string][]*links.Link
 }
 
 // ZooKeeperMember is one ZooKeeper server process.
@@ -216,7 +218,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 				_ = m.p.Stop(ctx) // closes the log
 			}
 		}
-		var made []*Link
+		var made []*links.Link
 		for _, ls := range z.peers {
 			made = append(made, ls...)
 		}

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // latency holds bytes on chosen links for a while (Kleppmann's delayed
@@ -70,7 +70,7 @@ func (p *LatencyParams) Validate(s Shape) error {
 	if p.Jitter < 0 {
 		return keyErr("jitter", "jitter must be 0 or more, not %s", p.Jitter)
 	}
-	if _, err := cluster.ParseDirection(p.Direction); err != nil {
+	if _, err := links.ParseDirection(p.Direction); err != nil {
 		return keyErr("direction", "%v", err)
 	}
 	switch p.Topology {
@@ -103,10 +103,10 @@ func (latency) Start(ctx context.Context, env *Env, params Params, d time.Durati
 	if t.Topology == TopologyMembers {
 		return delayMembers(ctx, env, t, d)
 	}
-	dir := cluster.Downstream
+	dir := links.Downstream
 	if t.Direction != "" {
 		var err error
-		if dir, err = cluster.ParseDirection(t.Direction); err != nil {
+		if dir, err = links.ParseDirection(t.Direction); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -145,7 +145,7 @@ func (latency) Start(ctx context.Context, env *Env, params Params, d time.Durati
 // delayMembers delays the traffic between the named members and the other
 // members of their ensemble.
 func delayMembers(ctx context.Context, env *Env, t *LatencyParams, d time.Duration) (map[string]any, Healer, error) {
-	dir, err := cluster.ParseDirection(t.Direction)
+	dir, err := links.ParseDirection(t.Direction)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // The members topology of partition and latency acts on the links
@@ -107,16 +108,16 @@ func memberSides(ctx context.Context, env *Env, names []string) (side, rest []cl
 
 // dirLink is one link and the direction to act on it.
 type dirLink struct {
-	link *cluster.Link
-	dir  cluster.Direction
+	link *links.Link
+	dir  links.Direction
 }
 
 // memberLinks returns every link between side and rest, each with the
 // direction that carries what dir names: both; upstream, what side sends
 // to rest; downstream, what side receives from rest. A link from a to b
 // carries the connections a opened: its upstream is what a sends.
-func memberLinks(env *Env, side, rest []cluster.Server, dir cluster.Direction) ([]dirLink, error) {
-	flip := map[cluster.Direction]cluster.Direction{cluster.Both: cluster.Both, cluster.Upstream: cluster.Downstream, cluster.Downstream: cluster.Upstream}
+func memberLinks(env *Env, side, rest []cluster.Server, dir links.Direction) ([]dirLink, error) {
+	flip := map[links.Direction]links.Direction{links.Both: links.Both, links.Upstream: links.Downstream, links.Downstream: links.Upstream}
 	var out []dirLink
 	for _, a := range side {
 		for _, b := range rest {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // partition cuts links silently (no reset: packets vanish, as in a real
@@ -67,7 +68,7 @@ func (p *PartitionParams) Validate(s Shape) error {
 	if err := p.ClientSet.validate(s.Clients); err != nil {
 		return err
 	}
-	if _, err := cluster.ParseDirection(p.Direction); err != nil {
+	if _, err := links.ParseDirection(p.Direction); err != nil {
 		return keyErr("direction", "%v", err)
 	}
 	if p.Topology != "" && !slices.Contains(topologies, p.Topology) {
@@ -191,7 +192,7 @@ func (partition) plan(env *Env, t *PartitionParams) (map[int][]cluster.Server, e
 
 func (pt partition) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
 	t := params.(*PartitionParams)
-	dir, err := cluster.ParseDirection(t.Direction)
+	dir, err := links.ParseDirection(t.Direction)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +226,7 @@ func (pt partition) Start(ctx context.Context, env *Env, params Params, d time.D
 			}
 			lf.links, lf.handles = append(lf.links, l), append(lf.handles, h)
 		}
-		cutVal[cluster.ClientName(p)] = serverLabels(env, ss)
+		cutVal[links.ClientName(p)] = serverLabels(env, ss)
 	}
 	val := map[string]any{"topology": orDefault(t.Topology, "cut"), "cut": cutVal, "direction": string(dir), "ms": d.Milliseconds()}
 	heal := func(ctx context.Context) (map[string]any, error) {
@@ -243,7 +244,7 @@ func orDefault(s, def string) string {
 
 // cutReplication cuts the replica's link to the primary of the Sentinel
 // group: writes stop reaching the replica.
-func cutReplication(ctx context.Context, env *Env, dir cluster.Direction, d time.Duration) (map[string]any, Healer, error) {
+func cutReplication(ctx context.Context, env *Env, dir links.Direction, d time.Duration) (map[string]any, Healer, error) {
 	g := env.Cluster.SentinelGroup()
 	if g == nil {
 		return nil, nil, fmt.Errorf("%w: topology replication needs `redis: sentinel`", ErrTarget)
@@ -273,7 +274,7 @@ func cutReplication(ctx context.Context, env *Env, dir cluster.Direction, d time
 
 // cutMembers cuts the named members from the other members of their
 // ensemble: every link between the two sides holds its bytes in dir.
-func cutMembers(ctx context.Context, env *Env, names []string, dir cluster.Direction, d time.Duration) (map[string]any, Healer, error) {
+func cutMembers(ctx context.Context, env *Env, names []string, dir links.Direction, d time.Duration) (map[string]any, Healer, error) {
 	side, rest, leader, err := memberSides(ctx, env, names)
 	if err != nil {
 		return nil, nil, err

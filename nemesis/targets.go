@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 )
 
 // resolveServers finds the servers a target names: a server's name, or a
@@ -74,7 +75,7 @@ func randomServers(rng *rand.Rand, env *Env, k int) []string {
 
 // linkFault applies one action to a set of links and heals them together.
 type linkFault struct {
-	links   []*cluster.Link
+	links   []*links.Link
 	handles []string
 }
 
@@ -89,11 +90,11 @@ func (lf *linkFault) heal(ctx context.Context) error {
 }
 
 // clientLinks returns the links from each client to each server.
-func clientLinks(env *Env, clients []int, servers []cluster.Server) ([]*cluster.Link, error) {
-	var out []*cluster.Link
+func clientLinks(env *Env, clients []int, servers []cluster.Server) ([]*links.Link, error) {
+	var out []*links.Link
 	for _, p := range clients {
 		for _, s := range servers {
-			l, err := env.Cluster.Link(cluster.ClientName(p), s)
+			l, err := env.Cluster.Link(links.ClientName(p), s)
 			if err != nil {
 				return nil, err
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
@@ -214,7 +214,7 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 	case *nemesis.PartitionParams:
 		p.Topology, _ = v["topology"].(string)
 		p.Direction, _ = v["direction"].(string)
-		if p.Direction == string(cluster.Both) {
+		if p.Direction == string(links.Both) {
 			p.Direction = ""
 		}
 		cut, _ := v["cut"].(map[string]any)

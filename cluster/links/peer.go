@@ -1,7 +1,6 @@
-package cluster
+package links
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"context"
+
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -19,8 +20,6 @@ import (
 // Links between the members of an ensemble (server to server), beside the
 // clients' links: a member dials each other member at the address of a
 // link of that pair, so a fault can cut or slow one pair of members alone.
-// Only ZooKeeper members can be given per-member views of one another;
-// etcd members cannot (see PeerLinks).
 
 func init() {
 	toxics.Register(holdToxicType, new(holdToxic))
@@ -147,17 +146,15 @@ func rewriteZKInitial(b []byte, addr string) (out []byte, done bool) {
 	return append(out, b[20+n:]...), true
 }
 
-// peerLink returns the link that carries member from's traffic to to's
-// port named port (upstream is that port's address), made on first use
-// where servers can dial it; nil when links are not enabled.
-func (c *Cluster) peerLink(from, to Server, port, upstream string) (*Link, error) {
-	c.mu.Lock()
-	ls := c.links
-	c.mu.Unlock()
-	if ls == nil {
-		return nil, nil
+// RedirectElection makes l, the election link of a ZooKeeper member to
+// another, tell the other member to dial back at addr (the link of the
+// pair the other way) instead of the address the member announces.
+func (l *Link) RedirectElection(addr string) error {
+	body := fmt.Sprintf(`{"name":"zk-election","type":%q,"stream":"upstream","toxicity":1,"attributes":{"addr":%q}}`, zkElectionToxicType, addr)
+	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+		return fmt.Errorf("links: %s->%s: %w", l.From, l.To.Name(), err)
 	}
-	return c.patientLink(ls, from.Name()+"->"+to.Name()+"/"+port, from.Name(), to, upstream)
+	return nil
 }
 
 // peerDialPatience is how long a member link keeps dialing a member that
@@ -168,11 +165,11 @@ func (c *Cluster) peerLink(from, to Server, port, upstream string) (*Link, error
 // retry (it starts a new election; the leader waits out initLimit).
 const peerDialPatience = time.Second
 
-// patientLink is Cluster.link with an accept loop of our own (toxiproxy's
-// faults act on it as on any link) that dials upstream again, for up to
-// peerDialPatience, while upstream refuses, before it closes the
-// accepted connection.
-func (c *Cluster) patientLink(ls *links, key, from string, s Server, upstream string) (*Link, error) {
+// Patient is Get for a link between two servers (a peer link): its
+// accept loop is our own (toxiproxy's faults act on it as on any link) and
+// dials upstream again, for up to peerDialPatience, while upstream
+// refuses, before it closes the accepted connection.
+func (ls *Set) Patient(key, from string, s Target, upstream string) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
@@ -181,9 +178,9 @@ func (c *Cluster) patientLink(ls *links, key, from string, s Server, upstream st
 	if l, ok := ls.byKey[key]; ok {
 		return l, nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(c.provider().HarnessHost(), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(ls.host, "0"))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: link %s: %w", key, err)
+		return nil, fmt.Errorf("links: %s: %w", key, err)
 	}
 	p := toxiproxy.NewProxy(ls.server, key, ln.Addr().String(), upstream)
 	l := &Link{From: from, To: s, proxy: p}
@@ -274,130 +271,4 @@ type trackedConn struct {
 func (t *trackedConn) Close() error {
 	t.once.Do(t.onClose)
 	return t.Conn.Close()
-}
-
-// dropLinks stops links made for servers that did not start.
-func (c *Cluster) dropLinks(ls []*Link) {
-	c.mu.Lock()
-	all := c.links
-	c.mu.Unlock()
-	if all == nil {
-		return
-	}
-	all.mu.Lock()
-	for k, l := range all.byKey {
-		for _, d := range ls {
-			if l == d {
-				delete(all.byKey, k)
-			}
-		}
-	}
-	all.mu.Unlock()
-	for _, l := range ls {
-		l.HealAll(context.Background())
-		l.close()
-	}
-}
-
-// PeerLinks returns the links that carry server from's traffic to server
-// to, both members of one ensemble whose members dial one another through
-// links: a ZooKeeper ensemble of more than one member started by this
-// cluster with links enabled (its quorum and election links of the pair
-// in that direction). Cutting both directions of a pair cuts everything
-// between the two. Nil otherwise: etcd members cannot be given per-member
-// views of one another (a member's id is a hash of its peer URLs, which
-// every member must agree on, and peers dial the URLs the cluster's
-// membership records).
-func (c *Cluster) PeerLinks(from, to Server) []*Link {
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	if z == nil {
-		return nil
-	}
-	return z.peers[from.Name()+"->"+to.Name()]
-}
-
-// Peers returns the servers whose traffic to one another goes through
-// links (see PeerLinks), in start order; none when there are none.
-func (c *Cluster) Peers() []Server {
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	if z == nil || len(z.peers) == 0 {
-		return nil
-	}
-	return z.Servers()
-}
-
-// zookeeperPeerLinks makes the links between the members of z (before
-// they start: each member's zoo.cfg names the others at its links' address)
-// and sets each member's view of the others; nothing without links or with
-// one member. On an error, the links made are stopped.
-func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
-	if len(z.members) < 2 || !c.LinksEnabled() {
-		return nil
-	}
-	z.peers = map[string][]*Link{}
-	var made []*Link
-	fail := func(err error) error {
-		c.dropLinks(made)
-		z.peers = nil
-		for _, m := range z.members {
-			m.via = nil
-		}
-		return err
-	}
-	election := map[string]*Link{}
-	for _, m := range z.members {
-		m.via = map[int]string{}
-		for _, o := range z.members {
-			if o == m {
-				continue
-			}
-			q, err := c.peerLink(m, o, "quorum", o.QuorumAddr())
-			if err != nil {
-				return fail(err)
-			}
-			made = append(made, q)
-			e, err := c.peerLink(m, o, "election", o.ElectionAddr())
-			if err != nil {
-				return fail(err)
-			}
-			made = append(made, e)
-			qh, qp, err := net.SplitHostPort(q.Addr())
-			if err != nil {
-				return fail(err)
-			}
-			_, ep, err := net.SplitHostPort(e.Addr())
-			if err != nil {
-				return fail(err)
-			}
-			m.via[o.id] = fmt.Sprintf("%s:%s:%s", qh, qp, ep)
-			z.peers[m.name+"->"+o.name] = []*Link{q, e}
-			election[m.name+"->"+o.name] = e
-		}
-	}
-	// Each election link i->j tells j to dial i back at the link j->i.
-	for key, e := range election {
-		from, to, _ := strings.Cut(key, "->")
-		back := election[to+"->"+from]
-		body := fmt.Sprintf(`{"name":"zk-election","type":%q,"stream":"upstream","toxicity":1,"attributes":{"addr":%q}}`, zkElectionToxicType, back.Addr())
-		if _, err := e.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-			return fail(fmt.Errorf("cluster: link %s: %w", key, err))
-		}
-	}
-	return nil
-}
-
-// PeerLeader returns the member that leads the ensemble whose members
-// dial one another through links (see Peers), by asking each its role.
-func (c *Cluster) PeerLeader(ctx context.Context) (Server, error) {
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	if z == nil || len(z.peers) == 0 {
-		return nil, errors.New("cluster: no ensemble whose members talk through links")
-	}
-	return z.Leader(ctx)
 }
