@@ -173,6 +173,41 @@ type Results struct {
 	WarningCount int      `json:"warning_count,omitempty"`
 	// Servers says where the servers came from (mode, images, versions).
 	Servers *ServerSource `json:"servers,omitempty"`
+	// Capped names the lists of violations cut short at MaxListed (their
+	// counts have every one), and the warnings cut at MaxWarnings.
+	Capped []Capped `json:"capped,omitempty"`
+}
+
+// Capped is one list of results.json that holds only the first of its
+// entries.
+type Capped struct {
+	// List names it, as checker.field ("mutex.violations").
+	List string `json:"list"`
+	// Listed is how many it holds; Count how many there were.
+	Listed int `json:"listed"`
+	Count  int `json:"count"`
+}
+
+// NoteCapped fills Capped from the checkers' counts and lists.
+func (r *Results) NoteCapped() {
+	r.Capped = nil
+	note := func(list string, listed, count int) {
+		if count > listed {
+			r.Capped = append(r.Capped, Capped{List: list, Listed: listed, Count: count})
+		}
+	}
+	c := &r.Checkers
+	if c.Mutex != nil {
+		note("mutex.violations", len(c.Mutex.Violations), c.Mutex.Count)
+	}
+	if c.Fencing != nil {
+		note("fencing.violations", len(c.Fencing.Violations), c.Fencing.Count)
+		note("fencing.rejections", len(c.Fencing.Rejections), c.Fencing.RejectedStale)
+	}
+	if c.LostUpdate != nil {
+		note("lost-update.violations", len(c.LostUpdate.Violations), c.LostUpdate.Count)
+	}
+	note("warnings", len(r.Warnings), r.WarningCount)
 }
 
 // MaxWarnings caps the warnings listed in Results.

@@ -53,9 +53,11 @@ func grantSuffix(h *Hold) string {
 	return fenceSuffix(h.Fence)
 }
 
-// maxListed caps every list of violations in a result. It is far above any
-// real run's count (a 60 s run of the in-process mutex has a few thousand
-// overlaps): every violation is listed, as DESIGN.md asks, while a
-// pathological hour-long run cannot grow results.json without bound. Count
-// always has the total.
-const maxListed = 100_000
+// maxListed caps every list of violations in a result: the first ones are
+// listed in full, enough for the report and the summary, and Count always
+// has the total, so an hour-long run with millions of violations keeps
+// bounded evidence. Results.Capped names the lists it cut short.
+const maxListed = 1000
+
+// MaxListed is maxListed, for those who say what a result's lists hold.
+const MaxListed = maxListed

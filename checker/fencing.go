@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/locktorture/locktorture/history"
@@ -18,70 +20,130 @@ import (
 // invoked: there the fence did its job.
 func Fencing(ops []history.Op) *FencingResult {
 	ops = resolveTx(ops)
-	res := &FencingResult{Valid: Valid, Violations: []StaleWrite{}}
-	highest := map[string]int64{}   // highest fence accepted so far, by key
-	seenFence := map[string]int64{} // highest fence on any accepted read or write, by key
-	type pend struct {
-		op      *history.Op
-		highest int64
-		seen    bool  // some fenced write was accepted before the invoke
-		any     int64 // seenFence at the invoke (0 when none)
-	}
-	pending := map[int]pend{}
+	f := newFencing()
 	for i := range ops {
-		op := &ops[i]
-		if op.IsNemesis() || (op.F != history.Write && op.F != history.Read) {
-			continue
+		f.step(&ops[i], int64(i))
+	}
+	return f.finish()
+}
+
+// fencePend is a read or write invoke awaiting its completion.
+type fencePend struct {
+	f       string
+	key     string
+	fence   *int64
+	highest int64
+	seen    bool  // some fenced write was accepted before the invoke
+	any     int64 // seenFence at the invoke (0 when none)
+}
+
+// fencing is the fencing checker's state, fed one op at a time (after
+// resolveTx) with the op's position in the history. Its state is per key
+// and per process, so a key's ops may come in stretches apart from other
+// keys' (see Stream): the listed violations are put back in history order
+// at the end.
+type fencing struct {
+	res        *FencingResult
+	highest    map[string]int64 // highest fence accepted so far, by key
+	seenFence  map[string]int64 // highest fence on any accepted read or write, by key
+	pending    map[int]fencePend
+	violations map[string][]listed[StaleWrite] // the first maxListed, by key
+	rejections map[string][]listed[Rejection]
+}
+
+// listed is an entry of a result's list with its op's position in the history.
+type listed[T any] struct {
+	pos int64
+	v   T
+}
+
+func newFencing() *fencing {
+	return &fencing{
+		res:     &FencingResult{Valid: Valid, Violations: []StaleWrite{}},
+		highest: map[string]int64{}, seenFence: map[string]int64{}, pending: map[int]fencePend{},
+		violations: map[string][]listed[StaleWrite]{}, rejections: map[string][]listed[Rejection]{},
+	}
+}
+
+// step applies op, the history's op at position pos.
+func (s *fencing) step(op *history.Op, pos int64) {
+	res := s.res
+	if op.IsNemesis() || (op.F != history.Write && op.F != history.Read) {
+		return
+	}
+	if op.Type == history.Invoke {
+		h, seen := s.highest[op.Key]
+		s.pending[op.Process] = fencePend{op.F, op.Key, op.Fence, h, seen, s.seenFence[op.Key]}
+		return
+	}
+	p, ok := s.pending[op.Process]
+	if !ok || p.f != op.F || p.key != op.Key {
+		return
+	}
+	delete(s.pending, op.Process)
+	fence := op.Fence
+	if fence == nil {
+		fence = p.fence
+	}
+	if op.Type == history.OK && fence != nil && *fence > s.seenFence[op.Key] {
+		s.seenFence[op.Key] = *fence
+	}
+	switch {
+	case op.Type == history.Fail && staleRejection(op.Error, fence, p.any):
+		res.RejectedStale++
+		if l := s.rejections[op.Key]; len(l) < maxListed {
+			s.rejections[op.Key] = append(l, listed[Rejection]{pos, rejection(op, fence)})
 		}
-		if op.Type == history.Invoke {
-			h, seen := highest[op.Key]
-			pending[op.Process] = pend{op, h, seen, seenFence[op.Key]}
-			continue
-		}
-		p, ok := pending[op.Process]
-		if !ok || p.op.F != op.F || p.op.Key != op.Key {
-			continue
-		}
-		delete(pending, op.Process)
-		fence := op.Fence
+	case op.F == history.Write && op.Type == history.OK:
 		if fence == nil {
-			fence = p.op.Fence
+			res.UnfencedWrites++
+			return
 		}
-		if op.Type == history.OK && fence != nil && *fence > seenFence[op.Key] {
-			seenFence[op.Key] = *fence
-		}
-		switch {
-		case op.Type == history.Fail && staleRejection(op.Error, fence, p.any):
-			res.RejectedStale++
-			if len(res.Rejections) < maxListed {
-				res.Rejections = append(res.Rejections, rejection(op, fence))
-			}
-		case op.F == history.Write && op.Type == history.OK:
-			if fence == nil {
-				res.UnfencedWrites++
-				continue
-			}
-			res.FencedWrites++
-			if p.seen && *fence < p.highest {
-				res.Count++
-				if len(res.Violations) < maxListed {
-					res.Violations = append(res.Violations, StaleWrite{
-						Key: op.Key, Process: op.Process, Index: op.Index, Time: op.Time,
-						Fence: *fence, Highest: p.highest,
-						Description: fmt.Sprintf("process %d's write to %s with fence %d was accepted at %s after a write with fence %d had been accepted",
-							op.Process, op.Key, *fence, secs(op.Time), p.highest),
-					})
-				}
-			}
-			if h, seen := highest[op.Key]; !seen || *fence > h {
-				highest[op.Key] = *fence
+		res.FencedWrites++
+		if p.seen && *fence < p.highest {
+			res.Count++
+			if l := s.violations[op.Key]; len(l) < maxListed {
+				s.violations[op.Key] = append(l, listed[StaleWrite]{pos, StaleWrite{
+					Key: op.Key, Process: op.Process, Index: op.Index, Time: op.Time,
+					Fence: *fence, Highest: p.highest,
+					Description: fmt.Sprintf("process %d's write to %s with fence %d was accepted at %s after a write with fence %d had been accepted",
+						op.Process, op.Key, *fence, secs(op.Time), p.highest),
+				}})
 			}
 		}
+		if h, seen := s.highest[op.Key]; !seen || *fence > h {
+			s.highest[op.Key] = *fence
+		}
+	}
+}
+
+// finish returns the result, its lists in history order.
+func (s *fencing) finish() *FencingResult {
+	res := s.res
+	res.Violations = append(res.Violations, firstListed(s.violations)...)
+	res.Rejections = append(res.Rejections, firstListed(s.rejections)...)
+	if len(res.Rejections) == 0 {
+		res.Rejections = nil
 	}
 	if res.Count > 0 {
 		res.Valid = Invalid
 	}
 	return res
+}
+
+// firstListed merges per-key lists into the first maxListed entries in
+// history order.
+func firstListed[T any](byKey map[string][]listed[T]) []T {
+	var all []listed[T]
+	for _, l := range byKey {
+		all = append(all, l...)
+	}
+	slices.SortFunc(all, func(a, b listed[T]) int { return cmp.Compare(a.pos, b.pos) })
+	out := make([]T, 0, min(len(all), maxListed))
+	for _, l := range all[:min(len(all), maxListed)] {
+		out = append(out, l.v)
+	}
+	return out
 }
 
 // staleRejection reports whether a failed read or write was refused as

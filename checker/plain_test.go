@@ -1,13 +1,15 @@
 package checker
 
-// This file keeps the plain versions of what was made faster, as the
-// references the fuzz tests hold the fast ones to: lockOperations (before
-// it stopped boxing a lockInput per operation and growing slices by
-// append; see FuzzLockOperations) and sortHolds (before it sorted in
-// place; see FuzzSortHolds).
+// This file keeps the plain versions of what was made faster (or made to
+// stream), as the references the fuzz tests hold the new ones to:
+// lockOperations (before it stopped boxing a lockInput per operation and
+// growing slices by append; see FuzzLockOperations), sortHolds (before it
+// sorted in place; see FuzzSortHolds) and Fencing (before it was fed op by
+// op; see FuzzStreamMatchesBatch, which holds Stream to the batch checkers).
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/anishathalye/porcupine"
@@ -294,4 +296,75 @@ func plainSortHolds(holds []Hold) []Hold {
 		}
 	}
 	return out
+}
+
+// plainFencing is Fencing as it was before it became a state fed op by op
+// (fencing, which Stream feeds key by key): the reference of
+// FuzzStreamMatchesBatch.
+func plainFencing(ops []history.Op) *FencingResult {
+	ops = resolveTx(ops)
+	res := &FencingResult{Valid: Valid, Violations: []StaleWrite{}}
+	highest := map[string]int64{}   // highest fence accepted so far, by key
+	seenFence := map[string]int64{} // highest fence on any accepted read or write, by key
+	type pend struct {
+		op      *history.Op
+		highest int64
+		seen    bool  // some fenced write was accepted before the invoke
+		any     int64 // seenFence at the invoke (0 when none)
+	}
+	pending := map[int]pend{}
+	for i := range ops {
+		op := &ops[i]
+		if op.IsNemesis() || (op.F != history.Write && op.F != history.Read) {
+			continue
+		}
+		if op.Type == history.Invoke {
+			h, seen := highest[op.Key]
+			pending[op.Process] = pend{op, h, seen, seenFence[op.Key]}
+			continue
+		}
+		p, ok := pending[op.Process]
+		if !ok || p.op.F != op.F || p.op.Key != op.Key {
+			continue
+		}
+		delete(pending, op.Process)
+		fence := op.Fence
+		if fence == nil {
+			fence = p.op.Fence
+		}
+		if op.Type == history.OK && fence != nil && *fence > seenFence[op.Key] {
+			seenFence[op.Key] = *fence
+		}
+		switch {
+		case op.Type == history.Fail && staleRejection(op.Error, fence, p.any):
+			res.RejectedStale++
+			if len(res.Rejections) < maxListed {
+				res.Rejections = append(res.Rejections, rejection(op, fence))
+			}
+		case op.F == history.Write && op.Type == history.OK:
+			if fence == nil {
+				res.UnfencedWrites++
+				continue
+			}
+			res.FencedWrites++
+			if p.seen && *fence < p.highest {
+				res.Count++
+				if len(res.Violations) < maxListed {
+					res.Violations = append(res.Violations, StaleWrite{
+						Key: op.Key, Process: op.Process, Index: op.Index, Time: op.Time,
+						Fence: *fence, Highest: p.highest,
+						Description: fmt.Sprintf("process %d's write to %s with fence %d was accepted at %s after a write with fence %d had been accepted",
+							op.Process, op.Key, *fence, secs(op.Time), p.highest),
+					})
+				}
+			}
+			if h, seen := highest[op.Key]; !seen || *fence > h {
+				highest[op.Key] = *fence
+			}
+		}
+	}
+	if res.Count > 0 {
+		res.Valid = Invalid
+	}
+	return res
 }

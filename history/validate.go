@@ -74,6 +74,7 @@ var valued = map[string]bool{Read: true, Write: true, FinalRead: true}
 type pending struct {
 	i int
 	f string
+	p int // the process
 }
 
 // pendingSet holds each process's outstanding invocation: a slice for the
@@ -190,68 +191,105 @@ func (p Problem) String() string { return fmt.Sprintf("op %d: %s", p.Op, p.Text)
 // the contract, ops still outstanding when the history ends, and a fault
 // started (start-X) and never stopped (stop-X).
 func Lint(ops []Op) []Problem {
-	var ps []Problem
-	add := func(i int, format string, args ...any) {
-		ps = append(ps, Problem{Op: i, Text: fmt.Sprintf(format, args...)})
-	}
-	open := pendingSet{}
-	faults := map[string][]int{} // started and not yet stopped, by fault name
-	var lastT int64
-	badIndex := false
+	var l Linter
 	for i := range ops {
-		op := &ops[i]
-		if op.Index != int64(i) && !badIndex {
-			add(i, "index is %d, not its position %d (indexes count from 0 without gaps)", op.Index, i)
-			badIndex = true // once: after a gap every index is off
+		l.Add(&ops[i])
+	}
+	return l.Problems()
+}
+
+// Linter is Lint fed one op at a time, in bounded memory when Max is set:
+// it keeps the first Max problems (every one when Max is zero) and counts
+// them all.
+type Linter struct {
+	// Max caps the problems kept; zero keeps every one.
+	Max int
+
+	ps       []Problem
+	count    int
+	i        int
+	open     pendingSet
+	faults   map[string][]int // started and not yet stopped, by fault name
+	lastT    int64
+	badIndex bool
+}
+
+// Count is how many problems the history has so far (with the end's, once
+// Problems was called).
+func (l *Linter) Count() int { return l.count }
+
+func (l *Linter) add(i int, format string, args ...any) {
+	l.count++
+	if l.Max == 0 || len(l.ps) < l.Max {
+		l.ps = append(l.ps, Problem{Op: i, Text: fmt.Sprintf(format, args...)})
+	}
+}
+
+// Add checks the history's next op.
+func (l *Linter) Add(op *Op) {
+	i := l.i
+	l.i++
+	if l.faults == nil {
+		l.faults = map[string][]int{}
+	}
+	if op.Index != int64(i) && !l.badIndex {
+		l.add(i, "index is %d, not its position %d (indexes count from 0 without gaps)", op.Index, i)
+		l.badIndex = true // once: after a gap every index is off
+	}
+	switch {
+	case op.Time < 0:
+		l.add(i, "time %d is below zero", op.Time)
+	case op.Time < l.lastT:
+		l.add(i, "time goes backwards (%d after %d)", op.Time, l.lastT)
+	}
+	l.lastT = max(l.lastT, op.Time)
+	if op.Process < NemesisProcess {
+		l.add(i, "process %d is neither a client (0 and up) nor the nemesis (-1); checked as a client", op.Process)
+	}
+	if op.IsNemesis() {
+		if op.Type != Info {
+			l.add(i, "nemesis op %s has type %s (nemesis ops are info)", op.F, op.Type)
 		}
+		if name, ok := strings.CutPrefix(op.F, "start-"); ok {
+			l.faults[name] = append(l.faults[name], i)
+		} else if name, ok := strings.CutPrefix(op.F, "stop-"); ok && len(l.faults[name]) > 0 {
+			l.faults[name] = l.faults[name][1:]
+		}
+		return
+	}
+	if !isClientF(op.F) {
+		l.add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read)", op.Process, op.F)
+	}
+	switch op.Type {
+	case Invoke:
+		if p, ok := l.open.get(op.Process); ok {
+			l.add(i, "process %d invokes %s while its %s (op %d) is outstanding: that op never completed", op.Process, op.F, p.f, p.i)
+		}
+		l.open.put(op.Process, pending{i, op.F, op.Process})
+	case OK, Fail, Info:
+		p, ok := l.open.get(op.Process)
 		switch {
-		case op.Time < 0:
-			add(i, "time %d is below zero", op.Time)
-		case op.Time < lastT:
-			add(i, "time goes backwards (%d after %d)", op.Time, lastT)
+		case !ok:
+			l.add(i, "process %d completes %s with nothing outstanding", op.Process, op.F)
+		case p.f != op.F:
+			l.add(i, "process %d completes %s but invoked %s (op %d)", op.Process, op.F, p.f, p.i)
 		}
-		lastT = max(lastT, op.Time)
-		if op.Process < NemesisProcess {
-			add(i, "process %d is neither a client (0 and up) nor the nemesis (-1); checked as a client", op.Process)
-		}
-		if op.IsNemesis() {
-			if op.Type != Info {
-				add(i, "nemesis op %s has type %s (nemesis ops are info)", op.F, op.Type)
-			}
-			if name, ok := strings.CutPrefix(op.F, "start-"); ok {
-				faults[name] = append(faults[name], i)
-			} else if name, ok := strings.CutPrefix(op.F, "stop-"); ok && len(faults[name]) > 0 {
-				faults[name] = faults[name][1:]
-			}
-			continue
-		}
-		if !isClientF(op.F) {
-			add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read)", op.Process, op.F)
-		}
-		switch op.Type {
-		case Invoke:
-			if p, ok := open.get(op.Process); ok {
-				add(i, "process %d invokes %s while its %s (op %d) is outstanding: that op never completed", op.Process, op.F, p.f, p.i)
-			}
-			open.put(op.Process, pending{i, op.F})
-		case OK, Fail, Info:
-			p, ok := open.get(op.Process)
-			switch {
-			case !ok:
-				add(i, "process %d completes %s with nothing outstanding", op.Process, op.F)
-			case p.f != op.F:
-				add(i, "process %d completes %s but invoked %s (op %d)", op.Process, op.F, p.f, p.i)
-			}
-			open.del(op.Process)
+		l.open.del(op.Process)
+	}
+}
+
+// Problems adds the end's problems (faults never healed, ops never
+// completed) and returns the problems kept, in order.
+func (l *Linter) Problems() []Problem {
+	for _, name := range slices.Sorted(maps.Keys(l.faults)) {
+		if is := l.faults[name]; len(is) > 0 {
+			l.add(is[0], "start-%s was never followed by stop-%s: the fault was never healed (the history ends first)", name, name)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(faults)) {
-		if is := faults[name]; len(is) > 0 {
-			add(is[0], "start-%s was never followed by stop-%s: the fault was never healed (the history ends first)", name, name)
-		}
+	l.faults = nil
+	if n, first := l.open.first(); n > 0 {
+		l.add(first.i, "%d op(s) never completed before the history ended (the first: process %d's %s)", n, first.p, first.f)
 	}
-	if n, first := open.first(); n > 0 {
-		add(first.i, "%d op(s) never completed before the history ended (the first: process %d's %s)", n, ops[first.i].Process, ops[first.i].F)
-	}
-	return ps
+	l.open = pendingSet{}
+	return l.ps
 }

@@ -71,6 +71,9 @@ type RunInfo struct {
 	Logs []string `json:"logs,omitempty"`
 	// Servers says where the servers came from: mode, images, versions.
 	Servers *checker.ServerSource `json:"servers,omitempty"`
+	// Excerpt, for a run too long to draw whole, says which stretch of
+	// it the plots show; the checkers and their counts cover it all.
+	Excerpt string `json:"-"`
 }
 
 // heading names the run for titles: "scenario / backend — VERDICT".
@@ -86,7 +89,11 @@ func heading(res *checker.Results, info RunInfo) string {
 	if h == "" {
 		h = "run"
 	}
-	return h + " — " + strings.ToUpper(res.Valid.String())
+	h += " — " + strings.ToUpper(res.Valid.String())
+	if info.Excerpt != "" {
+		h += " — " + info.Excerpt
+	}
+	return h
 }
 
 // WriteRun writes a run's report into dir (created if missing):

@@ -54,15 +54,6 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	if err != nil {
 		return nil, err
 	}
-	ops, err := history.ReadFileContract(hpath)
-	truncated := false
-	if err != nil {
-		if !errors.Is(err, history.ErrTruncated) {
-			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
-		}
-		truncated = true
-		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", err, len(ops)))
-	}
 	out = &Outcome{Dir: dir}
 	var skipped []string
 	if sc != nil {
@@ -74,9 +65,13 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			names, skipped = applicable(names, binfo)
 		}
 	}
-	res, err := check(ctx, ops, names, opt)
+	res, truncErr, err := checkFile(ctx, hpath, names, opt)
 	if err != nil {
 		return nil, err
+	}
+	truncated := truncErr != nil
+	if truncated {
+		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", truncErr, res.Ops))
 	}
 	for i, w := range res.Warnings {
 		if i == maxWarningLines {
@@ -106,7 +101,11 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	}
 	out.Results = res
 	out.Summary = reports.Summary(res, 3)
-	if err := drawReport(ctx, dir, ops, res, sc); err != nil {
+	ops, excerpt, err := reportOps(ctx, hpath, res.Ops, res)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w", ErrReport, err)
+	}
+	if err := drawReport(ctx, dir, ops, excerpt, res, sc); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrReport, err)
 	}
 	return out, nil
@@ -160,13 +159,13 @@ func analyzeCheckers(dir string, named []string, warn func(string)) ([]string, *
 }
 
 // drawReport writes the report files, turning a panic into an error.
-func drawReport(ctx context.Context, dir string, ops []history.Op, res *checker.Results, sc *scenarios.Scenario) (err error) {
+func drawReport(ctx context.Context, dir string, ops []history.Op, excerpt string, res *checker.Results, sc *scenarios.Scenario) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", reports.ErrDraw, r)
 		}
 	}()
-	return writeRunReport(ctx, dir, ops, res, sc)
+	return writeRunReport(ctx, dir, ops, excerpt, res, sc)
 }
 
 // storedServers reads where a stored run's servers came from (results.json's

@@ -47,15 +47,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		return nil, err
 	}
 	werr := r.runClients(ctx)
-	ops, err := r.heal(ctx, werr)
+	if err := r.heal(ctx, werr); err != nil {
+		return nil, err
+	}
+	results, err := r.check(ctx)
 	if err != nil {
 		return nil, err
 	}
-	results, err := r.check(ctx, ops)
-	if err != nil {
-		return nil, err
-	}
-	return r.report(ctx, ops, results)
+	return r.report(ctx, results)
 }
 
 // run is one run in progress: what each phase made, for the next.
@@ -224,10 +223,13 @@ func (r *run) startServers(ctx context.Context) error {
 	return nil
 }
 
+// historyPath is where the run's history is recorded.
+func (r *run) historyPath() string { return filepath.Join(r.dir, "history.jsonl") }
+
 // startClients opens the history, makes the client processes, and plans
 // and checks the faults (a fault that cannot happen is refused here).
 func (r *run) startClients(ctx context.Context) error {
-	hf, err := os.Create(filepath.Join(r.dir, "history.jsonl"))
+	hf, err := os.Create(r.historyPath())
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -242,7 +244,7 @@ func (r *run) startClients(ctx context.Context) error {
 			r.opt.Observe(op)
 		}
 	}
-	r.rec = history.NewRecorder(hf, history.RecorderOptions{Keep: true, Observe: observe})
+	r.rec = history.NewRecorder(hf, history.RecorderOptions{Observe: observe})
 	r.deferClose(func() { _ = r.rec.Close() })
 	r.procs = workload.NewProcs(r.sc.Clients, r.rec)
 	nenv := &nemesis.Env{Gates: r.procs.Gates, Clocks: r.procs.Clocks, Cluster: r.cl}
@@ -314,39 +316,39 @@ func (r *run) interrupted() error {
 // heal makes sure the run tested what it meant to (no interrupt, no
 // client error, no server that died on its own), reads every key once
 // more, and closes the history.
-func (r *run) heal(ctx context.Context, werr error) ([]history.Op, error) {
+func (r *run) heal(ctx context.Context, werr error) error {
 	if ctx.Err() != nil {
 		_ = r.rec.Close()
-		return nil, r.interrupted()
+		return r.interrupted()
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("runner: %w", werr)
+		return fmt.Errorf("runner: %w", werr)
 	}
 	if died := r.cl.Died(); len(died) > 0 {
 		_ = r.rec.Close()
-		return nil, fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", ErrServerDied, strings.Join(died, "; "), r.dir)
+		return fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", ErrServerDied, strings.Join(died, "; "), r.dir)
 	}
 	if err := workload.FinalReads(ctx, r.sc.KeyNames(), r.res, r.rec); err != nil {
 		_ = r.rec.Close()
 		if ctx.Err() != nil {
-			return nil, r.interrupted()
+			return r.interrupted()
 		}
-		return nil, fmt.Errorf("runner: final reads: %w", err)
+		return fmt.Errorf("runner: final reads: %w", err)
 	}
 	if err := r.rec.Close(); err != nil {
-		return nil, fmt.Errorf("runner: history: %w", err)
+		return fmt.Errorf("runner: history: %w", err)
 	}
-	return r.rec.History(), nil
+	return nil
 }
 
 // check runs the checkers that apply to the backend and notes what the
 // results should say besides: checkers that did not apply, scripted faults
 // that never happened.
-func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, error) {
+func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	sc := r.sc
-	r.lg.Printf("history: %d ops; checking", len(ops))
+	r.lg.Printf("history: %d ops; checking", r.rec.Len())
 	names, skipped := applicable(sc.Checkers, r.binfo)
-	results, err := check(ctx, ops, names, r.opt)
+	results, _, err := checkFile(ctx, r.historyPath(), names, r.opt)
 	if ctx.Err() != nil {
 		return nil, r.interrupted()
 	}
@@ -368,7 +370,7 @@ func (r *run) check(ctx context.Context, ops []history.Op) (*checker.Results, er
 
 // report writes results.json and the report, and points store/latest at
 // the run.
-func (r *run) report(ctx context.Context, ops []history.Op, results *checker.Results) (*Outcome, error) {
+func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, error) {
 	sc := r.sc
 	out := &Outcome{Results: results, Dir: r.dir, Expected: sc.Expected(sc.Backend)}
 	out.Summary = reports.Summary(results, 3)
@@ -387,7 +389,12 @@ func (r *run) report(ctx context.Context, ops []history.Op, results *checker.Res
 		Servers: r.servers,
 	}
 	var rerr error
-	if err := reports.WriteRun(ctx, r.dir, ops, results, info); err != nil {
+	ops, excerpt, err := reportOps(ctx, r.historyPath(), results.Ops, results)
+	info.Excerpt = excerpt
+	if err == nil {
+		err = reports.WriteRun(ctx, r.dir, ops, results, info)
+	}
+	if err != nil {
 		r.lg.Printf("report: %v", err)
 		rerr = fmt.Errorf("%w: %w", ErrReport, err)
 	}

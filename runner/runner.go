@@ -193,19 +193,28 @@ func check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
-	r := &checker.Results{Checkers: cs, Ops: len(ops), Valid: cs.Verdict()}
+	r := &checker.Results{Checkers: cs, Ops: len(ops)}
 	r.AddWarnings(history.Lint(ops))
+	return judge(r, checkedSomething(ops), hasFinalReads(ops)), nil
+}
+
+// judge sets the verdict of checked results: unknown when the history
+// gave the checkers nothing to judge, or no final reads for lost-update.
+func judge(r *checker.Results, checked, finalReads bool) *checker.Results {
+	cs := r.Checkers
+	r.Valid = cs.Verdict()
 	switch {
 	case r.Valid == checker.Invalid:
-	case !checkedSomething(ops):
+	case !checked:
 		r.Valid = checker.Unknown
 		r.Note = "no lock was granted and no write accepted: nothing was checked"
-	case cs.LostUpdate != nil && cs.LostUpdate.AcceptedWrites > 0 && !hasFinalReads(ops):
+	case cs.LostUpdate != nil && cs.LostUpdate.AcceptedWrites > 0 && !finalReads:
 		// lost-update says unknown itself; the note says why for the run.
 		r.Valid = checker.Unknown
 		r.Note = "the history has no final reads (it ends before the run did: a killed harness?), so lost-update cannot tell whether an increment was lost"
 	}
-	return r, nil
+	r.NoteCapped()
+	return r
 }
 
 // hasFinalReads reports whether the history read the keys at the end.

@@ -1,0 +1,184 @@
+package checker
+
+import (
+	"slices"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// latencyExact is how many latencies a latencies keeps exactly before it
+// moves them into a histogram: below it the percentiles are exact (as
+// stats's), above it within 0.1% (three significant digits) in bounded
+// memory. A variable for tests.
+var latencyExact = 1 << 16
+
+// latencyMax is the largest latency the histogram tells apart (an hour);
+// longer ones count as an hour, but Max stays exact.
+const latencyMax = int64(3600e9)
+
+// latencies gathers durations for percentiles in bounded memory.
+type latencies struct {
+	exact []int64
+	hist  *hdrhistogram.Histogram
+	n     int
+	max   int64
+}
+
+// add records one duration.
+func (l *latencies) add(d int64) {
+	l.n++
+	l.max = max(l.max, d)
+	if l.hist == nil {
+		if len(l.exact) < latencyExact {
+			l.exact = append(l.exact, d)
+			return
+		}
+		l.hist = hdrhistogram.New(1, latencyMax, 3)
+		for _, e := range l.exact {
+			l.record(e)
+		}
+		l.exact = nil
+	}
+	l.record(d)
+}
+
+// record puts d in the histogram, clamped to its range.
+func (l *latencies) record(d int64) {
+	_ = l.hist.RecordValue(min(max(d, 1), latencyMax))
+}
+
+// result returns the percentiles.
+func (l *latencies) result() Latency {
+	if l.hist == nil {
+		return latency(l.exact)
+	}
+	at := func(q float64) int64 { return min(l.hist.ValueAtQuantile(q), l.max) }
+	return Latency{Count: l.n, P50: at(50), P90: at(90), P99: at(99), Max: l.max}
+}
+
+// fType is an op's f and type, which stats counts ops by.
+type fType struct {
+	f string
+	t history.Type
+}
+
+// statsStream is the stats checker fed op by op (add, in history order)
+// and segment by segment (holds, for each key's holds); its result equals
+// stats's but for latency percentiles past latencyExact samples.
+type statsStream struct {
+	counts      map[fType]int
+	clients     map[int]bool
+	keys        map[string]bool
+	pending     map[int]*history.Op
+	okLat       latencies
+	allLat      latencies
+	completions int
+	nemesis     int
+	holdCount   map[string]int
+	covered     map[string]int64
+}
+
+func newStatsStream() *statsStream {
+	return &statsStream{counts: map[fType]int{}, clients: map[int]bool{}, keys: map[string]bool{}, pending: map[int]*history.Op{},
+		holdCount: map[string]int{}, covered: map[string]int64{}}
+}
+
+// add counts one op.
+func (s *statsStream) add(op *history.Op) {
+	s.counts[fType{op.F, op.Type}]++
+	if op.IsNemesis() {
+		s.nemesis++
+		return
+	}
+	if op.Process >= 0 {
+		s.clients[op.Process] = true
+	}
+	if op.Key != "" {
+		s.keys[op.Key] = true
+	}
+	if op.Type == history.Invoke {
+		inv := *op
+		inv.Value = nil // only its f and time are needed
+		s.pending[op.Process] = &inv
+		return
+	}
+	s.completions++
+	inv := s.pending[op.Process]
+	if inv == nil || inv.F != op.F {
+		return
+	}
+	delete(s.pending, op.Process)
+	if op.F == history.Acquire {
+		d := op.Time - inv.Time
+		s.allLat.add(d)
+		if op.Type == history.OK {
+			s.okLat.add(d)
+		}
+	}
+}
+
+// holds counts one segment's holds of key, and the time they covered.
+// Segments of a key never overlap in time, so their covers add up.
+func (s *statsStream) holds(key string, hs []Hold) {
+	var curStart, curEnd int64
+	for i, h := range hs {
+		s.holdCount[h.Key]++
+		st, e := h.Start, max(h.End, h.Start)
+		switch {
+		case i == 0:
+			curStart, curEnd = st, e
+		case st > curEnd:
+			s.covered[key] += curEnd - curStart
+			curStart, curEnd = st, e
+		default:
+			curEnd = max(curEnd, e)
+		}
+	}
+	if len(hs) > 0 {
+		s.covered[key] += curEnd - curStart
+	}
+}
+
+// result returns the stats of a history of n ops from first to last.
+func (s *statsStream) result(first, last, n int64) *StatsResult {
+	res := &StatsResult{Valid: Valid, Ops: map[string]map[string]int{}, Availability: []KeyAvailability{}}
+	if n == 0 {
+		return res
+	}
+	for ft, n := range s.counts {
+		byType := res.Ops[ft.f]
+		if byType == nil {
+			byType = map[string]int{}
+			res.Ops[ft.f] = byType
+		}
+		byType[string(ft.t)] += n
+	}
+	res.Clients = len(s.clients)
+	res.NemesisOps = s.nemesis
+	res.Span = last - first
+	for _, c := range s.holdCount {
+		res.Holds += c
+	}
+	if res.Span > 0 {
+		sec := float64(res.Span) / 1e9
+		res.HoldsPerSecond = float64(res.Holds) / sec
+		res.OpsPerSecond = float64(s.completions) / sec
+	}
+	res.AcquireLatency = s.okLat.result()
+	res.AcquireAll = s.allLat.result()
+	keys := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		a := KeyAvailability{Key: k, Holds: s.holdCount[k], Unheld: res.Span - s.covered[k]}
+		if res.Span > 0 {
+			a.Fraction = float64(a.Unheld) / float64(res.Span)
+		}
+		res.Availability = append(res.Availability, a)
+	}
+	return res
+}

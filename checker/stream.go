@@ -1,0 +1,379 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// ErrNotStreamable is returned by Stream.Result when the history breaks a
+// rule the streaming checkers rely on (a process with two ops outstanding,
+// a completion that matches no invoke, time going backwards): check it
+// whole with Check instead. Histories the harness records never do.
+var ErrNotStreamable = errors.New("checker: the history cannot be checked as a stream")
+
+// minSegment is the fewest ops of one key a Stream gathers before it
+// checks them, at the next quiet moment of the key (a variable for tests).
+var minSegment = 4096
+
+// Stream runs the checkers over a history fed one op at a time, in bounded
+// memory: its state is per key and per client, plus, for each key, the
+// ops since the key was last quiet. A key is quiet when no op on it is
+// outstanding, nobody holds it and no transactional write on it awaits its
+// COMMIT: nothing before such a moment can overlap, be linearized against
+// or be rolled back by anything after it. So each key's history is cut
+// there into segments (of at least minSegment ops), and mutex,
+// linearizable and the holds of stats judge each segment as they would
+// the whole history; fencing and lost-update carry their per-key state
+// from one segment to the next; the rest of stats counts op by op, its
+// latency percentiles from a histogram past the first latencyExact
+// samples. The result equals Check's on every history it accepts (see
+// ErrNotStreamable): the fuzz tests hold it to the batch checkers.
+//
+// A key that never goes quiet (a client that holds it for the whole run)
+// keeps all its ops until the end: memory is then that key's history.
+type Stream struct {
+	ctx  context.Context
+	opt  Options
+	runs map[string]bool
+
+	keys  map[string]*segment
+	procs map[int]outstanding // each process's op in flight
+	n     int64               // ops seen
+	first int64
+	last  int64
+	bad   string // why the history is not streamable, once known
+
+	mutex    *MutexResult
+	mutexV   map[string][]Overlap // the first maxListed of each key, in order
+	lin      *LinearizableResult
+	linKeys  map[string]int // worst porcupine outcome by key: 0 ok, 1 unknown, 2 illegal
+	deadline time.Time
+	fence    *fencing
+	lost     *lostStream
+	stats    *statsStream
+}
+
+// outstanding is a process's op in flight.
+type outstanding struct {
+	f, key string
+}
+
+// segment is one key's ops since it was last quiet, and what keeps it from
+// being quiet now.
+type segment struct {
+	ops         []history.Op
+	pos         []int64 // each op's position in the history
+	outstanding int     // ops on the key in flight
+	holders     []int   // processes holding it
+	tx          map[int]int
+	maxTime     int64
+}
+
+// NewStream returns a Stream running the named checkers (every one when
+// names is empty). An unknown name is an error.
+func NewStream(ctx context.Context, names []string, opt Options) (*Stream, error) {
+	if len(names) == 0 {
+		names = All
+	}
+	s := &Stream{ctx: ctx, opt: opt, runs: map[string]bool{}, keys: map[string]*segment{}, procs: map[int]outstanding{}}
+	for _, n := range names {
+		if !IsKnown(n) {
+			return nil, fmt.Errorf("unknown checker %q (known: %v)", n, All)
+		}
+		s.runs[n] = true
+	}
+	if s.runs[NameMutex] {
+		s.mutex = &MutexResult{Valid: Valid, Violations: []Overlap{}}
+		s.mutexV = map[string][]Overlap{}
+	}
+	if s.runs[NameLinearizable] {
+		timeout := opt.LinearizableTimeout
+		if timeout <= 0 {
+			timeout = DefaultLinearizableTimeout
+		}
+		s.lin = &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
+		s.linKeys = map[string]int{}
+		s.deadline = time.Now().Add(timeout)
+	}
+	if s.runs[NameFencing] {
+		s.fence = newFencing()
+	}
+	if s.runs[NameLostUpdate] {
+		s.lost = newLostStream()
+	}
+	if s.runs[NameStats] {
+		s.stats = newStatsStream()
+	}
+	return s, nil
+}
+
+// Add feeds the history's next op. The Stream keeps op until its key's
+// segment is checked.
+func (s *Stream) Add(op *history.Op) {
+	pos := s.n
+	s.n++
+	if s.bad != "" {
+		return
+	}
+	if pos == 0 {
+		s.first, s.last = op.Time, op.Time
+	}
+	if op.Time < s.last {
+		s.notStreamable(fmt.Sprintf("op %d: time goes backwards", pos))
+		return
+	}
+	s.last = op.Time
+	if s.stats != nil {
+		s.stats.add(op)
+	}
+	if op.IsNemesis() {
+		return
+	}
+	seg := s.keys[op.Key]
+	if seg == nil {
+		seg = &segment{}
+		s.keys[op.Key] = seg
+	}
+	o, busy := s.procs[op.Process]
+	switch {
+	case op.Type == history.Invoke && busy:
+		s.notStreamable(fmt.Sprintf("op %d: process %d invokes while an op is outstanding", pos, op.Process))
+		return
+	case op.Type != history.Invoke && (!busy || o.f != op.F || o.key != op.Key):
+		s.notStreamable(fmt.Sprintf("op %d: process %d completes an op it did not invoke", pos, op.Process))
+		return
+	}
+	if seg.quiet() && len(seg.ops) >= minSegment && op.Time > seg.maxTime {
+		s.check(op.Key, seg, false)
+	}
+	seg.ops = append(seg.ops, *op)
+	seg.pos = append(seg.pos, pos)
+	seg.maxTime = op.Time
+	if op.Type == history.Invoke {
+		s.procs[op.Process] = outstanding{op.F, op.Key}
+		seg.outstanding++
+	} else {
+		delete(s.procs, op.Process)
+		seg.outstanding--
+	}
+	seg.track(op)
+}
+
+// notStreamable gives up on the stream, freeing what it holds.
+func (s *Stream) notStreamable(why string) {
+	s.bad = why
+	s.keys, s.procs = nil, nil
+}
+
+// quiet reports whether nothing in the segment can reach past this moment.
+func (g *segment) quiet() bool {
+	return g.outstanding == 0 && len(g.holders) == 0 && len(g.tx) == 0
+}
+
+// track follows the holds and the transactional writes awaiting COMMIT,
+// by the rules of Holds and resolveTx.
+func (g *segment) track(op *history.Op) {
+	switch holdEvent(op) {
+	case holdStarts:
+		if !slices.Contains(g.holders, op.Process) {
+			g.holders = append(g.holders, op.Process)
+		}
+	case holdEnds:
+		if i := slices.Index(g.holders, op.Process); i >= 0 {
+			g.holders = slices.Delete(g.holders, i, i+1)
+		}
+	}
+	if op.Type == history.Invoke {
+		return
+	}
+	switch {
+	case (op.F == history.Write || op.F == history.Acquire) && op.Tx && op.Type == history.OK:
+		if g.tx == nil {
+			g.tx = map[int]int{}
+		}
+		g.tx[op.Process]++
+	case op.F == history.Release:
+		delete(g.tx, op.Process)
+	}
+}
+
+// check judges one key's segment and starts the next. A last segment (at
+// the end of the history) ends with a marker at the history's last time,
+// so that holds still open end there, as in the batch checkers.
+func (s *Stream) check(key string, seg *segment, last bool) {
+	ops := seg.ops
+	if last {
+		ops = append(ops, history.Op{Process: history.NemesisProcess, Type: history.Info, F: "end", Time: s.last})
+	}
+	var holds []Hold
+	if s.mutex != nil || s.stats != nil {
+		holds = Holds(ops)
+	}
+	if s.mutex != nil {
+		m := mutex(ops, func() []Hold { return holds })
+		s.mutex.Holds += m.Holds
+		s.mutex.RolledBack += m.RolledBack
+		s.mutex.Count += m.Count
+		s.mutex.StaleHolders += m.StaleHolders
+		s.mutex.DoubleGrants += m.DoubleGrants
+		if l := s.mutexV[key]; len(l) < maxListed {
+			s.mutexV[key] = append(l, m.Violations[:min(len(m.Violations), maxListed-len(l))]...)
+		}
+	}
+	if s.stats != nil {
+		s.stats.holds(key, holds)
+	}
+	if s.lin != nil {
+		s.linearizable(key, ops)
+	}
+	if s.fence != nil || s.lost != nil {
+		resolved := resolveTx(ops)
+		for i := range seg.ops {
+			if s.fence != nil {
+				s.fence.step(&resolved[i], seg.pos[i])
+			}
+			if s.lost != nil {
+				s.lost.step(&resolved[i])
+			}
+		}
+	}
+	clear(seg.ops) // let the ops' values go
+	seg.ops, seg.pos = seg.ops[:0], seg.pos[:0]
+}
+
+// linearizable checks one segment of a key with what is left of the time limit.
+func (s *Stream) linearizable(key string, ops []history.Op) {
+	left := time.Until(s.deadline)
+	worst := s.linKeys[key]
+	if left <= 0 || s.ctx.Err() != nil {
+		if hasLockOp(ops) {
+			s.linKeys[key] = max(worst, 1)
+		}
+		if err := s.ctx.Err(); err != nil && s.lin.Error == "" {
+			s.lin.Error = fmt.Errorf("linearizable: %w", err).Error()
+		}
+		return
+	}
+	r := Linearizable(s.ctx, ops, left)
+	s.lin.Ops += r.Ops
+	if r.Keys == 0 {
+		return
+	}
+	switch {
+	case len(r.BadKeys) > 0:
+		worst = 2
+	case len(r.UnknownKeys) > 0:
+		worst = max(worst, 1)
+	}
+	s.linKeys[key] = worst
+	if r.Error != "" && s.lin.Error == "" {
+		s.lin.Error = r.Error
+	}
+}
+
+// hasLockOp reports whether ops hold an op porcupine would be given.
+func hasLockOp(ops []history.Op) bool {
+	for i := range ops {
+		op := &ops[i]
+		if !op.IsNemesis() && (op.F == history.Acquire && op.Type == history.OK || op.F == history.Release && op.Type == history.Invoke) {
+			return true
+		}
+	}
+	return false
+}
+
+// Result checks what is left of every key and returns the checkers'
+// results. rescan, when lost-update found a value written twice, feeds
+// the history again from its start (to Add of another Stream) so the
+// duplicates' writers can be listed; with a nil rescan they are counted
+// but not listed. A history the stream could not take is ErrNotStreamable.
+func (s *Stream) Result(rescan func(add func(*history.Op)) error) (Checkers, error) {
+	if s.bad != "" {
+		return Checkers{}, fmt.Errorf("%w: %s", ErrNotStreamable, s.bad)
+	}
+	for _, k := range sortedKeys(s.keys) {
+		s.check(k, s.keys[k], true)
+	}
+	var c Checkers
+	if s.mutex != nil {
+		c.Mutex = s.mutexResult()
+	}
+	if s.lin != nil {
+		c.Linearizable = s.linResult()
+	}
+	if s.fence != nil {
+		c.Fencing = s.fence.finish()
+	}
+	if s.lost != nil {
+		var collected *lostStream
+		if want := s.lost.duplicated(); want != nil && rescan != nil {
+			again, _ := NewStream(s.ctx, []string{NameLostUpdate}, s.opt)
+			again.lost.want = want
+			if err := rescan(again.Add); err != nil {
+				return Checkers{}, fmt.Errorf("lost-update: reading the history again: %w", err)
+			}
+			if again.bad != "" {
+				return Checkers{}, fmt.Errorf("lost-update: the history changed while it was read again: %s", again.bad)
+			}
+			for _, k := range sortedKeys(again.keys) {
+				again.check(k, again.keys[k], true)
+			}
+			collected = again.lost
+		}
+		c.LostUpdate = s.lost.finish(collected)
+	}
+	if s.stats != nil {
+		c.Stats = s.stats.result(s.first, s.last, s.n)
+	}
+	return c, nil
+}
+
+// mutexResult merges the keys' violations: the earliest first, as Mutex
+// lists them (by the later hold's start; at one instant, by key).
+func (s *Stream) mutexResult() *MutexResult {
+	res := s.mutex
+	for _, k := range sortedKeys(s.mutexV) {
+		res.Violations = append(res.Violations, s.mutexV[k]...)
+	}
+	slices.SortStableFunc(res.Violations, func(a, b Overlap) int {
+		switch {
+		case a.Later.Start < b.Later.Start:
+			return -1
+		case a.Later.Start > b.Later.Start:
+			return 1
+		}
+		return 0
+	})
+	res.Violations = res.Violations[:min(len(res.Violations), maxListed)]
+	if res.Count > 0 {
+		res.Valid = Invalid
+	}
+	return res
+}
+
+// linResult turns each key's worst outcome into the result.
+func (s *Stream) linResult() *LinearizableResult {
+	res := s.lin
+	keys := sortedKeys(s.linKeys)
+	res.Keys = len(keys)
+	for _, k := range keys {
+		switch s.linKeys[k] {
+		case 2:
+			res.BadKeys = append(res.BadKeys, k)
+		case 1:
+			res.UnknownKeys = append(res.UnknownKeys, k)
+		}
+	}
+	switch {
+	case len(res.BadKeys) > 0:
+		res.Valid = Invalid
+	case len(res.UnknownKeys) > 0:
+		res.Valid = Unknown
+	}
+	return res
+}

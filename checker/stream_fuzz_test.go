@@ -1,0 +1,146 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// streamCheck runs a Stream over ops, rescanning them when asked.
+func streamCheck(t testing.TB, ops []history.Op) (Checkers, error) {
+	t.Helper()
+	s, err := NewStream(context.Background(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		s.Add(&ops[i])
+	}
+	return s.Result(func(add func(*history.Op)) error {
+		for i := range ops {
+			add(&ops[i])
+		}
+		return nil
+	})
+}
+
+// sameAsBatch returns how Stream's results differ from the batch checkers'
+// on ops ("" when they are the same, field for field), with segments of
+// at least seg ops. A history Validate refuses may be refused by Stream
+// too; one it accepts must not be.
+func sameAsBatch(t testing.TB, ops []history.Op, seg int) string {
+	t.Helper()
+	saved := minSegment
+	minSegment = seg
+	defer func() { minSegment = saved }()
+	got, err := streamCheck(t, ops)
+	if errors.Is(err, ErrNotStreamable) && history.Validate(context.Background(), ops) != nil {
+		return ""
+	}
+	if err != nil {
+		return "stream: " + err.Error()
+	}
+	want, err := Check(context.Background(), ops, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := plainFencing(ops); !sameJSON(f, want.Fencing) {
+		return "Fencing differs from plainFencing:\n" + asJSON(want.Fencing) + "\n" + asJSON(f)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{NameMutex, got.Mutex, want.Mutex},
+		{NameLinearizable, got.Linearizable, want.Linearizable},
+		{NameFencing, got.Fencing, want.Fencing},
+		{NameLostUpdate, got.LostUpdate, want.LostUpdate},
+		{NameStats, got.Stats, want.Stats},
+	} {
+		if !sameJSON(c.got, c.want) {
+			return c.name + " differs:\nstream " + asJSON(c.got) + "\nbatch  " + asJSON(c.want)
+		}
+	}
+	return ""
+}
+
+func asJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+func sameJSON(a, b any) bool { return asJSON(a) == asJSON(b) }
+
+// TestStreamMatchesBatch holds Stream to the batch checkers on the golden
+// histories and on random ones, cut into segments of every size.
+func TestStreamMatchesBatch(t *testing.T) {
+	for name, ops := range readGolden(t) {
+		for _, seg := range []int{1, 2, 4096} {
+			if d := sameAsBatch(t, ops, seg); d != "" {
+				t.Errorf("%s (segments of %d): %s", name, seg, d)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 300 {
+		ops := lockOpsHistory(r.Uint64(), r.Uint64(), uint8(r.Uint32()), uint8(r.Uint32()), uint16(r.Uint32()), uint8(r.Uint32()), uint8(r.Uint32()), i%2 == 0, uint8(i%5), uint8(i))
+		if d := sameAsBatch(t, ops, []int{1, 3, 16, 4096}[i%4]); d != "" {
+			t.Fatalf("random history %d: %s\n%s", i, d, dump(ops))
+		}
+	}
+	// A negative control: a history that is not well formed is refused,
+	// never judged wrong.
+	ops := lockOpsHistory(1, 2, 3, 1, 400, 3, 10, true, 0, 0)
+	ops = append(ops, history.Op{Index: int64(len(ops)), Time: ops[len(ops)-1].Time, Process: 0, Type: history.OK, F: history.Write, Key: "nope"})
+	if _, err := streamCheck(t, ops); !errors.Is(err, ErrNotStreamable) {
+		t.Fatalf("a completion with no invoke: %v, want ErrNotStreamable", err)
+	}
+}
+
+// FuzzStreamMatchesBatch holds Stream to the batch checkers on random
+// histories of any shape the generator makes (transactions, stray
+// releases, every outcome, shared timestamps), cut into segments of any size.
+func FuzzStreamMatchesBatch(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint8(3), uint8(1), uint16(300), uint8(1), uint8(20), true, uint8(0), uint8(0), uint8(1))
+	f.Add(uint64(7), uint64(9), uint8(5), uint8(2), uint16(1500), uint8(0), uint8(2), false, uint8(3), uint8(1), uint8(5))
+	f.Add(uint64(11), uint64(13), uint8(2), uint8(3), uint16(800), uint8(5), uint8(0), true, uint8(6), uint8(2), uint8(64))
+	f.Add(uint64(17), uint64(19), uint8(7), uint8(0), uint16(1999), uint8(2), uint8(40), false, uint8(1), uint8(0), uint8(2))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64, procs, keys uint8, steps uint16, tick, buggy uint8, complete bool, tx, shift, seg uint8) {
+		ops := lockOpsHistory(s1, s2, procs, keys, steps, tick, buggy, complete, tx, shift)
+		if d := sameAsBatch(t, ops, 1+int(seg)); d != "" {
+			t.Fatalf("%s\n%s", d, dump(ops))
+		}
+	})
+}
+
+// TestLatencyHistogram checks the percentiles past latencyExact samples
+// against the exact ones: within the histogram's 0.1%.
+func TestLatencyHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var l latencies
+	var all []int64
+	for range 3 * latencyExact {
+		d := int64(r.ExpFloat64() * 2e6)
+		l.add(d)
+		all = append(all, d)
+	}
+	if l.hist == nil {
+		t.Fatal("the histogram never took over")
+	}
+	got, want := l.result(), latency(all)
+	if got.Count != want.Count || got.Max != want.Max {
+		t.Fatalf("count/max %+v, want %+v", got, want)
+	}
+	for _, p := range [][2]int64{{got.P50, want.P50}, {got.P90, want.P90}, {got.P99, want.P99}} {
+		if diff := p[0] - p[1]; diff < 0 && -diff > p[1]/1000+1 || diff > p[1]/1000+1 {
+			t.Errorf("percentile %d, want %d within 0.1%% (%+v vs %+v)", p[0], p[1], got, want)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// checkFile checks the history in path in one streaming pass (see
+// checker.Stream), in memory bounded by its keys and clients rather than
+// its length, as check would check it whole. A line that breaks the
+// history contract is bad input naming it; a last line cut off (the harness
+// was killed) is dropped and truncated says so. A history the stream
+// cannot take (one the harness never records: a process with two ops in
+// flight, time going backwards) is read whole and checked by check.
+func checkFile(ctx context.Context, path string, names []string, opt Options) (res *checker.Results, truncated, err error) {
+	copt := checker.Options{LinearizableTimeout: opt.LinearizableTimeout}
+	st, err := checker.NewStream(ctx, names, copt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	lint := history.Linter{Max: checker.MaxWarnings}
+	var n int
+	var checked, finalReads bool
+	truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
+		n++
+		st.Add(op)
+		lint.Add(op)
+		if op.Type == history.OK && (op.F == history.Acquire || op.F == history.Write) {
+			checked = true
+		}
+		finalReads = finalReads || op.F == history.FinalRead
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := st.Result(func(add func(*history.Op)) error {
+		_, err := readOps(ctx, path, n, add)
+		return err
+	})
+	if errors.Is(err, checker.ErrNotStreamable) {
+		ops, rerr := history.ReadFileContract(path)
+		if rerr != nil && !errors.Is(rerr, history.ErrTruncated) {
+			return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, rerr)
+		}
+		res, err := check(ctx, ops, names, opt)
+		return res, truncated, err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &checker.Results{Checkers: cs, Ops: n}
+	for _, p := range lint.Problems() {
+		r.Warnings = append(r.Warnings, p.String())
+	}
+	r.WarningCount = lint.Count()
+	return judge(r, checked, finalReads), truncated, nil
+}
+
+// readOps feeds the first limit ops of the history in path (every one when
+// limit is negative) to each, holding them to the contract. A last line
+// cut off ends the history: truncated is its error.
+func readOps(ctx context.Context, path string, limit int, each func(*history.Op)) (truncated, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	defer f.Close()
+	rd := history.NewReader(f)
+	rd.Contract = true
+	for i := 0; limit < 0 || i < limit; i++ {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		op, err := rd.Next()
+		switch {
+		case err == io.EOF:
+			return nil, nil
+		case errors.Is(err, history.ErrTruncated):
+			return fmt.Errorf("%s: %w", path, err), nil
+		case err != nil:
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadInput, path, err)
+		}
+		each(&op)
+	}
+	return nil, nil
+}
+
+// maxReportOps is the most ops a run's report is drawn from: a longer
+// history's report shows a stretch of it (see reportOps). A variable for
+// tests.
+var maxReportOps = 200_000
+
+// reportOps returns the ops the report of the history in path (of n ops)
+// is drawn from: all of them when there are at most maxReportOps; else
+// maxReportOps of them around the first violation res lists (or from the
+// start), and a line saying which stretch it is.
+func reportOps(ctx context.Context, path string, n int, res *checker.Results) ([]history.Op, string, error) {
+	if n <= maxReportOps {
+		ops := make([]history.Op, 0, n)
+		_, err := readOps(ctx, path, n, func(op *history.Op) { ops = append(ops, *op) })
+		return ops, "", err
+	}
+	at, what := firstViolation(res)
+	half := maxReportOps / 2
+	ring := make([]history.Op, 0, maxReportOps)
+	start, after := 0, -1 // ring[start:] then ring[:start] before at; after counts ops kept from at
+	seen := 0
+	_, err := readOps(ctx, path, n, func(op *history.Op) {
+		seen++
+		if after < 0 && op.Time >= at && what != "" {
+			after = 0
+			ring = append(ring[start:], ring[:start]...)
+		}
+		switch {
+		case after >= 0 && after < half:
+			ring = append(ring, *op)
+			after++
+		case after < 0 && what != "":
+			if len(ring) < half {
+				ring = append(ring, *op)
+			} else {
+				ring[start] = *op
+				start = (start + 1) % half
+			}
+		case after < 0 && len(ring) < maxReportOps:
+			ring = append(ring, *op)
+		}
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if after < 0 && what != "" { // the violation was past the end: the last ops
+		ring = append(ring[start:], ring[:start]...)
+	}
+	if len(ring) == 0 {
+		return nil, "", nil
+	}
+	from, to := ring[0].Index, ring[len(ring)-1].Index
+	where := "its first ops"
+	if what != "" {
+		where = "around the first " + what
+	}
+	return ring, fmt.Sprintf("a long run: the plots show ops %d–%d of %d (%s)", from, to, seen, where), nil
+}
+
+// firstViolation returns the time of the earliest violation res lists, and
+// what it was ("" when none).
+func firstViolation(res *checker.Results) (int64, string) {
+	at, what := int64(0), ""
+	take := func(t int64, w string) {
+		if what == "" || t < at {
+			at, what = t, w
+		}
+	}
+	c := &res.Checkers
+	if c.Mutex != nil && len(c.Mutex.Violations) > 0 {
+		take(c.Mutex.Violations[0].Start, "overlap")
+	}
+	if c.Fencing != nil && len(c.Fencing.Violations) > 0 {
+		take(c.Fencing.Violations[0].Time, "stale write")
+	}
+	return at, what
+}
