@@ -41,15 +41,19 @@ type Etcd struct {
 	members []*EtcdMember
 }
 
-// EtcdMember is one etcd member process.
+// EtcdMember is one etcd member process. etcd fsyncs its log: a member
+// restarted after a kill comes back with everything it had acknowledged.
 type EtcdMember struct {
-	p          Unit
-	name       string
-	host       string
-	clientPort int
-	peerPort   int
-	dataDir    string
-	given      string // the address of a member someone else runs (given.go)
+	faultable
+	peerPort int
+	dataDir  string
+}
+
+// newEtcdMember is an etcd member at p (its client port).
+func newEtcdMember(p program) *EtcdMember {
+	m := &EtcdMember{faultable: faultable{program: p}}
+	m.ready = m.health
+	return m
 }
 
 // etcdSlot holds a Cluster's etcd, started once.
@@ -146,7 +150,8 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		m := &EtcdMember{name: name, host: host, clientPort: cp, peerPort: pp, dataDir: path.Join(dir, "data")}
+		m := newEtcdMember(program{name: name, host: host, port: cp})
+		m.peerPort, m.dataDir = pp, path.Join(dir, "data")
 		// Each attempt starts from an empty data directory: a member
 		// bootstrapped with other peers' ports cannot join new ones.
 		if pv.Mode() == ServersLocal {
@@ -261,12 +266,6 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 	return nil, fmt.Errorf("etcd: no leader: %w", errors.Join(errs...))
 }
 
-// Name is the member's name ("etcd-0").
-func (m *EtcdMember) Name() string { return m.name }
-
-// Addr is the member's client address, host:port.
-func (m *EtcdMember) Addr() string { return hostPort(m.given, m.host, m.clientPort) }
-
 // PeerAddr is the member's peer (raft) address, host:port.
 func (m *EtcdMember) PeerAddr() string {
 	return hostPort("", m.host, m.peerPort)
@@ -277,35 +276,6 @@ func (m *EtcdMember) peerURL() string   { return "http://" + m.PeerAddr() }
 
 // DataDir is the member's data directory.
 func (m *EtcdMember) DataDir() string { return m.dataDir }
-
-// LogPath is the member's log file.
-func (m *EtcdMember) LogPath() string { return m.p.LogPath() }
-
-// PID is the member's process id, or 0 when it is not running.
-func (m *EtcdMember) PID() int { return unitPID(m.p) }
-
-// Running reports whether the member's process is up.
-func (m *EtcdMember) Running() bool { return m.p.Running() }
-
-// Pause freezes the member (SIGSTOP; in a container, docker pause).
-func (m *EtcdMember) Pause(ctx context.Context) error { return m.p.Pause(ctx) }
-
-// Resume thaws a paused member.
-func (m *EtcdMember) Resume(ctx context.Context) error { return m.p.Resume(ctx) }
-
-// Kill ends the member with SIGKILL, as a crash would.
-func (m *EtcdMember) Kill(ctx context.Context) error { return m.p.Kill(ctx) }
-
-// Restart starts a killed or stopped member again with the same data
-// directory and ports, and waits until it is healthy (which, in a larger
-// cluster, needs a quorum of members up). etcd fsyncs its log, so the
-// member comes back with everything it had acknowledged.
-func (m *EtcdMember) Restart(ctx context.Context) error {
-	return restartUnit(ctx, m.name, m.p, m.health)
-}
-
-// Stop ends the member for good.
-func (m *EtcdMember) Stop(ctx context.Context) error { return m.p.Stop(ctx) }
 
 // EtcdStatus is what a member says about itself.
 type EtcdStatus struct {

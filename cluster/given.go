@@ -142,7 +142,7 @@ func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
 
 // givenRedisAt lists the given Redis server at addr among the cluster's.
 func (c *Cluster) givenRedisAt(opt RedisOptions, addr string) *Redis {
-	r := &Redis{opt: opt, given: addr, p: c.givenUnit(opt.Name, addr), match: c.given.g.KeyMatch}
+	r := newRedis(program{name: opt.Name, given: addr, p: c.givenUnit(opt.Name, addr)}, opt, c.given.g.KeyMatch)
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
@@ -174,7 +174,7 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
-		g.Sentinels = append(g.Sentinels, &Sentinel{name: name, given: a, p: c.givenUnit(name, a)})
+		g.Sentinels = append(g.Sentinels, &Sentinel{program{name: name, given: a, p: c.givenUnit(name, a)}})
 	}
 	c.mu.Lock()
 	c.sentinel = g
@@ -192,7 +192,8 @@ func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the given PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
 	}
-	pg := &Postgres{p: c.givenUnit("postgres", dsn), given: u.Host, givenDSN: dsn, opt: opt, setups: map[string]bool{}}
+	pg := newPostgres(program{name: "postgres", p: c.givenUnit("postgres", dsn), given: u.Host}, opt, "")
+	pg.givenDSN = dsn
 	c.AddServer(pg)
 	return pg, nil
 }
@@ -206,7 +207,7 @@ func (c *Cluster) givenEtcd() (*Etcd, error) {
 	e := &Etcd{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("etcd-%d", i)
-		m := &EtcdMember{name: name, given: a, p: c.givenUnit(name, a)}
+		m := newEtcdMember(program{name: name, given: a, p: c.givenUnit(name, a)})
 		e.members = append(e.members, m)
 		c.AddServer(m)
 	}

@@ -132,12 +132,11 @@ type postgresSlot struct {
 // directory of its own under the cluster's temporary directory. When the
 // harness runs as root, the server runs as the `postgres` system user
 // (PostgreSQL refuses root).
+//
+// Its pause and kill reach the postmaster and every backend; restarted
+// after a kill it runs crash recovery and comes back with its data.
 type Postgres struct {
-	p     Unit
-	name  string
-	host  string
-	port  int
-	given string // the address of a server someone else runs (given.go)
+	faultable
 	// givenDSN is the connection string of a server someone else runs.
 	givenDSN string
 	// password is the run's own password for PostgresUser over TCP (set
@@ -241,7 +240,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 		if err != nil {
 			return nil, err
 		}
-		pg := &Postgres{name: name, host: "127.0.0.1", port: port, opt: opt, dataDir: data, setups: map[string]bool{}}
+		pg := newPostgres(program{name: name, host: "127.0.0.1", port: port}, opt, data)
 		args := append([]string{
 			"-D", data,
 			"-p", strconv.Itoa(port),
@@ -283,20 +282,6 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	}
 	return nil, fmt.Errorf("cluster: %w", lastErr)
 }
-
-// Name is the server's name.
-func (pg *Postgres) Name() string {
-	if pg.name == "" {
-		return "postgres"
-	}
-	return pg.name
-}
-
-// Addr is the server's host:port.
-func (pg *Postgres) Addr() string { return hostPort(pg.given, pg.host, pg.port) }
-
-// Port is the server's TCP port.
-func (pg *Postgres) Port() int { return pg.port }
 
 // DSN is the connection string for the harness's database, dialling the
 // server directly.
@@ -354,38 +339,15 @@ func PostgresApplication(p int) string { return "locktorture-" + links.ClientNam
 // DataDir is the server's data directory.
 func (pg *Postgres) DataDir() string { return pg.dataDir }
 
-// LogPath is the server's log file.
-func (pg *Postgres) LogPath() string { return pg.p.LogPath() }
-
 // Options are the settings the server runs with.
 func (pg *Postgres) Options() PostgresOptions { return pg.opt }
 
-// PID is the postmaster's process id, or 0 when it is not running.
-func (pg *Postgres) PID() int { return unitPID(pg.p) }
-
-// Running reports whether the server is up.
-func (pg *Postgres) Running() bool { return pg.p.Running() }
-
-// Pause freezes the whole server (the postmaster and every backend) with
-// SIGSTOP, as a stalled machine would be.
-func (pg *Postgres) Pause(ctx context.Context) error { return pg.p.Pause(ctx) }
-
-// Resume thaws a paused server with SIGCONT.
-func (pg *Postgres) Resume(ctx context.Context) error { return pg.p.Resume(ctx) }
-
-// Kill ends the server and every backend with SIGKILL, as a crash would,
-// and returns when none is left.
-func (pg *Postgres) Kill(ctx context.Context) error { return pg.p.Kill(ctx) }
-
-// Restart starts a killed or stopped server again on the same port with
-// the same data (crash recovery runs) and waits until it answers.
-func (pg *Postgres) Restart(ctx context.Context) error {
-	return restartUnit(ctx, pg.Name(), pg.p, pg.ping)
+// newPostgres is a PostgreSQL server at p whose data is in dataDir.
+func newPostgres(p program, opt PostgresOptions, dataDir string) *Postgres {
+	pg := &Postgres{faultable: faultable{program: p}, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
+	pg.ready = pg.ping
+	return pg
 }
-
-// Stop ends the server for good (fast shutdown, then SIGKILL), returning
-// when no postgres process of it is left.
-func (pg *Postgres) Stop(ctx context.Context) error { return pg.p.Stop(ctx) }
 
 // Connect opens a new connection to the harness's database, dialling the
 // server directly (for setup and for faults such as terminating a session).
@@ -783,7 +745,8 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 		return nil, err
 	}
 	data := path.Join(dir, "pgdata")
-	pg := &Postgres{name: name, host: host, port: port, opt: opt, dataDir: data, setups: map[string]bool{}, password: newPassword()}
+	pg := newPostgres(program{name: name, host: host, port: port}, opt, data)
+	pg.password = newPassword()
 	args := append([]string{
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=*",

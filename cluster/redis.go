@@ -22,14 +22,11 @@ type RedisOptions struct {
 	Args []string
 }
 
-// Redis is one redis-server process on 127.0.0.1.
+// Redis is one redis-server. Restarted after a kill, it comes back empty
+// unless it runs with persistence.
 type Redis struct {
-	p    Unit
-	host string
-	port int
-	opt  RedisOptions
-	// given is the address of a server someone else runs (given.go).
-	given string
+	faultable
+	opt RedisOptions
 	// match limits ShortenTTLs to the keys matching it (a SCAN pattern;
 	// empty: every key): on a server someone else runs, the run's own.
 	match string
@@ -71,7 +68,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 		if err != nil {
 			return nil, err
 		}
-		r := &Redis{host: host, port: port, opt: opt}
+		r := newRedis(program{name: opt.Name, host: host, port: port}, opt, "")
 		r.p, err = c.launch(ctx, Spec{
 			Name:    opt.Name,
 			Kind:    "redis",
@@ -129,42 +126,6 @@ func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 	return append(args, opt.Args...)
 }
 
-// Name is the server's name.
-func (r *Redis) Name() string { return r.opt.Name }
-
-// Addr is the server's host:port.
-func (r *Redis) Addr() string { return hostPort(r.given, r.host, r.port) }
-
-// Port is the server's TCP port.
-func (r *Redis) Port() int { return r.port }
-
-// LogPath is the server's log file.
-func (r *Redis) LogPath() string { return r.p.LogPath() }
-
-// PID is the server's process id, or 0 when it is not running.
-func (r *Redis) PID() int { return unitPID(r.p) }
-
-// Running reports whether the server process is up.
-func (r *Redis) Running() bool { return r.p.Running() }
-
-// Pause freezes the server (SIGSTOP; in a container, docker pause).
-func (r *Redis) Pause(ctx context.Context) error { return r.p.Pause(ctx) }
-
-// Resume thaws a paused server.
-func (r *Redis) Resume(ctx context.Context) error { return r.p.Resume(ctx) }
-
-// Kill ends the server with SIGKILL, as a crash would.
-func (r *Redis) Kill(ctx context.Context) error { return r.p.Kill(ctx) }
-
-// Restart starts a killed or stopped server again on the same port and
-// waits until it answers. Without persistence it comes back empty.
-func (r *Redis) Restart(ctx context.Context) error {
-	return restartUnit(ctx, r.opt.Name, r.p, r.ping)
-}
-
-// Stop ends the server for good.
-func (r *Redis) Stop(ctx context.Context) error { return r.p.Stop(ctx) }
-
 // ShortenTTLs has the effect on expiry of a jump of the server's clock by
 // d: every key's remaining time to live is cut by d, and keys with less
 // than d left expire now. It runs as one script, so it is atomic. (A real
@@ -200,6 +161,13 @@ repeat
   end
 until cursor == "0"
 return n`
+
+// newRedis is a Redis server at p; match limits its ShortenTTLs.
+func newRedis(p program, opt RedisOptions, match string) *Redis {
+	r := &Redis{faultable: faultable{program: p}, opt: opt, match: match}
+	r.ready = r.ping
+	return r
+}
 
 // ping sends PING over a fresh connection and expects +PONG.
 func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, r.Addr()) }

@@ -17,25 +17,8 @@ const SentinelMaster = "locktorture"
 
 // Sentinel is one redis-sentinel process.
 type Sentinel struct {
-	p    Unit
-	host string
-	port int
-	name string
-	// given is the address of a Sentinel someone else runs (given.go).
-	given string
+	program
 }
-
-// Name is the Sentinel's name.
-func (s *Sentinel) Name() string { return s.name }
-
-// Addr is its host:port.
-func (s *Sentinel) Addr() string { return hostPort(s.given, s.host, s.port) }
-
-// LogPath is its log file.
-func (s *Sentinel) LogPath() string { return s.p.LogPath() }
-
-// Stop ends it.
-func (s *Sentinel) Stop(ctx context.Context) error { return s.p.Stop(ctx) }
 
 // SentinelGroup is a primary, a replica and three Sentinels, the setup of
 // the Redis docs' failover race. The replica replicates through a link, so
@@ -216,7 +199,7 @@ sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
 `, port, host, dir, SentinelMaster, primary.host, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
-	s := &Sentinel{host: host, port: port, name: name}
+	s := &Sentinel{program{host: host, port: port, name: name}}
 	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
 		Files:   []File{{Path: conf, Content: []byte(text), Mode: 0o666}},
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})

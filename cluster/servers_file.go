@@ -411,7 +411,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 			return fmt.Errorf("%w: the backend uses etcd, but the servers file names none", ErrServerCheck)
 		}
 		for _, e := range f.Etcd {
-			m := &EtcdMember{name: "etcd " + e.address(), given: e.address()}
+			m := newEtcdMember(program{name: "etcd " + e.address(), given: e.address()})
 			if err := m.health(ctx); err != nil {
 				return fail("etcd "+e.address(), err)
 			}

@@ -51,16 +51,15 @@ type ZooKeeper struct {
 }
 
 // ZooKeeperMember is one ZooKeeper server process.
+//
+// Its transaction log is written but not fsynced: a member restarted after
+// a process crash keeps it, after a machine crash it would not.
 type ZooKeeperMember struct {
-	p            Unit
-	name         string
+	faultable
 	id           int // myid, from 1
-	host         string
-	clientPort   int
 	quorumPort   int
 	electionPort int
 	dataDir      string
-	given        string // the address of a server someone else runs
 	// via are the other members' server lines as this member dials them
 	// (host:quorum:election of its links to them), by id; nil: direct.
 	via map[int]string
@@ -183,12 +182,12 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 	}
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := &ZooKeeperMember{name: name, id: i + 1}
+		m := newZooKeeperMember(program{name: name}, i+1)
 		var err error
 		for _, f := range []struct {
 			dst   *int
 			usual int
-		}{{&m.clientPort, 2181}, {&m.quorumPort, 2888}, {&m.electionPort, 3888}} {
+		}{{&m.port, 2181}, {&m.quorumPort, 2888}, {&m.electionPort, 3888}} {
 			if *f.dst, err = port(f.usual); err != nil {
 				return nil, err
 			}
@@ -264,7 +263,7 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 	fmt.Fprintf(&b, "tickTime=%d\n", ZooKeeperTick.Milliseconds())
 	b.WriteString("initLimit=50\nsyncLimit=10\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", m.dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.clientPort, m.host)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.port, m.host)
 	b.WriteString("admin.enableServer=false\n")
 	b.WriteString("4lw.commands.whitelist=srvr,ruok,mntr\n")
 	b.WriteString("minSessionTimeout=100\nmaxSessionTimeout=60000\n")
@@ -294,7 +293,7 @@ func (c *Cluster) givenZooKeeper() (*ZooKeeper, error) {
 	z := &ZooKeeper{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := &ZooKeeperMember{name: name, id: i + 1, given: a, p: c.givenUnit(name, a)}
+		m := newZooKeeperMember(program{name: name, given: a, p: c.givenUnit(name, a)}, i+1)
 		z.members = append(z.members, m)
 		c.AddServer(m)
 	}
@@ -333,12 +332,6 @@ func (z *ZooKeeper) Leader(ctx context.Context) (*ZooKeeperMember, error) {
 	return nil, fmt.Errorf("zookeeper: no leader: %w", errors.Join(errs...))
 }
 
-// Name is the member's name ("zookeeper-0").
-func (m *ZooKeeperMember) Name() string { return m.name }
-
-// Addr is the member's client address, host:port.
-func (m *ZooKeeperMember) Addr() string { return hostPort(m.given, m.host, m.clientPort) }
-
 // QuorumAddr and ElectionAddr are the member's ports for its peers.
 func (m *ZooKeeperMember) QuorumAddr() string { return hostPort("", m.host, m.quorumPort) }
 
@@ -348,35 +341,6 @@ func (m *ZooKeeperMember) ElectionAddr() string { return hostPort("", m.host, m.
 // DataDir is the member's data directory (its zoo.cfg, myid and
 // transaction log).
 func (m *ZooKeeperMember) DataDir() string { return m.dataDir }
-
-// LogPath is the member's log file.
-func (m *ZooKeeperMember) LogPath() string { return m.p.LogPath() }
-
-// PID is the member's process id, or 0 when it is not running.
-func (m *ZooKeeperMember) PID() int { return unitPID(m.p) }
-
-// Running reports whether the member's process is up.
-func (m *ZooKeeperMember) Running() bool { return m.p.Running() }
-
-// Pause freezes the member (SIGSTOP; in a container, docker pause).
-func (m *ZooKeeperMember) Pause(ctx context.Context) error { return m.p.Pause(ctx) }
-
-// Resume thaws a paused member.
-func (m *ZooKeeperMember) Resume(ctx context.Context) error { return m.p.Resume(ctx) }
-
-// Kill ends the member with SIGKILL, as a crash would.
-func (m *ZooKeeperMember) Kill(ctx context.Context) error { return m.p.Kill(ctx) }
-
-// Restart starts a killed or stopped member again with the same data
-// directory and ports, and waits until it serves (which, in an ensemble,
-// needs a quorum of members up). Its transaction log was written but not
-// fsynced: a process crash keeps it, a machine crash would not.
-func (m *ZooKeeperMember) Restart(ctx context.Context) error {
-	return restartUnit(ctx, m.name, m.p, m.serving)
-}
-
-// Stop ends the member for good.
-func (m *ZooKeeperMember) Stop(ctx context.Context) error { return m.p.Stop(ctx) }
 
 // FourLetter sends one of ZooKeeper's four-letter commands (srvr, ruok,
 // mntr: the ones the members allow) to the member's client port and
@@ -425,6 +389,13 @@ func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s: not serving: %s", m.name, strings.TrimSpace(r))
 	}
 	return mode, nil
+}
+
+// newZooKeeperMember is the member with myid id at p (its client port).
+func newZooKeeperMember(p program, id int) *ZooKeeperMember {
+	m := &ZooKeeperMember{faultable: faultable{program: p}, id: id}
+	m.ready = m.serving
+	return m
 }
 
 // serving reports (as an error) whether the member serves clients.
