@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -117,4 +120,32 @@ func TestFailureSpeaks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(report), "history.jsonl")); err != nil {
 		t.Errorf("the failing run's history is not kept: %v", err)
 	}
+}
+
+// TestBaselineOverhead measures what a baseline subtest (5 clients, 3s)
+// costs beyond its scenario span, servers already up: set
+// LOCKTEST_MEASURE to the number of runs (it is not part of make test).
+func TestBaselineOverhead(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOCKTEST_MEASURE"))
+	if n <= 0 {
+		t.Skip("set LOCKTEST_MEASURE=N to measure N baseline subtests")
+	}
+	b, err := os.ReadFile("../scenarios/builtin/baseline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "baseline3s.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(b), "duration: 5s", "duration: 3s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite := locktest.Suite{New: newTokenLock, Scenarios: []string{file}}
+	locktest.Run(t, suite) // starts the shared servers
+	var over []time.Duration
+	for range n {
+		start := time.Now()
+		locktest.Run(t, suite)
+		over = append(over, time.Since(start)-3*time.Second)
+	}
+	slices.Sort(over)
+	t.Logf("baseline subtest (5 clients, 3s) beyond its span, servers up: median %s over %d runs (all: %v)", over[len(over)/2], n, over)
 }
