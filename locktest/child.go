@@ -128,8 +128,8 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 		g, err := s.lock.Acquire(octx, r.Key)
 		m := result(err)
 		if err == nil {
-			if g.Lease > 0 {
-				ms := g.Lease.Milliseconds()
+			if g.Lease != 0 {
+				ms := max(g.Lease.Milliseconds(), 0) // a lease run out before the reply
 				m.LeaseMS = &ms
 			}
 			if g.Fenced {

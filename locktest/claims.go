@@ -3,10 +3,10 @@ package locktest
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/matrix"
+	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -20,11 +20,12 @@ const (
 	// Safe: never two holders of a key at once and no update lost,
 	// whatever the scenario does (pauses included).
 	Safe Claim = iota
-	// StaleHolderPossible: mutual exclusion while no pause outlasts the
-	// lease. A client frozen past its lease wakes believing it still holds
-	// the lock (a stale holder) — which the scenarios with such a pause
-	// must show — but the lock service never grants a key twice while both
-	// leases are valid (no double grant).
+	// StaleHolderPossible: mutual exclusion while no pause or delay
+	// outlasts the lease. A client frozen (or whose replies are held) past
+	// its lease goes on believing it holds the lock (a stale holder) —
+	// which the scenarios with such a fault must show — but the lock
+	// service never grants a key twice while both leases are valid (no
+	// double grant).
 	StaleHolderPossible
 	// FencedWrites: StaleHolderPossible, but every grant carries a fencing
 	// token and the resource, checking it (fencing: all or writes),
@@ -56,23 +57,27 @@ type expectation struct {
 	staleOnly bool
 }
 
-// pausePastLease is the first scripted pause longer than the scenario's
-// lease (zero: none).
-func pausePastLease(sc *scenarios.Scenario) time.Duration {
+// pastLease names the first scripted fault that outlasts the scenario's
+// lease on a client — a pause, or replies delayed — ("" when none): what
+// can leave a client holding a lock whose lease has run out.
+func pastLease(sc *scenarios.Scenario) string {
+	ttl := sc.TTL.D()
 	for _, s := range sc.Nemesis.Script {
-		if s.Fault == "pause" && s.For.D() > sc.TTL.D() {
-			return s.For.D()
+		if s.Fault == "pause" && s.For.D() > ttl {
+			return fmt.Sprintf("a %s pause", s.For.D())
+		}
+		if p, ok := s.Params.(*nemesis.LatencyParams); ok && s.Fault == "latency" && p.Latency.D() > ttl && p.Topology != "members" {
+			return fmt.Sprintf("a %s delay of a client's traffic", p.Latency.D())
 		}
 	}
-	return 0
+	return ""
 }
 
 // claimExpectation maps a claim onto the checkers' verdicts for sc.
 func claimExpectation(c Claim, sc *scenarios.Scenario) expectation {
 	e := expectation{what: fmt.Sprintf("the claim %q", c.String()), valid: "valid", checkers: map[string]string{}}
-	pause := pausePastLease(sc)
 	switch {
-	case c == Safe, pause == 0:
+	case c == Safe, pastLease(sc) == "":
 		e.checkers[checker.NameMutex] = "valid"
 		e.checkers[checker.NameLinearizable] = "valid"
 		e.checkers[checker.NameLostUpdate] = "valid"
@@ -118,8 +123,8 @@ func judge(res *checker.Results, e expectation, sc *scenarios.Scenario) (bool, s
 		return false, fmt.Sprintf("less safe than %s: %s", e.what, diff)
 	default:
 		why := ""
-		if p := pausePastLease(sc); p > 0 && e.valid == "invalid" {
-			why = fmt.Sprintf(" — a %s pause past the %s lease was expected to make a stale holder; the lock held (is the claim too weak?) or the pause did not bite", p, sc.TTL.D())
+		if f := pastLease(sc); f != "" && e.valid == "invalid" {
+			why = fmt.Sprintf(" — %s, past the %s lease, was expected to make a stale holder; the lock held (is the claim too weak?) or the fault did not bite", f, sc.TTL.D())
 		}
 		return false, fmt.Sprintf("safer than %s: %s%s", e.what, diff, why)
 	}

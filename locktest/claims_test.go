@@ -29,6 +29,10 @@ func TestJudgeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	delay, err := scenarios.Builtin("inflight-delay")
+	if err != nil {
+		t.Fatal(err)
+	}
 	V, I, U := checker.Valid, checker.Invalid, checker.Unknown
 	for _, tc := range []struct {
 		name  string
@@ -46,6 +50,8 @@ func TestJudgeClaims(t *testing.T) {
 		{"stale possible, baseline valid", StaleHolderPossible, baseline, results(V, 0, 0, V, V), ""},
 		{"fenced, rejected stale write", FencedWrites, pause, results(I, 1, 0, V, V), ""},
 		{"fenced, update lost", FencedWrites, pause, results(I, 1, 0, V, I), `less safe than the claim "fenced writes reject stale holders"`},
+		{"stale possible, delay past the lease", StaleHolderPossible, delay, results(I, 1, 0, V, I), ""},
+		{"stale possible, delay, none seen", StaleHolderPossible, delay, results(V, 0, 0, V, V), `safer than the claim "stale holder possible": expected invalid, got valid (mutex too) — a 1s delay of a client's traffic, past the 500ms lease`},
 		{"undecided", Safe, baseline, results(U, 0, 0, V, V), "undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

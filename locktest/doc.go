@@ -10,31 +10,43 @@
 // clients run as processes — the test binary itself, re-executed, which is
 // why TestMain must call Main — so that a pause freezes everything your
 // client started, its library's goroutines included. A complete test of a
-// Redis SET NX PX lock:
+// Redis SET NX PX lock whose value is the client's number, deleted only by
+// its owner:
 //
 //	func TestMain(m *testing.M) { locktest.Main(m) }
+//	type lock struct{ rdb *redis.Client; cfg locktest.Config }
+//	var unlock = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
 //
-//	type setNX struct{ rdb *redis.Client; ttl time.Duration }
-//
-//	func (l setNX) Acquire(ctx context.Context, key string) (locktest.Grant, error) {
-//		ok, err := l.rdb.SetNX(ctx, key, "x", l.ttl).Result()
+//	func (l lock) Acquire(ctx context.Context, key string) (locktest.Grant, error) {
+//		start := time.Now()
+//		ok, err := l.rdb.SetNX(ctx, key, l.cfg.Process, l.cfg.TTL).Result()
 //		if err == nil && !ok {
 //			err = locktest.ErrBusy
 //		}
-//		return locktest.Grant{Lease: l.ttl}, err
+//		return locktest.Grant{Lease: l.cfg.TTL - time.Since(start)}, err
 //	}
-//	func (l setNX) Release(ctx context.Context, key string) error { return l.rdb.Del(ctx, key).Err() }
-//	func (l setNX) Close() error                                  { return l.rdb.Close() }
+//	func (l lock) Release(ctx context.Context, key string) error {
+//		n, err := unlock.Run(ctx, l.rdb, []string{key}, l.cfg.Process).Int()
+//		if err == nil && n == 0 {
+//			err = locktest.ErrNotHeld
+//		}
+//		return err
+//	}
+//	func (l lock) Close() error { return l.rdb.Close() }
 //
-//	func TestSetNX(t *testing.T) {
+//	func TestLock(t *testing.T) {
 //		locktest.Run(t, locktest.Suite{
 //			New: func(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
-//				return setNX{redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1}), cfg.TTL}, nil
+//				return lock{redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1}), cfg}, nil
 //			},
 //			Claim:     locktest.StaleHolderPossible,
 //			Scenarios: []string{"baseline", "kleppmann-pause"},
 //		})
 //	}
+//
+// Released with a plain DEL instead, the same lock fails that claim: the
+// paused client, waking, deletes the next holder's lock, and locktest
+// reports a double grant.
 //
 // Each scenario is a subtest (go test -run 'TestSetNX/kleppmann-pause').
 // Scenarios are built-in names (locktorture list scenarios) or scenario

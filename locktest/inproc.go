@@ -119,7 +119,7 @@ func (c *inprocClient) Acquire(ctx context.Context, key string) (backends.Grant,
 	c.mu.Lock()
 	c.lost[key] = lost
 	c.mu.Unlock()
-	bg := backends.Grant{Lease: g.Lease, HasLease: g.Lease > 0, Lost: lost}
+	bg := backends.Grant{Lease: max(g.Lease, 0), HasLease: g.Lease != 0, Lost: lost}
 	if g.Fenced {
 		bg.Fence = history.Int64(g.Fence)
 	}

@@ -37,7 +37,8 @@ type Lock interface {
 type Grant struct {
 	// Lease is how long, from Acquire's return, the client may assume it
 	// holds the lock by its own reckoning (usually the TTL less the time
-	// the acquire took); zero for a lock without a lease.
+	// the acquire took; negative when it ran out before Acquire returned);
+	// zero for a lock without a lease.
 	Lease time.Duration
 	// Fence is the grant's fencing token when Fenced is set: a number that
 	// grows with every grant of the key, which the protected resource

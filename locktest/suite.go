@@ -32,11 +32,13 @@ type Suite struct {
 	// scenario that applies to the lock's servers (with Like set, to
 	// that backend) and needs one server of each kind.
 	Scenarios []string
-	// Claim is what the lock promises (default Safe). Like, when set,
-	// replaces it with the built-in expectations of the closest backend
+	// Claim is what the lock promises (default Safe); Claims, by scenario
+	// name, override it for some scenarios. Like, when set, replaces both
+	// with the built-in expectations of the closest backend
 	// ("redis-token", "redis-fenced", "etcd", ...).
-	Claim Claim
-	Like  string
+	Claim  Claim
+	Claims map[string]Claim
+	Like   string
 	// Servers is where servers run when neither LOCKTEST_SERVERS nor
 	// -locktest.servers says: local (the default), docker (blank-import
 	// github.com/locktorture/locktorture/cluster/docker in the test), or
@@ -230,7 +232,11 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
-	exp := claimExpectation(s.Claim, sc)
+	claim := s.Claim
+	if c, ok := s.Claims[sc.Name]; ok {
+		claim = c
+	}
+	exp := claimExpectation(claim, sc)
 	if s.Like != "" {
 		exp = likeExpectation(s.Like, sc)
 	}
