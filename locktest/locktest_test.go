@@ -149,3 +149,22 @@ func TestBaselineOverhead(t *testing.T) {
 	slices.Sort(over)
 	t.Logf("baseline subtest (5 clients, 3s) beyond its span, servers up: median %s over %d runs (all: %v)", over[len(over)/2], n, over)
 }
+
+// TestSkipsWithoutServers runs TestTokenLock where no server program is on
+// PATH: its subtests skip, saying what to install.
+func TestSkipsWithoutServers(t *testing.T) {
+	if os.Getenv(locktest.EnvServers) != "" {
+		t.Skip("servers are not local here")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTokenLock$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"--- SKIP: TestTokenLock/kleppmann-pause", "install the Debian package redis-server (or run them in containers: LOCKTEST_SERVERS=docker)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -20,6 +20,8 @@ const (
 	// EnvStore is where failing subtests' reports are kept (default: a
 	// temporary directory, printed in the failure).
 	EnvStore = "LOCKTEST_STORE"
+	// EnvImages names docker servers' images: all=REF, or KIND=REF,...
+	EnvImages = "LOCKTEST_IMAGES"
 	// EnvSeed overrides every scenario's seed, as -locktest.seed does.
 	EnvSeed = "LOCKTEST_SEED"
 	// envChild marks a client process: it names the Run call it serves.

@@ -36,10 +36,10 @@ var (
 
 // sharedServers returns the servers file of the shared servers of kinds
 // in mode where, starting them on first use.
-func sharedServers(where string, kinds []string, sc *scenarios.Scenario) (string, error) {
+func sharedServers(where string, kinds []string, images map[string]string, sc *scenarios.Scenario) (string, error) {
 	ks := append([]string(nil), kinds...)
 	sort.Strings(ks)
-	key := where + " " + strings.Join(ks, ",")
+	key := fmt.Sprint(where, " ", strings.Join(ks, ","), " ", images)
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if s, ok := shared[key]; ok {
@@ -47,14 +47,14 @@ func sharedServers(where string, kinds []string, sc *scenarios.Scenario) (string
 	}
 	s := &sharedSet{}
 	shared[key] = s
-	s.cl, s.file, s.err = startShared(where, kinds, sc)
+	s.cl, s.file, s.err = startShared(where, kinds, images, sc)
 	return s.file, s.err
 }
 
-func startShared(where string, kinds []string, sc *scenarios.Scenario) (*cluster.Cluster, string, error) {
+func startShared(where string, kinds []string, images map[string]string, sc *scenarios.Scenario) (*cluster.Cluster, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := cluster.New(cluster.Options{Servers: where})
+	cl, err := cluster.New(cluster.Options{Servers: where, Images: images})
 	if err != nil {
 		return nil, "", err
 	}

@@ -44,6 +44,10 @@ type Suite struct {
 	// github.com/locktorture/locktorture/cluster/docker in the test), or
 	// a servers file's path (servers someone else runs).
 	Servers string
+	// Images name, with docker servers, the image each kind of server runs
+	// from: "redis", "postgres", "etcd", "zookeeper" or "all" (official
+	// images by default). LOCKTEST_IMAGES (all=REF or KIND=REF,...) wins.
+	Images map[string]string
 	// InProcess runs the clients as goroutines of the test process instead
 	// of processes. Faster to start, but a pause is then cooperative: it
 	// stops a client at its next step and leaves the lock's own goroutines
@@ -244,9 +248,13 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 		t.Fatalf("locktest: scenario %s: %v", name, err)
 	}
 	where := serversSetting(s)
+	images, err := s.images()
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
 	shared := ""
 	if isShareable(sc, where) && installed() { // Main stops shared servers
-		f, err := sharedServers(where, s.kinds(), sc)
+		f, err := sharedServers(where, s.kinds(), images, sc)
 		if err != nil {
 			skipOrFail(t, err)
 		}
@@ -257,7 +265,7 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	} else if strings.HasSuffix(where, ".yaml") || strings.HasSuffix(where, ".yml") {
 		err = sc.Apply(scenarios.Overrides{Servers: ptr(cluster.ServersExternal), ServersFile: ptr(where)})
 	} else {
-		err = sc.Apply(scenarios.Overrides{Servers: ptr(where)})
+		err = sc.Apply(scenarios.Overrides{Servers: ptr(where), Images: images})
 	}
 	if err != nil {
 		t.Fatalf("locktest: scenario %s: %v", name, err)
@@ -369,13 +377,34 @@ func isShareable(sc *scenarios.Scenario, where string) bool {
 	return probe.Validate() == nil
 }
 
+// images are the docker images: LOCKTEST_IMAGES, else Suite.Images.
+func (s Suite) images() (map[string]string, error) {
+	env := os.Getenv(EnvImages)
+	if env == "" {
+		return s.Images, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(env, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%s=%q: want KIND=REF[,KIND=REF...] (KIND redis, postgres, etcd, zookeeper or all)", EnvImages, env)
+		}
+		out[k] = v
+	}
+	return out, cluster.CheckImages(out)
+}
+
 // skipOrFail skips the test when the servers cannot run here (a program
 // missing, no Docker engine), saying what to install; it fails it
 // otherwise.
 func skipOrFail(t *testing.T, err error) {
 	t.Helper()
-	if errors.Is(err, cluster.ErrMissingBinary) || errors.Is(err, cluster.ErrNoProvider) || strings.Contains(err.Error(), "no Docker engine") {
-		t.Skipf("locktest: cannot run servers here: %s (or run them in containers: %s=docker)", firstLine(err.Error()), EnvServers)
+	if errors.Is(err, cluster.ErrNoProvider) {
+		t.Fatalf("locktest: %v: to run servers in containers, the test must import _ \"github.com/locktorture/locktorture/cluster/docker\"", err)
+	}
+	if errors.Is(err, cluster.ErrMissingBinary) || strings.Contains(err.Error(), "no Docker engine") {
+		msg := strings.ReplaceAll(firstLine(err.Error()), " (make deps)", "")
+		t.Skipf("locktest: cannot run servers here: %s (or run them in containers: %s=docker)", msg, EnvServers)
 	}
 	t.Fatalf("locktest: %v", err)
 }
