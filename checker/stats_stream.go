@@ -68,10 +68,11 @@ type fType struct {
 // and segment by segment (holds, for each key's holds); its result equals
 // stats's but for latency percentiles past latencyExact samples.
 type statsStream struct {
-	counts      map[fType]int
-	clients     map[int]bool
+	counts      []fCount // few: a slice beats a map keyed by two strings
+	clients     procTable[bool]
 	keys        map[string]bool
-	pending     map[int]*history.Op
+	lastKey     string
+	pending     procTable[statsPend]
 	okLat       latencies
 	allLat      latencies
 	completions int
@@ -80,38 +81,62 @@ type statsStream struct {
 	covered     map[string]int64
 }
 
+// fCount counts the ops of one f and type.
+type fCount struct {
+	fType
+	n int
+}
+
+// statsPend is a process's invoke awaiting its completion.
+type statsPend struct {
+	f    string
+	time int64
+}
+
 func newStatsStream() *statsStream {
-	return &statsStream{counts: map[fType]int{}, clients: map[int]bool{}, keys: map[string]bool{}, pending: map[int]*history.Op{},
-		holdCount: map[string]int{}, covered: map[string]int64{}}
+	return &statsStream{keys: map[string]bool{}, holdCount: map[string]int{}, covered: map[string]int64{}}
+}
+
+// count counts op by its f and type.
+func (s *statsStream) count(op *history.Op) {
+	for i := range s.counts {
+		if c := &s.counts[i]; c.t == op.Type && c.f == op.F {
+			c.n++
+			if i > 0 { // keep the common ones in front
+				s.counts[i-1], s.counts[i] = s.counts[i], s.counts[i-1]
+			}
+			return
+		}
+	}
+	s.counts = append(s.counts, fCount{fType{op.F, op.Type}, 1})
 }
 
 // add counts one op.
 func (s *statsStream) add(op *history.Op) {
-	s.counts[fType{op.F, op.Type}]++
+	s.count(op)
 	if op.IsNemesis() {
 		s.nemesis++
 		return
 	}
 	if op.Process >= 0 {
-		s.clients[op.Process] = true
+		*s.clients.at(op.Process) = true
 	}
-	if op.Key != "" {
-		s.keys[op.Key] = true
+	if op.Key != "" && op.Key != s.lastKey {
+		s.keys[op.Key], s.lastKey = true, op.Key
 	}
+	slot := s.pending.at(op.Process)
 	if op.Type == history.Invoke {
-		inv := *op
-		inv.Value = nil // only its f and time are needed
-		s.pending[op.Process] = &inv
+		*slot = statsPend{op.F, op.Time}
 		return
 	}
 	s.completions++
-	inv := s.pending[op.Process]
-	if inv == nil || inv.F != op.F {
+	inv := *slot
+	if inv.f == "" || inv.f != op.F {
 		return
 	}
-	delete(s.pending, op.Process)
+	*slot = statsPend{}
 	if op.F == history.Acquire {
-		d := op.Time - inv.Time
+		d := op.Time - inv.time
 		s.allLat.add(d)
 		if op.Type == history.OK {
 			s.okLat.add(d)
@@ -147,15 +172,19 @@ func (s *statsStream) result(first, last, n int64) *StatsResult {
 	if n == 0 {
 		return res
 	}
-	for ft, n := range s.counts {
-		byType := res.Ops[ft.f]
+	for _, c := range s.counts {
+		byType := res.Ops[c.f]
 		if byType == nil {
 			byType = map[string]int{}
-			res.Ops[ft.f] = byType
+			res.Ops[c.f] = byType
 		}
-		byType[string(ft.t)] += n
+		byType[string(c.t)] += c.n
 	}
-	res.Clients = len(s.clients)
+	s.clients.each(func(_ int, seen *bool) {
+		if *seen {
+			res.Clients++
+		}
+	})
 	res.NemesisOps = s.nemesis
 	res.Span = last - first
 	for _, c := range s.holdCount {
@@ -181,4 +210,40 @@ func (s *statsStream) result(first, last, n int64) *StatsResult {
 		res.Availability = append(res.Availability, a)
 	}
 	return res
+}
+
+// procTable holds a value per process: in a slice for the usual numbers
+// (0 to 65535), in a map for the others.
+type procTable[V any] struct {
+	small []V
+	other map[int]*V
+}
+
+// at returns the process's value, made zero when new.
+func (t *procTable[V]) at(p int) *V {
+	if p >= 0 && p < 1<<16 {
+		if p >= len(t.small) {
+			t.small = append(t.small, make([]V, p+1-len(t.small))...)
+		}
+		return &t.small[p]
+	}
+	v := t.other[p]
+	if v == nil {
+		if t.other == nil {
+			t.other = map[int]*V{}
+		}
+		v = new(V)
+		t.other[p] = v
+	}
+	return v
+}
+
+// each calls f with every process's value.
+func (t *procTable[V]) each(f func(p int, v *V)) {
+	for p := range t.small {
+		f(p, &t.small[p])
+	}
+	for p, v := range t.other {
+		f(p, v)
+	}
 }

@@ -42,8 +42,9 @@ type Stream struct {
 	runs map[string]bool
 
 	keys  map[string]*segment
-	procs map[int]outstanding // each process's op in flight
-	n     int64               // ops seen
+	procs procTable[outstanding] // each process's op in flight
+	seg   *segment               // the last op's key's, looked up once
+	n     int64                  // ops seen
 	first int64
 	last  int64
 	bad   string // why the history is not streamable, once known
@@ -61,11 +62,13 @@ type Stream struct {
 // outstanding is a process's op in flight.
 type outstanding struct {
 	f, key string
+	busy   bool
 }
 
 // segment is one key's ops since it was last quiet, and what keeps it from
 // being quiet now.
 type segment struct {
+	key         string
 	ops         []history.Op
 	pos         []int64 // each op's position in the history
 	outstanding int     // ops on the key in flight
@@ -80,7 +83,7 @@ func NewStream(ctx context.Context, names []string, opt Options) (*Stream, error
 	if len(names) == 0 {
 		names = All
 	}
-	s := &Stream{ctx: ctx, opt: opt, runs: map[string]bool{}, keys: map[string]*segment{}, procs: map[int]outstanding{}}
+	s := &Stream{ctx: ctx, opt: opt, runs: map[string]bool{}, keys: map[string]*segment{}}
 	for _, n := range names {
 		if !IsKnown(n) {
 			return nil, fmt.Errorf("unknown checker %q (known: %v)", n, All)
@@ -134,12 +137,17 @@ func (s *Stream) Add(op *history.Op) {
 	if op.IsNemesis() {
 		return
 	}
-	seg := s.keys[op.Key]
-	if seg == nil {
-		seg = &segment{}
-		s.keys[op.Key] = seg
+	seg := s.seg
+	if seg == nil || seg.key != op.Key {
+		seg = s.keys[op.Key]
+		if seg == nil {
+			seg = &segment{key: op.Key}
+			s.keys[op.Key] = seg
+		}
+		s.seg = seg
 	}
-	o, busy := s.procs[op.Process]
+	slot := s.procs.at(op.Process)
+	o, busy := *slot, slot.busy
 	switch {
 	case op.Type == history.Invoke && busy:
 		s.notStreamable(fmt.Sprintf("op %d: process %d invokes while an op is outstanding", pos, op.Process))
@@ -155,10 +163,10 @@ func (s *Stream) Add(op *history.Op) {
 	seg.pos = append(seg.pos, pos)
 	seg.maxTime = op.Time
 	if op.Type == history.Invoke {
-		s.procs[op.Process] = outstanding{op.F, op.Key}
+		*slot = outstanding{op.F, op.Key, true}
 		seg.outstanding++
 	} else {
-		delete(s.procs, op.Process)
+		*slot = outstanding{}
 		seg.outstanding--
 	}
 	seg.track(op)
@@ -167,7 +175,7 @@ func (s *Stream) Add(op *history.Op) {
 // notStreamable gives up on the stream, freeing what it holds.
 func (s *Stream) notStreamable(why string) {
 	s.bad = why
-	s.keys, s.procs = nil, nil
+	s.keys, s.procs, s.seg = nil, procTable[outstanding]{}, nil
 }
 
 // quiet reports whether nothing in the segment can reach past this moment.

@@ -65,7 +65,7 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			names, skipped = applicable(names, binfo)
 		}
 	}
-	res, truncErr, err := checkFile(ctx, hpath, names, opt)
+	res, first, truncErr, err := checkFile(ctx, hpath, names, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	}
 	out.Results = res
 	out.Summary = reports.Summary(res, 3)
-	ops, excerpt, err := reportOps(ctx, hpath, res.Ops, res)
+	ops, excerpt, err := reportOps(ctx, hpath, res.Ops, res, first)
 	if err != nil {
 		return out, fmt.Errorf("%w: %w", ErrReport, err)
 	}

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
@@ -18,16 +20,20 @@ import (
 // was killed) is dropped and truncated says so. A history the stream
 // cannot take (one the harness never records: a process with two ops in
 // flight, time going backwards) is read whole and checked by check.
-func checkFile(ctx context.Context, path string, names []string, opt Options) (res *checker.Results, truncated, err error) {
+// first has the history's first maxReportOps ops, for reportOps.
+func checkFile(ctx context.Context, path string, names []string, opt Options) (res *checker.Results, first []history.Op, truncated, err error) {
 	copt := checker.Options{LinearizableTimeout: opt.LinearizableTimeout}
 	st, err := checker.NewStream(ctx, names, copt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	lint := history.Linter{Max: checker.MaxWarnings}
 	var n int
 	var checked, finalReads bool
 	truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
+		if n < maxReportOps {
+			first = append(first, *op)
+		}
 		n++
 		st.Add(op)
 		lint.Add(op)
@@ -37,7 +43,7 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (r
 		finalReads = finalReads || op.F == history.FinalRead
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cs, err := st.Result(func(add func(*history.Op)) error {
 		_, err := readOps(ctx, path, n, add)
@@ -46,68 +52,129 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (r
 	if errors.Is(err, checker.ErrNotStreamable) {
 		ops, rerr := history.ReadFileContract(path)
 		if rerr != nil && !errors.Is(rerr, history.ErrTruncated) {
-			return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, rerr)
+			return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadInput, rerr)
 		}
 		res, err := check(ctx, ops, names, opt)
-		return res, truncated, err
+		return res, first, truncated, err
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r := &checker.Results{Checkers: cs, Ops: n}
 	for _, p := range lint.Problems() {
 		r.Warnings = append(r.Warnings, p.String())
 	}
 	r.WarningCount = lint.Count()
-	return judge(r, checked, finalReads), truncated, nil
+	return judge(r, checked, finalReads), first, truncated, nil
 }
 
 // readOps feeds the first limit ops of the history in path (every one when
 // limit is negative) to each, holding them to the contract. A last line
-// cut off ends the history: truncated is its error.
-func readOps(ctx context.Context, path string, limit int, each func(*history.Op)) (truncated, err error) {
+// cut off ends the history: truncated is its error. The ops are decoded on
+// a goroutine of their own, a batch at a time, while each runs: op is only
+// valid during the call.
+func readOps(ctx context.Context, path string, limit int, each func(op *history.Op)) (truncated, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	defer f.Close()
-	rd := history.NewReader(f)
-	rd.Contract = true
-	for i := 0; limit < 0 || i < limit; i++ {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		op, err := rd.Next()
-		switch {
-		case err == io.EOF:
-			return nil, nil
-		case errors.Is(err, history.ErrTruncated):
-			return fmt.Errorf("%s: %w", path, err), nil
-		case err != nil:
-			return nil, fmt.Errorf("%w: %s: %w", ErrBadInput, path, err)
-		}
-		each(&op)
+	const batch = 1024
+	full := make(chan []history.Op, 4)
+	free := make(chan []history.Op, 6)
+	for range cap(free) {
+		free <- make([]history.Op, 0, batch)
 	}
-	return nil, nil
+	done := make(chan struct{})
+	defer close(done)
+	var rerr error // the reader's, set before full is closed
+	go func() {
+		defer close(full)
+		rd := history.NewReader(f)
+		rd.Contract = true
+		var buf []history.Op
+		for i := 0; limit < 0 || i < limit; i++ {
+			if buf == nil {
+				select {
+				case buf = <-free:
+				case <-done:
+					return
+				}
+			}
+			if i&0xffff == 0 && ctx.Err() != nil {
+				rerr = ctx.Err()
+				break
+			}
+			op, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rerr = err
+				break
+			}
+			buf = append(buf, op)
+			if len(buf) == batch {
+				select {
+				case full <- buf:
+				case <-done:
+					return
+				}
+				buf = nil
+			}
+		}
+		if len(buf) > 0 {
+			select {
+			case full <- buf:
+			case <-done:
+			}
+		}
+	}()
+	for ops := range full {
+		for i := range ops {
+			each(&ops[i])
+		}
+		clear(ops)
+		free <- ops[:0]
+	}
+	switch {
+	case rerr == nil:
+		return nil, nil
+	case errors.Is(rerr, history.ErrTruncated):
+		return fmt.Errorf("%s: %w", path, rerr), nil
+	case ctx.Err() != nil && errors.Is(rerr, ctx.Err()):
+		return nil, rerr
+	}
+	return nil, fmt.Errorf("%w: %s: %w", ErrBadInput, path, rerr)
 }
 
 // maxReportOps is the most ops a run's report is drawn from: a longer
 // history's report shows a stretch of it (see reportOps). A variable for
 // tests.
-var maxReportOps = 200_000
+var maxReportOps = 100_000
 
 // reportOps returns the ops the report of the history in path (of n ops)
 // is drawn from: all of them when there are at most maxReportOps; else
 // maxReportOps of them around the first violation res lists (or from the
-// start), and a line saying which stretch it is.
-func reportOps(ctx context.Context, path string, n int, res *checker.Results) ([]history.Op, string, error) {
-	if n <= maxReportOps {
-		ops := make([]history.Op, 0, n)
-		_, err := readOps(ctx, path, n, func(op *history.Op) { ops = append(ops, *op) })
-		return ops, "", err
+// start), and a line saying which stretch it is. first holds the
+// history's first ops (as checkFile returns them): when the stretch is
+// among them, the file is not read again.
+func reportOps(ctx context.Context, path string, n int, res *checker.Results, first []history.Op) ([]history.Op, string, error) {
+	if n <= len(first) {
+		return first[:n], "", nil
 	}
 	at, what := firstViolation(res)
 	half := maxReportOps / 2
+	if len(first) >= maxReportOps {
+		from, to := 0, maxReportOps
+		if what != "" {
+			i, _ := slices.BinarySearchFunc(first, at, func(op history.Op, t int64) int { return cmp.Compare(op.Time, t) })
+			from, to = max(0, i-half), max(0, i-half)+maxReportOps
+		}
+		if to <= len(first) {
+			return first[from:to], excerptLine(first[from:to], n, what), nil
+		}
+	}
 	ring := make([]history.Op, 0, maxReportOps)
 	start, after := 0, -1 // ring[start:] then ring[:start] before at; after counts ops kept from at
 	seen := 0
@@ -141,12 +208,16 @@ func reportOps(ctx context.Context, path string, n int, res *checker.Results) ([
 	if len(ring) == 0 {
 		return nil, "", nil
 	}
-	from, to := ring[0].Index, ring[len(ring)-1].Index
+	return ring, excerptLine(ring, seen, what), nil
+}
+
+// excerptLine says which stretch of a history of n ops the report shows.
+func excerptLine(ops []history.Op, n int, what string) string {
 	where := "its first ops"
 	if what != "" {
 		where = "around the first " + what
 	}
-	return ring, fmt.Sprintf("a long run: the plots show ops %d–%d of %d (%s)", from, to, seen, where), nil
+	return fmt.Sprintf("a long run: the plots show ops %d–%d of %d (%s)", ops[0].Index, ops[len(ops)-1].Index, n, where)
 }
 
 // firstViolation returns the time of the earliest violation res lists, and

@@ -71,6 +71,7 @@ type run struct {
 	backend backends.Backend
 	res     workload.Resource
 	rec     *history.Recorder
+	first   []history.Op // the history's first ops, kept by check for the report
 	procs   *workload.Procs
 	engine  *nemesis.Engine
 	servers *checker.ServerSource // where the servers came from
@@ -348,7 +349,8 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	sc := r.sc
 	r.lg.Printf("history: %d ops; checking", r.rec.Len())
 	names, skipped := applicable(sc.Checkers, r.binfo)
-	results, _, err := checkFile(ctx, r.historyPath(), names, r.opt)
+	results, first, _, err := checkFile(ctx, r.historyPath(), names, r.opt)
+	r.first = first
 	if ctx.Err() != nil {
 		return nil, r.interrupted()
 	}
@@ -389,7 +391,8 @@ func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, e
 		Servers: r.servers,
 	}
 	var rerr error
-	ops, excerpt, err := reportOps(ctx, r.historyPath(), results.Ops, results)
+	ops, excerpt, err := reportOps(ctx, r.historyPath(), results.Ops, results, r.first)
+	r.first = nil
 	info.Excerpt = excerpt
 	if err == nil {
 		err = reports.WriteRun(ctx, r.dir, ops, results, info)

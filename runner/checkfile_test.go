@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/histgen"
+)
+
+// writeHistory writes ops to a history.jsonl in a new directory.
+func writeHistory(t *testing.T, ops []history.Op) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	if err := history.WriteAll(w, ops); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// TestCheckFileMatchesCheck: the streaming pass over the file gives the
+// results check gives on the history in memory — on a healthy history, and
+// on one the stream cannot take (a process invoking twice), which it hands
+// to check.
+func TestCheckFileMatchesCheck(t *testing.T) {
+	healthy := histgen.Realistic(3, 16, 4, 20000)
+	twice := histgen.Realistic(4, 4, 2, 2000)
+	for i := range twice {
+		if twice[i].Type == history.Invoke && twice[i].Process == 1 {
+			twice = append(twice[:i+1:i+1], append([]history.Op{twice[i]}, twice[i+1:]...)...)
+			break
+		}
+	}
+	for i := range twice {
+		twice[i].Index = int64(i)
+	}
+	for name, ops := range map[string][]history.Op{"healthy": healthy, "invokes twice": twice} {
+		t.Run(name, func(t *testing.T) {
+			path := writeHistory(t, ops)
+			got, _, trunc, err := checkFile(context.Background(), path, nil, Options{})
+			if err != nil || trunc != nil {
+				t.Fatal(err, trunc)
+			}
+			want, err := check(context.Background(), ops, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Fatalf("streaming pass:\n%s\nin memory:\n%s", g, w)
+			}
+			if got.Ops != len(ops) || got.Checkers.Stats == nil || got.Checkers.Stats.Holds == 0 {
+				t.Fatalf("checked %d ops of %d, stats %+v", got.Ops, len(ops), got.Checkers.Stats)
+			}
+		})
+	}
+}
+
+// TestReportOpsExcerpt: a history longer than maxReportOps is drawn from a
+// stretch of maxReportOps ops — its first, or those around the first
+// violation — whether the stretch was among the ops checkFile kept or had
+// to be read again.
+func TestReportOpsExcerpt(t *testing.T) {
+	saved := maxReportOps
+	maxReportOps = 100
+	defer func() { maxReportOps = saved }()
+	ops := histgen.Realistic(5, 4, 2, 1000)
+	path := writeHistory(t, ops)
+	_, first, _, err := checkFile(context.Background(), path, nil, Options{})
+	if err != nil || len(first) != maxReportOps {
+		t.Fatalf("kept %d ops, want %d (%v)", len(first), maxReportOps, err)
+	}
+	for _, at := range []int{0, 30, 700} {
+		res := &checker.Results{}
+		if at > 0 {
+			res.Checkers.Mutex = &checker.MutexResult{Violations: []checker.Overlap{{Later: checker.Hold{Start: ops[at].Time}, Start: ops[at].Time}}}
+		}
+		got, line, err := reportOps(context.Background(), path, len(ops), res, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != maxReportOps || line == "" {
+			t.Fatalf("violation at op %d: %d ops (%q), want %d", at, len(got), line, maxReportOps)
+		}
+		t.Logf("violation at op %d: %s", at, line)
+		lo, hi := got[0].Index, got[len(got)-1].Index
+		if hi-lo != int64(maxReportOps-1) {
+			t.Fatalf("ops %d–%d are not a stretch of %d", lo, hi, maxReportOps)
+		}
+		if at > 0 && (ops[at].Time < got[0].Time || ops[at].Time > got[len(got)-1].Time) {
+			t.Errorf("violation at op %d (time %d) is outside ops %d–%d", at, ops[at].Time, lo, hi)
+		}
+		if at == 0 && lo != 0 {
+			t.Errorf("no violation: ops %d–%d, want the first", lo, hi)
+		}
+	}
+	// A short history is drawn whole.
+	got, line, err := reportOps(context.Background(), path, 50, &checker.Results{}, first)
+	if err != nil || len(got) != 50 || line != "" {
+		t.Fatalf("short history: %d ops, %q, %v", len(got), line, err)
+	}
+}
