@@ -1,7 +1,7 @@
 // Package clientproc runs lock clients as processes of their own that
-// speak the client protocol (docs/client-protocol.md, DESIGN's "Clients as
-// processes"): JSON lines, requests on the child's stdin, replies and
-// events on its stdout, its stderr in client-N.log in the store.
+// speak the client protocol (docs/client-protocol.md): JSON lines,
+// requests on the child's stdin, replies and events on its stdout, its
+// stderr in client-N.log in the store.
 //
 // The harness side (Launcher) starts one child per simulated client,
 // opens it with the addresses of that client's own links, drives it as a

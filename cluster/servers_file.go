@@ -34,7 +34,7 @@ var ErrServersFile = errors.New("bad servers file")
 var ErrServerCheck = errors.New("server check failed")
 
 // ServersFile is a servers file: the servers someone else runs that an
-// external run uses (DESIGN.md, "Where servers come from"):
+// external run uses (docs/servers-file.md):
 //
 //	redis: [10.0.0.5:6379, 10.0.0.6:6379]          # primaries, in the order backends take them
 //	sentinel: {master: mymaster, addrs: [10.0.0.9:26379]}

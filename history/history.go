@@ -1,7 +1,7 @@
 // Package history defines the operation record that every other part of
 // locktorture speaks, and the streaming JSONL reader and writer for it.
 //
-// The format is a contract (see DESIGN.md): one JSON object per line, field
+// The format is a contract (docs/history.md): one JSON object per line, field
 // names as in Jepsen's histories. This package imports nothing of ours.
 package history
 

@@ -438,9 +438,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestDesignExample is the golden example: the history shown in DESIGN.md
+// TestDocsExample is the golden example: the history shown in docs/history.md
 // parses, is valid, and encodes back byte for byte.
-func TestDesignExample(t *testing.T) {
+func TestDocsExample(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "design-example.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrContract is wrapped by every error about an op that breaks the
-// history contract (see DESIGN.md) so badly that it cannot be checked.
+// history contract (docs/history.md) so badly that it cannot be checked.
 var ErrContract = errors.New("breaks the history contract")
 
 // Validate checks the structural rules of a history: indexes from 0 without

@@ -29,7 +29,7 @@ const maxWarningLines = 5
 // (index.html, plots, junit.xml; see reports.WriteRun) are written beside
 // the history.
 //
-// A history is judged against its contract (DESIGN.md): an op that cannot
+// A history is judged against its contract (docs/history.md): an op that cannot
 // be checked (bad JSON, a type outside invoke/ok/fail/info, a client lock op
 // without a key, a value that is not an integer; see history.Conform) is bad
 // input naming its line; a broken rule the checkers can work around (see
