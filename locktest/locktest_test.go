@@ -83,8 +83,14 @@ func TestInProcess(t *testing.T) {
 // differs, the violation, the seed, the command that repeats it and the
 // report, which is kept.
 func TestFailureSpeaks(t *testing.T) {
-	if os.Getenv("LOCKTEST_FAILDEMO") != "" {
+	switch os.Getenv("LOCKTEST_FAILDEMO") {
+	case "claim":
 		locktest.Run(t, locktest.Suite{New: newTokenLock, Claim: locktest.Safe, Scenarios: []string{"kleppmann-pause"}})
+		return
+	case "new":
+		locktest.Run(t, locktest.Suite{New: func(context.Context, locktest.Config) (locktest.Lock, error) {
+			return nil, errors.New("no such lock today")
+		}, Scenarios: []string{"kleppmann-pause"}})
 		return
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -92,7 +98,7 @@ func TestFailureSpeaks(t *testing.T) {
 	}
 	store := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFailureSpeaks$", "-test.count=1", "-locktest.seed=7")
-	cmd.Env = append(os.Environ(), "LOCKTEST_FAILDEMO=1", locktest.EnvStore+"="+store)
+	cmd.Env = append(os.Environ(), "LOCKTEST_FAILDEMO=claim", locktest.EnvStore+"="+store)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
@@ -166,5 +172,19 @@ func TestSkipsWithoutServers(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the output does not say %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestNewLockFails: a constructor's error fails the subtest, naming it.
+func TestNewLockFails(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFailureSpeaks$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LOCKTEST_FAILDEMO=new", locktest.EnvStore+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "no such lock today") {
+		t.Fatalf("a constructor that fails: %v, want exit 1 naming its error:\n%s", err, out)
 	}
 }

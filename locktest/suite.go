@@ -406,6 +406,7 @@ func skipOrFail(t *testing.T, err error) {
 		msg := strings.ReplaceAll(firstLine(err.Error()), " (make deps)", "")
 		t.Skipf("locktest: cannot run servers here: %s (or run them in containers: %s=docker)", msg, EnvServers)
 	}
+	keepStore() // the error may name a log in the store
 	t.Fatalf("locktest: %v", err)
 }
 
