@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -61,23 +60,7 @@ func (b *inprocLock) Close() error { return nil }
 // Client builds process ce.Process's lock with the addresses of its own
 // links to the servers.
 func (b *inprocLock) Client(ctx context.Context, ce backends.ClientEnv) (backends.Client, error) {
-	cl := b.env.Cluster
-	var sv Servers
-	for _, s := range cl.Servers() {
-		a := cl.ClientAddr(ce.Process, s)
-		switch s := s.(type) {
-		case *cluster.Redis:
-			sv.Redis = append(sv.Redis, a)
-		case *cluster.Postgres:
-			sv.Postgres = s.ClientDSN(a, cluster.PostgresApplication(ce.Process))
-		case *cluster.EtcdMember:
-			sv.Etcd = append(sv.Etcd, a)
-		default:
-			if strings.HasPrefix(s.Name(), "zookeeper") || strings.HasPrefix(s.Name(), "zk") {
-				sv.ZooKeeper = append(sv.ZooKeeper, a)
-			}
-		}
-	}
+	sv := serversOf(b.env.Cluster, ce.Process)
 	c := &inprocClient{ce: ce, timeout: b.env.OpTimeout, lost: map[string]chan struct{}{}}
 	cfg := Config{Servers: sv, TTL: b.env.TTL, Timeout: b.env.OpTimeout, Process: ce.Process,
 		events: &events{extended: c.extended, lost: c.lostKey}}

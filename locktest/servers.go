@@ -70,20 +70,15 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 		_ = cl.Close()
 		return nil, "", fmt.Errorf("starting the shared servers: %w", err)
 	}
+	sv := serversOf(cl, -1)
 	doc := map[string]any{}
-	for _, s := range cl.Servers() {
-		switch s := s.(type) {
-		case *cluster.Redis:
-			doc["redis"] = append(list(doc["redis"]), s.Addr())
-		case *cluster.Postgres:
-			doc["postgres"] = s.DSN()
-		case *cluster.EtcdMember:
-			doc["etcd"] = append(list(doc["etcd"]), s.Addr())
-		default:
-			if strings.HasPrefix(s.Name(), "zookeeper") || strings.HasPrefix(s.Name(), "zk") {
-				doc["zookeeper"] = append(list(doc["zookeeper"]), s.Addr())
-			}
+	for k, v := range map[string][]string{"redis": sv.Redis, "etcd": sv.Etcd, "zookeeper": sv.ZooKeeper} {
+		if len(v) > 0 {
+			doc[k] = v
 		}
+	}
+	if sv.Postgres != "" {
+		doc["postgres"] = sv.Postgres
 	}
 	b, err := yaml.Marshal(doc)
 	if err == nil {
@@ -96,9 +91,33 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 	return nil, "", fmt.Errorf("locktest: the shared servers' file: %w", err)
 }
 
-func list(v any) []string {
-	l, _ := v.([]string)
-	return l
+// serversOf are the cluster's servers as process p dials them (through
+// its own links), or as they are for p < 0.
+func serversOf(cl *cluster.Cluster, p int) Servers {
+	var sv Servers
+	for _, s := range cl.Servers() {
+		a := s.Addr()
+		if p >= 0 {
+			a = cl.ClientAddr(p, s)
+		}
+		switch s := s.(type) {
+		case *cluster.Redis:
+			sv.Redis = append(sv.Redis, a)
+		case *cluster.Postgres:
+			app := "locktorture"
+			if p >= 0 {
+				app = cluster.PostgresApplication(p)
+			}
+			sv.Postgres = s.ClientDSN(a, app)
+		case *cluster.EtcdMember:
+			sv.Etcd = append(sv.Etcd, a)
+		default:
+			if strings.HasPrefix(s.Name(), "zookeeper") || strings.HasPrefix(s.Name(), "zk") {
+				sv.ZooKeeper = append(sv.ZooKeeper, a)
+			}
+		}
+	}
+	return sv
 }
 
 // stopShared stops every shared server.
