@@ -112,6 +112,12 @@ func TestDefaultScenarios(t *testing.T) {
 			t.Errorf("default scenarios for a redis lock %v hold %s", names, not)
 		}
 	}
+	for kind, want := range map[string]string{"etcd": "baseline etcd-pause etcd-pause-fenced", "zookeeper": "baseline zk-pause zk-pause-fenced"} {
+		names, err := Suite{Kinds: []string{kind}}.scenarioNames()
+		if err != nil || strings.Join(names, " ") != want {
+			t.Errorf("default scenarios for a %s lock: %v, %v; want %s", kind, names, err, want)
+		}
+	}
 	if _, err := (Suite{Kinds: []string{"mysql"}}).scenarioNames(); err == nil {
 		t.Error("an unknown kind of server was taken")
 	}

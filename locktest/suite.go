@@ -182,20 +182,21 @@ func (s Suite) scenarioNames() ([]string, error) {
 }
 
 // applies reports whether a built-in scenario suits a lock over kinds: it
-// is written for a backend over those kinds only (or for like), needs one
-// server of each kind, and follows a script (no random faults).
+// is written for every backend, or for a backend over those kinds only
+// (for like, with like set), needs one server of each kind, and follows a
+// script (no random faults).
 func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 	if sc.Backend == scenarios.ExecBackend || sc.Nemesis.Random != nil || sc.Redis == backends.RedisSentinel ||
 		sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 {
 		return false
 	}
-	cands := sc.Backends
-	if len(cands) == 0 {
-		cands = []string{sc.Backend}
+	if len(sc.Backends) == 0 {
+		return true // written for every backend (baseline)
 	}
 	if like != "" {
-		return slices.Contains(sc.Backends, like) || (len(sc.Backends) == 0 && backendOver(like, kinds))
+		return slices.Contains(sc.Backends, like)
 	}
+	cands := sc.Backends
 	for _, b := range cands {
 		if b == "redlock" || b == "redsync" { // quorum locks: five servers
 			continue
