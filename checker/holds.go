@@ -14,7 +14,7 @@ const (
 	holdNone   = iota
 	holdStarts // an acquire ok: a hold begins (or, if one is open, its lease renews)
 	holdRenews // an extend ok: the open hold's lease renews
-	holdEnds   // a release invoke: the hold ends, whatever the release's outcome
+	holdEnds   // a release invoke or a lost op: the hold ends, whatever the release's outcome
 )
 
 // holdEvent says what op does to a hold: the one rule Holds and Tracker
@@ -29,8 +29,19 @@ func holdEvent(op *history.Op) int {
 		return holdRenews
 	case op.F == history.Release && op.Type == history.Invoke:
 		return holdEnds
+	case op.F == history.Lost && op.Type == history.Invoke:
+		// The client learned it had lost the lock: from here on it no
+		// longer believes it holds it, whatever its later release says.
+		return holdEnds
 	}
 	return holdNone
+}
+
+// isLockOp reports whether op starts or ends a hold: the ops the
+// linearizable checker gives porcupine.
+func isLockOp(op *history.Op) bool {
+	e := holdEvent(op)
+	return e == holdStarts || e == holdEnds
 }
 
 // Tracker follows holds live, op by op, by the same rule as Holds — for a
@@ -81,7 +92,8 @@ type holdKey struct {
 
 // Holds returns every span in which a process believed it held a key: from
 // its acquire ok to its next release invoke on that key (whatever the
-// release's outcome), or to the end of the history (Open, ending at the last
+// release's outcome) or its next lost op on that key, whichever comes
+// first, or to the end of the history (Open, ending at the last
 // op's time). Acquires that completed fail or info are not holds. The fence
 // and lease come from the acquire ok; an extend ok carrying lease_ms moves
 // LeaseEnd to its own time plus that lease, and so does an acquire ok by a

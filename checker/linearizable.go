@@ -26,8 +26,13 @@ type lockInput struct {
 	fence   *int64
 	key     string
 	outcome outcome
-	release bool
+	release bool // a release, or a lost op (lost is set too): the owner lets go
+	lost    bool
 }
+
+// letsGo reports whether f is a lock op by which a holder lets go of its
+// key: a release, or a lost op (the client learned the lock was gone).
+func letsGo(f string) bool { return f == history.Release || f == history.Lost }
 
 // outcome is a lock operation's completion type, for the visualization.
 type outcome uint8
@@ -83,7 +88,10 @@ var lockModel = porcupine.Model{
 	DescribeOperation: func(input, _ any) string {
 		in := input.(*lockInput)
 		f := history.Acquire
-		if in.release {
+		switch {
+		case in.lost:
+			f = history.Lost
+		case in.release:
 			f = history.Release
 		}
 		return fmt.Sprintf("p%d %s %s -> %s%s", in.process, f, in.key, outcomeTypes[in.outcome], fenceSuffix(in.fence))
@@ -268,7 +276,7 @@ func lockOperations(ops []history.Op) map[string][]lockOp {
 	}
 	for i := range ops {
 		op := &ops[i]
-		if op.IsNemesis() || !(op.F == history.Acquire && op.Type == history.OK || op.F == history.Release && op.Type == history.Invoke) {
+		if op.IsNemesis() || !isLockOp(op) {
 			continue
 		}
 		kl := keyOf(op.Key)
@@ -288,7 +296,7 @@ func lockOperations(ops []history.Op) map[string][]lockOp {
 	add := func(pl pendingLock, oc outcome, ret int64, retPos int, fence *int64) {
 		inv := pl.op
 		kl := keyOf(inv.Key)
-		in := lockInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: oc, fence: fence}
+		in := lockInput{release: letsGo(inv.F), lost: inv.F == history.Lost, process: inv.Process, key: inv.Key, outcome: oc, fence: fence}
 		kl.ops = append(kl.ops, lockOp{in: in, call: inv.Time, ret: ret, real: opTimes{call: inv.Time, ret: ret}})
 		m := lockMarks{callPos: pl.pos, retPos: retPos, ends: pl.ends, starts: -1}
 		if !in.release {
@@ -303,13 +311,13 @@ func lockOperations(ops []history.Op) map[string][]lockOp {
 	for i := range ops {
 		op := &ops[i]
 		last = max(last, op.Time)
-		if op.IsNemesis() || (op.F != history.Acquire && op.F != history.Release) {
+		if op.IsNemesis() || (op.F != history.Acquire && !letsGo(op.F)) {
 			continue
 		}
 		if op.Type == history.Invoke {
 			pl := pendingLock{op: op, pos: i, ends: -1}
-			if op.F == history.Release {
-				// The hold ends at the release invoke.
+			if letsGo(op.F) {
+				// The hold ends at the release (or lost) invoke.
 				kl := keyOf(op.Key)
 				if h, ok := kl.holding[op.Process]; ok {
 					pl.ends = h
@@ -329,7 +337,7 @@ func lockOperations(ops []history.Op) map[string][]lockOp {
 			pending.del(op.Process)
 		}
 		if op.F != history.Acquire || op.Type != history.OK {
-			if ok && op.F == history.Release {
+			if ok && letsGo(op.F) {
 				add(pl, outcomeOf(op.Type), op.Time, i, nil)
 			}
 			continue
@@ -344,7 +352,7 @@ func lockOperations(ops []history.Op) map[string][]lockOp {
 		add(pl, outcomeOK, op.Time, i, fence)
 	}
 	for _, pl := range pending.sorted() {
-		if pl.op.F == history.Release {
+		if letsGo(pl.op.F) {
 			add(pl, outcomeInfo, last, len(ops), nil)
 		}
 	}

@@ -80,7 +80,7 @@ func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Ope
 			kl = &plainKeyLocks{}
 			keys[inv.Key] = kl
 		}
-		in := plainInput{release: inv.F == history.Release, process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
+		in := plainInput{release: letsGo(inv.F), process: inv.Process, key: inv.Key, outcome: outcome, fence: fence}
 		o := porcupine.Operation{ClientId: inv.Process, Input: in, Call: inv.Time, Return: ret}
 		if meta {
 			o.Metadata = opTimes{call: inv.Time, ret: ret}
@@ -102,12 +102,12 @@ func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Ope
 	for i := range ops {
 		op := &ops[i]
 		last = max(last, op.Time)
-		if op.IsNemesis() || (op.F != history.Acquire && op.F != history.Release) {
+		if op.IsNemesis() || (op.F != history.Acquire && !letsGo(op.F)) {
 			continue
 		}
 		if op.Type == history.Invoke {
 			pl := plainPending{op: op, pos: i, ends: -1}
-			if op.F == history.Release {
+			if letsGo(op.F) {
 				// The hold ends at the release invoke.
 				hk := holdKey{op.Process, op.Key}
 				if h, ok := holding[hk]; ok {
@@ -128,7 +128,7 @@ func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Ope
 			delete(pending, op.Process)
 		}
 		if op.F != history.Acquire || op.Type != history.OK {
-			if ok && op.F == history.Release {
+			if ok && letsGo(op.F) {
 				add(pl, op.Type, op.Time, i, nil)
 			}
 			continue
@@ -148,7 +148,7 @@ func plainLockOperations(ops []history.Op, meta bool) map[string][]porcupine.Ope
 	}
 	slices.Sort(procs)
 	for _, p := range procs {
-		if pl := pending[p]; pl.op.F == history.Release {
+		if pl := pending[p]; letsGo(pl.op.F) {
 			add(pl, history.Info, last, len(ops), nil)
 		}
 	}

@@ -146,7 +146,7 @@ func randomHistory(r *rand.Rand, cfg genConfig) []history.Op {
 				invoke(p, history.Acquire, key)
 			}
 		default:
-			switch x := r.IntN(20); {
+			switch x := r.IntN(21); {
 			case x < 7:
 				invoke(p, history.Release, pr.key)
 			case x < 9:
@@ -157,6 +157,15 @@ func randomHistory(r *rand.Rand, cfg genConfig) []history.Op {
 				invoke(p, history.Write, pr.key)
 			case x < 19:
 				invoke(p, history.Acquire, pr.key) // acquire again while holding
+			case x == 20:
+				// The client learns it lost the lock (an invoke and its ok
+				// at one time); it still releases later, as the harness
+				// does. The server may have let it go, or not yet.
+				emit(history.Op{Process: p, Type: history.Invoke, F: history.Lost, Key: pr.key})
+				emit(history.Op{Process: p, Type: history.OK, F: history.Lost, Key: pr.key})
+				if owner[pr.key] == p && r.IntN(2) == 0 {
+					delete(owner, pr.key)
+				}
 			default:
 				key := fmt.Sprintf("k%d", r.IntN(cfg.keys)) // a second key
 				invoke(p, history.Acquire, key)
@@ -232,7 +241,7 @@ func TestMutexAndLinearizableAgree(t *testing.T) {
 func dump(ops []history.Op) string {
 	s := ""
 	for _, o := range ops {
-		if o.F == history.Acquire || o.F == history.Release {
+		if o.F == history.Acquire || o.F == history.Release || o.F == history.Lost {
 			s += fmt.Sprintf("%d t=%d p%d %s %s %s\n", o.Index, o.Time, o.Process, o.Type, o.F, o.Key)
 		}
 	}

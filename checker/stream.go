@@ -288,7 +288,7 @@ func (s *Stream) linearizable(key string, ops []history.Op) {
 func hasLockOp(ops []history.Op) bool {
 	for i := range ops {
 		op := &ops[i]
-		if !op.IsNemesis() && (op.F == history.Acquire && op.Type == history.OK || op.F == history.Release && op.Type == history.Invoke) {
+		if !op.IsNemesis() && isLockOp(op) {
 			return true
 		}
 	}

@@ -30,6 +30,10 @@ const (
 	Read      = "read"
 	Write     = "write"
 	FinalRead = "final-read"
+	// Lost records the moment a client learned it no longer holds a lock
+	// (its lease watchdog gave up): an invoke immediately followed by its
+	// ok, at the same time, on the key. The client's hold ends there.
+	Lost = "lost"
 )
 
 // NemesisProcess is the process number of every nemesis operation.
@@ -46,7 +50,7 @@ type Op struct {
 	// Type is invoke, ok, fail or info.
 	Type Type `json:"type"`
 	// F names the operation: acquire, release, extend, read, write,
-	// final-read, or a nemesis action such as start-pause.
+	// final-read, lost, or a nemesis action such as start-pause.
 	F string `json:"f"`
 	// Key is the lock key, which is also the protected resource's key.
 	Key string `json:"key,omitempty"`

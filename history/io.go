@@ -101,25 +101,50 @@ func (r *Recorder) Start() time.Time { return r.start }
 // Record stamps op with the next index and the current time and writes it.
 // It returns the stamped op.
 func (r *Recorder) Record(op Op) (Op, error) {
-	op, err := r.record(op)
+	op, err := r.record(op, -1)
 	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
 		(*f)(op)
 	}
 	return op, err
 }
 
+// recordPair records an invoke and its completion one after the other,
+// stamped with one time: an instant op such as lost.
+func (r *Recorder) recordPair(inv, done Op) (Op, error) {
+	r.mu.Lock()
+	inv, err := r.recordLocked(inv, -1)
+	if err == nil {
+		done, err = r.recordLocked(done, inv.Time)
+	}
+	r.mu.Unlock()
+	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
+		(*f)(inv)
+		(*f)(done)
+	}
+	return done, err
+}
+
 // SetObserver replaces the function told of every op (see
 // RecorderOptions.Observe); nil removes it.
 func (r *Recorder) SetObserver(f func(Op)) { r.observe.Store(&f) }
 
-func (r *Recorder) record(op Op) (Op, error) {
+// record stamps op (at time at, or now when at < 0) and writes it.
+func (r *Recorder) record(op Op, at int64) (Op, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.recordLocked(op, at)
+}
+
+// recordLocked is record with r.mu held.
+func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
 	if r.closed {
 		return op, ErrClosed
 	}
 	op.Index = r.next
 	op.Time = r.Now()
+	if at >= 0 {
+		op.Time = at
+	}
 	r.next++
 	switch {
 	case r.w == nil:
@@ -216,6 +241,22 @@ func (p *Proc) Complete(op Op) (Op, error) {
 	default:
 	}
 	return done, err
+}
+
+// Instant records op as an invoke immediately followed by its ok at the
+// same time (a lost op), first waiting (or until ctx ends) for the
+// process's outstanding op to complete, as Invoke does. It returns the ok.
+func (p *Proc) Instant(ctx context.Context, op Op) (Op, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return op, ctx.Err()
+	}
+	defer func() { <-p.sem }()
+	op.Process = p.id
+	inv, done := op, op
+	inv.Type, done.Type = Invoke, OK
+	return p.r.recordPair(inv, done)
 }
 
 // Len returns the number of ops recorded so far.

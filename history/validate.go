@@ -61,7 +61,7 @@ func Validate(ctx context.Context, ops []Op) error {
 // on a key).
 func isClientF(f string) bool {
 	switch f {
-	case Acquire, Release, Extend, Read, Write, FinalRead:
+	case Acquire, Release, Extend, Read, Write, FinalRead, Lost:
 		return true
 	}
 	return false
@@ -258,7 +258,7 @@ func (l *Linter) Add(op *Op) {
 		return
 	}
 	if !isClientF(op.F) {
-		l.add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read)", op.Process, op.F)
+		l.add(i, "process %d: %q is not a client op (acquire, release, extend, read, write, final-read, lost)", op.Process, op.F)
 	}
 	switch op.Type {
 	case Invoke:

@@ -25,7 +25,7 @@ func lockOps(ops []history.Op) int {
 	n := 0
 	for i := range ops {
 		switch ops[i].F {
-		case history.Acquire, history.Release, history.Extend:
+		case history.Acquire, history.Release, history.Extend, history.Lost:
 			if !ops[i].IsNemesis() {
 				n++
 			}

@@ -242,13 +242,51 @@ func (l *loop) round(ctx context.Context, key string) error {
 	}
 	// The critical section. Each step waits at the gate first: a paused
 	// client stops here, still believing it holds the lock.
+	stopWatch := l.watchLost(ctx, key, g)
 	if err := l.critical(ctx, key, g); err != nil {
+		stopWatch()
 		return err
 	}
 	if err := l.gate.Wait(ctx); err != nil {
+		stopWatch()
 		return nil
 	}
+	stopWatch()
 	return l.release(ctx, key, g)
+}
+
+// watchLost records a lost op (an invoke and its ok) the moment the
+// backend's watchdog tells the client that the lock on key is gone, as
+// evidence: the client's hold ends there, not at its later release. The
+// returned stop, called before the release, ends the watch; a lost that
+// came first is recorded by then.
+func (l *loop) watchLost(ctx context.Context, key string, g backends.Grant) (stop func()) {
+	if g.Lost == nil {
+		return func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-g.Lost:
+		case <-wctx.Done():
+			return
+		}
+		// Waits while another op of the process is outstanding.
+		_, _ = l.h.Instant(wctx, history.Op{F: history.Lost, Key: key})
+	}()
+	return func() {
+		if l.lost(g) {
+			// Known lost: let the watcher record it before the release.
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+		}
+		cancel()
+		<-done
+	}
 }
 
 func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error {

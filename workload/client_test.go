@@ -487,9 +487,14 @@ func TestRoundOutcomes(t *testing.T) {
 			},
 		},
 		{
-			name:   "lost lock abandons the critical section",
+			name:   "lost lock is recorded and abandons the critical section",
 			client: fakeClient{grant: backends.Grant{Lost: lost}},
-			want:   []string{"invoke acquire", "ok acquire", "invoke release", "ok release"},
+			want:   []string{"invoke acquire", "ok acquire", "invoke lost", "ok lost", "invoke release", "ok release"},
+			check: func(t *testing.T, ops []history.Op) {
+				if ops[2].Time != ops[3].Time || ops[2].Key != "k0" || ops[3].Key != "k0" {
+					t.Errorf("lost recorded as %+v, %+v: want one time, key k0", ops[2], ops[3])
+				}
+			},
 		},
 		{
 			name:   "release not held is fail",
