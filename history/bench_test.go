@@ -180,7 +180,7 @@ func BenchmarkMarshalStdlib(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendOp encodes the generated history with AppendOp, into one
+// BenchmarkAppendOp encodes the generated history with appendOp, into one
 // reused buffer.
 func BenchmarkAppendOp(b *testing.B) {
 	ops, data := benchHistory(b)
@@ -192,7 +192,7 @@ func BenchmarkAppendOp(b *testing.B) {
 		n := 0
 		for i := range ops {
 			var err error
-			if line, err = AppendOp(line[:0], &ops[i]); err != nil {
+			if line, err = appendOp(line[:0], &ops[i]); err != nil {
 				b.Fatal(err)
 			}
 			n += len(line) + 1

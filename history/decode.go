@@ -8,35 +8,35 @@ import (
 	"unicode/utf8"
 )
 
-// Fields is a set of Op fields, one bit each. DecodeOp and
-// Reader.NextFields report which fields a line had, so that a caller can
+// fieldSet is a set of Op fields, one bit each. decodeOp and
+// Reader.nextFields report which fields a line had, so that a caller can
 // name a missing one.
-type Fields uint16
+type fieldSet uint16
 
 // The fields of an Op, by their JSON names.
 const (
-	FieldIndex   Fields = 1 << iota // "index"
-	FieldTime                       // "time"
-	FieldProcess                    // "process"
-	FieldType                       // "type"
-	FieldF                          // "f"
-	FieldKey                        // "key"
-	FieldValue                      // "value"
-	FieldFence                      // "fence"
-	FieldLeaseMS                    // "lease_ms"
-	FieldError                      // "error"
-	FieldTx                         // "tx"
+	fieldIndex   fieldSet = 1 << iota // "index"
+	fieldTime                         // "time"
+	fieldProcess                      // "process"
+	fieldType                         // "type"
+	fieldF                            // "f"
+	fieldKey                          // "key"
+	fieldValue                        // "value"
+	fieldFence                        // "fence"
+	fieldLeaseMS                      // "lease_ms"
+	fieldError                        // "error"
+	fieldTx                           // "tx"
 )
 
 // fieldNames are the JSON names of the fields, bit by bit.
 var fieldNames = [...]string{"index", "time", "process", "type", "f", "key", "value", "fence", "lease_ms", "error", "tx"}
 
 // Has reports whether f holds every field of g.
-func (f Fields) Has(g Fields) bool { return f&g == g }
+func (f fieldSet) Has(g fieldSet) bool { return f&g == g }
 
 // String lists the fields' JSON names, comma-separated, in the order of Op
 // (e.g. "index,type"); the empty set is "".
-func (f Fields) String() string {
+func (f fieldSet) String() string {
 	var b strings.Builder
 	for i, name := range fieldNames {
 		if f&(1<<i) != 0 {
@@ -49,13 +49,13 @@ func (f Fields) String() string {
 	return b.String()
 }
 
-// DecodeOp decodes one history line. It gives the same Op as
+// decodeOp decodes one history line. It gives the same Op as
 // json.Unmarshal(line, &op) and fails wherever that fails, with its error
-// (and a zero Op). Fields says which fields the line named, matched as
+// (and a zero Op). The fieldSet says which fields the line named, matched as
 // json.Unmarshal matches them (ignoring case); a field given as null
 // counts, though json.Unmarshal leaves it as it was (a Fence or LeaseMS
 // nil, a Value "null").
-func DecodeOp(line []byte) (Op, Fields, error) {
+func decodeOp(line []byte) (Op, fieldSet, error) {
 	var d decoder
 	var op Op
 	fields, err := d.decode(line, &op)
@@ -96,7 +96,7 @@ func newDecoder() decoder {
 }
 
 // decode decodes line into *op, which it zeroes first.
-func (d *decoder) decode(line []byte, op *Op) (Fields, error) {
+func (d *decoder) decode(line []byte, op *Op) (fieldSet, error) {
 	*op = Op{}
 	if fields, ok := d.fast(line, op); ok {
 		return fields, nil
@@ -117,7 +117,7 @@ func (p *present) UnmarshalJSON([]byte) error {
 
 // slowDecode is json.Unmarshal, and a second pass for which fields it saw.
 // On an error the Op is zero.
-func slowDecode(line []byte) (Op, Fields, error) {
+func slowDecode(line []byte) (Op, fieldSet, error) {
 	var op Op
 	if err := json.Unmarshal(line, &op); err != nil {
 		return Op{}, 0, err
@@ -138,7 +138,7 @@ func slowDecode(line []byte) (Op, Fields, error) {
 	if err := json.Unmarshal(line, &seen); err != nil {
 		return Op{}, 0, err
 	}
-	var fields Fields
+	var fields fieldSet
 	for i, p := range [...]present{seen.Index, seen.Time, seen.Process, seen.Type, seen.F, seen.Key,
 		seen.Value, seen.Fence, seen.LeaseMS, seen.Error, seen.Tx} {
 		if p {
@@ -151,12 +151,12 @@ func slowDecode(line []byte) (Op, Fields, error) {
 // fast decodes the common line: an object whose keys are plain ASCII. It
 // reports false, leaving *op in any state, for anything it does not handle
 // or that is not valid, and then json.Unmarshal decides.
-func (d *decoder) fast(s []byte, op *Op) (Fields, bool) {
+func (d *decoder) fast(s []byte, op *Op) (fieldSet, bool) {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return 0, false
 	}
-	var fields Fields
+	var fields fieldSet
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return 0, skipSpace(s, i+1) == len(s)
@@ -200,30 +200,30 @@ func (d *decoder) fast(s []byte, op *Op) (Fields, bool) {
 
 // fieldOf returns the field an ASCII key names, as json.Unmarshal matches
 // it (exactly, else ignoring case), or 0 for none.
-func fieldOf(key []byte) Fields {
+func fieldOf(key []byte) fieldSet {
 	switch string(key) {
 	case "index":
-		return FieldIndex
+		return fieldIndex
 	case "time":
-		return FieldTime
+		return fieldTime
 	case "process":
-		return FieldProcess
+		return fieldProcess
 	case "type":
-		return FieldType
+		return fieldType
 	case "f":
-		return FieldF
+		return fieldF
 	case "key":
-		return FieldKey
+		return fieldKey
 	case "value":
-		return FieldValue
+		return fieldValue
 	case "fence":
-		return FieldFence
+		return fieldFence
 	case "lease_ms":
-		return FieldLeaseMS
+		return fieldLeaseMS
 	case "error":
-		return FieldError
+		return fieldError
 	case "tx":
-		return FieldTx
+		return fieldTx
 	}
 	for i, name := range fieldNames {
 		if asciiEqualFold(key, name) {
@@ -251,7 +251,7 @@ func asciiEqualFold(key []byte, name string) bool {
 
 // value decodes the value at s[i] into field f of op (f 0: an unknown
 // field, skipped) and returns the index after it.
-func (d *decoder) value(s []byte, i int, f Fields, op *Op) (int, bool) {
+func (d *decoder) value(s []byte, i int, f fieldSet, op *Op) (int, bool) {
 	if i >= len(s) {
 		return i, false
 	}
@@ -263,21 +263,21 @@ func (d *decoder) value(s []byte, i int, f Fields, op *Op) (int, bool) {
 			return i, false
 		}
 		switch f {
-		case FieldValue:
+		case fieldValue:
 			op.Value = d.raw(s[i:end])
-		case FieldFence:
+		case fieldFence:
 			op.Fence = nil
-		case FieldLeaseMS:
+		case fieldLeaseMS:
 			op.LeaseMS = nil
 		}
 		return end, true
 	}
 	switch f {
-	case FieldIndex:
+	case fieldIndex:
 		return parseInt(s, i, &op.Index)
-	case FieldTime:
+	case fieldTime:
 		return parseInt(s, i, &op.Time)
-	case FieldProcess:
+	case fieldProcess:
 		var n int64
 		end, ok := parseInt(s, i, &n)
 		if !ok || int64(int(n)) != n {
@@ -285,27 +285,27 @@ func (d *decoder) value(s []byte, i int, f Fields, op *Op) (int, bool) {
 		}
 		op.Process = int(n)
 		return end, true
-	case FieldFence:
+	case fieldFence:
 		return d.parseIntPtr(s, i, &op.Fence)
-	case FieldLeaseMS:
+	case fieldLeaseMS:
 		return d.parseIntPtr(s, i, &op.LeaseMS)
-	case FieldType:
+	case fieldType:
 		str, end, ok := d.str(s, i)
 		op.Type = Type(str)
 		return end, ok
-	case FieldF:
+	case fieldF:
 		str, end, ok := d.str(s, i)
 		op.F = str
 		return end, ok
-	case FieldKey:
+	case fieldKey:
 		str, end, ok := d.str(s, i)
 		op.Key = str
 		return end, ok
-	case FieldError:
+	case fieldError:
 		str, end, ok := d.str(s, i)
 		op.Error = str
 		return end, ok
-	case FieldTx:
+	case fieldTx:
 		if end, ok := literal(s, i, "true"); ok {
 			op.Tx = true
 			return end, true
@@ -315,7 +315,7 @@ func (d *decoder) value(s []byte, i int, f Fields, op *Op) (int, bool) {
 			return end, true
 		}
 		return i, false
-	case FieldValue:
+	case fieldValue:
 		end, ok := skipValue(s, i, 0)
 		if !ok {
 			return i, false

@@ -83,14 +83,14 @@ func TestDecodeOpMatchesJSON(t *testing.T) {
 	}
 }
 
-// checkDecode holds DecodeOp, and a Reader's decoder, to json.Unmarshal on
+// checkDecode holds decodeOp, and a Reader's decoder, to json.Unmarshal on
 // line: the same Op, or the same error; and the fields the fast path finds
 // to those json.Unmarshal finds.
 func checkDecode(t *testing.T, line []byte) {
 	t.Helper()
 	var want Op
 	werr := json.Unmarshal(line, &want)
-	got, fields, err := DecodeOp(line)
+	got, fields, err := decodeOp(line)
 	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 		t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, werr)
 	}
@@ -151,7 +151,7 @@ func TestDecodeOpFields(t *testing.T) {
 		{deep(maxDepth + 1), "value", false},
 	}
 	for _, tc := range tests {
-		op, fields, err := DecodeOp([]byte(tc.line))
+		op, fields, err := decodeOp([]byte(tc.line))
 		if err != nil {
 			t.Fatalf("%q: %v", tc.line, err)
 		}
@@ -163,8 +163,8 @@ func TestDecodeOpFields(t *testing.T) {
 			t.Errorf("%q: fast path %v, want %v", tc.line, fast, tc.fast)
 		}
 	}
-	if f := FieldIndex | FieldF; !f.Has(FieldF) || f.Has(FieldF|FieldKey) || !f.Has(0) {
-		t.Error("Fields.Has")
+	if f := fieldIndex | fieldF; !f.Has(fieldF) || f.Has(fieldF|fieldKey) || !f.Has(0) {
+		t.Error("fieldSet.Has")
 	}
 }
 
@@ -271,18 +271,18 @@ func TestReaderLongLine(t *testing.T) {
 
 func TestReaderNextFields(t *testing.T) {
 	r := NewReader(strings.NewReader(oddLines[1] + "\n\n" + `{"Index":2,"fence":null}` + "\n" + `{"index":"x"}` + "\n"))
-	op, fields, err := r.NextFields()
+	op, fields, err := r.nextFields()
 	if err != nil || op.Index != 1 || fields.String() != "index,time,process,type,f,key,fence,lease_ms" {
 		t.Fatalf("%+v, %q, %v", op, fields, err)
 	}
-	op, fields, err = r.NextFields()
-	if err != nil || op.Index != 2 || fields != FieldIndex|FieldFence || r.Line() != 3 {
+	op, fields, err = r.nextFields()
+	if err != nil || op.Index != 2 || fields != fieldIndex|fieldFence || r.Line() != 3 {
 		t.Fatalf("%+v, %q, %v, line %d", op, fields, err, r.Line())
 	}
-	if _, _, err = r.NextFields(); err == nil || !strings.Contains(err.Error(), "history: line 4: json: cannot unmarshal string") {
+	if _, _, err = r.nextFields(); err == nil || !strings.Contains(err.Error(), "history: line 4: json: cannot unmarshal string") {
 		t.Fatalf("bad line: %v", err)
 	}
-	if _, _, err = r.NextFields(); err != io.EOF {
+	if _, _, err = r.nextFields(); err != io.EOF {
 		t.Fatalf("end: %v", err)
 	}
 }

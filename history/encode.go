@@ -6,10 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// AppendOp appends op's JSON encoding, without a newline, to dst: byte for
+// appendOp appends op's JSON encoding, without a newline, to dst: byte for
 // byte what json.Marshal(op) gives. Like json.Marshal, it fails when
 // op.Value is not valid JSON; then dst comes back as it was.
-func AppendOp(dst []byte, op *Op) ([]byte, error) {
+func appendOp(dst []byte, op *Op) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"index":`...)
 	dst = strconv.AppendInt(dst, op.Index, 10)
@@ -55,7 +55,7 @@ func AppendOp(dst []byte, op *Op) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// marshal is json.Marshal on a copy of op, so that AppendOp's op does not
+// marshal is json.Marshal on a copy of op, so that appendOp's op does not
 // escape to the heap.
 func marshal(op Op) ([]byte, error) { return json.Marshal(&op) }
 

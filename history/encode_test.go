@@ -48,8 +48,8 @@ func TestAppendOpMatchesJSON(t *testing.T) {
 		checkAppend(t, op)
 	}
 	buf := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(100, func() { buf = must(AppendOp(buf[:0], ops[3])) }); n != 0 {
-		t.Errorf("AppendOp allocates %v times", n)
+	if n := testing.AllocsPerRun(100, func() { buf = must(appendOp(buf[:0], ops[3])) }); n != 0 {
+		t.Errorf("appendOp allocates %v times", n)
 	}
 }
 

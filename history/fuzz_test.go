@@ -30,7 +30,7 @@ func seedLines(f *testing.F, add func(line []byte)) {
 // decodeMu guards readerDecoder, which the fuzzers share.
 var decodeMu sync.Mutex
 
-// FuzzDecodeOp holds DecodeOp, and a Reader's decoder, to json.Unmarshal.
+// FuzzDecodeOp holds decodeOp, and a Reader's decoder, to json.Unmarshal.
 func FuzzDecodeOp(f *testing.F) {
 	seedLines(f, func(line []byte) { f.Add(line) })
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -40,7 +40,7 @@ func FuzzDecodeOp(f *testing.F) {
 	})
 }
 
-// FuzzAppendOp holds AppendOp to json.Marshal, on ops decoded from a line,
+// FuzzAppendOp holds appendOp to json.Marshal, on ops decoded from a line,
 // with any bytes for a Value and any string for an Error.
 func FuzzAppendOp(f *testing.F) {
 	seedLines(f, func(line []byte) { f.Add(line, []byte(nil), "") })
@@ -65,12 +65,12 @@ func FuzzAppendOp(f *testing.F) {
 	})
 }
 
-// checkAppend holds AppendOp to json.Marshal on op: the same bytes or the
+// checkAppend holds appendOp to json.Marshal on op: the same bytes or the
 // same error, and what was in dst before kept.
 func checkAppend(t *testing.T, op *Op) {
 	t.Helper()
 	want, werr := json.Marshal(op)
-	got, err := AppendOp([]byte("prefix"), op)
+	got, err := appendOp([]byte("prefix"), op)
 	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 		t.Fatalf("%+v: error %v, json.Marshal's %v", op, err, werr)
 	}

@@ -156,7 +156,7 @@ func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
 		}
 		return op, r.err
 	}
-	b, err := AppendOp(r.w.AvailableBuffer(), &op)
+	b, err := appendOp(r.w.AvailableBuffer(), &op)
 	if err != nil {
 		r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
 		if r.keep {
@@ -315,7 +315,7 @@ func (r *Recorder) Close() error {
 func WriteAll(w io.Writer, ops []Op) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for i := range ops {
-		b, err := AppendOp(bw.AvailableBuffer(), &ops[i])
+		b, err := appendOp(bw.AvailableBuffer(), &ops[i])
 		if err != nil {
 			return fmt.Errorf("write op %d: %w", i, err)
 		}
@@ -330,7 +330,7 @@ func WriteAll(w io.Writer, ops []Op) error {
 type Reader struct {
 	// Contract makes the reader refuse, naming the line, an op that breaks
 	// a rule of the history contract no checker can work around: a
-	// required field missing, or one of Conform's rules.
+	// required field missing, or one of conform's rules.
 	Contract bool
 
 	br   *bufio.Reader
@@ -360,16 +360,16 @@ func (r *Reader) Next() (Op, error) {
 	return op, err
 }
 
-// NextFields is Next, and also says which fields the op's line had (see
-// DecodeOp).
-func (r *Reader) NextFields() (Op, Fields, error) {
+// nextFields is Next, and also says which fields the op's line had (see
+// decodeOp).
+func (r *Reader) nextFields() (Op, fieldSet, error) {
 	var op Op
 	fields, err := r.next(&op)
 	return op, fields, err
 }
 
 // next decodes the next op into *op; see Next.
-func (r *Reader) next(op *Op) (Fields, error) {
+func (r *Reader) next(op *Op) (fieldSet, error) {
 	for {
 		b, err := r.readLine()
 		if len(b) == 0 && err != nil {
@@ -395,7 +395,7 @@ func (r *Reader) next(op *Op) (Fields, error) {
 			}
 			return 0, fmt.Errorf("history: line %d: %w", r.line, derr)
 		}
-		if cerr := conforms(op, fields); r.Contract && cerr != nil {
+		if cerr := conformsLine(op, fields); r.Contract && cerr != nil {
 			*op = Op{}
 			return 0, fmt.Errorf("history: line %d: %w", r.line, cerr)
 		}
@@ -405,20 +405,20 @@ func (r *Reader) next(op *Op) (Fields, error) {
 
 // required are the fields every op of the contract has.
 var required = []struct {
-	f    Fields
+	f    fieldSet
 	name string
-}{{FieldIndex, "index"}, {FieldTime, "time"}, {FieldProcess, "process"}, {FieldType, "type"}, {FieldF, "f"}}
+}{{fieldIndex, "index"}, {fieldTime, "time"}, {fieldProcess, "process"}, {fieldType, "type"}, {fieldF, "f"}}
 
-// conforms checks a decoded op against the rules of the contract no checker
+// conformsLine checks a decoded op against the rules of the contract no checker
 // can work around: every required field present (a missing "time" is not
-// time 0), and Conform's rules.
-func conforms(op *Op, fields Fields) error {
+// time 0), and conform's rules.
+func conformsLine(op *Op, fields fieldSet) error {
 	for _, r := range required {
 		if !fields.Has(r.f) {
-			return fmt.Errorf("%w: no %q", ErrContract, r.name)
+			return fmt.Errorf("%w: no %q", errContract, r.name)
 		}
 	}
-	return Conform(op)
+	return conform(op)
 }
 
 // readLine returns the next line with its newline, as
@@ -446,11 +446,6 @@ func (r *Reader) Line() int { return r.line }
 // seek (a file, a bytes.Reader), ReadAll first counts its lines, to size
 // the result at once, and then seeks back.
 func ReadAll(r io.Reader) ([]Op, error) { return readAll(r, false) }
-
-// ReadAllContract is ReadAll with every line held to the contract (see
-// Reader.Contract): what `locktorture analyze` reads a history nobody
-// vetted with.
-func ReadAllContract(r io.Reader) ([]Op, error) { return readAll(r, true) }
 
 func readAll(r io.Reader, contract bool) ([]Op, error) {
 	var ops []Op
@@ -512,8 +507,9 @@ func countLines(s io.ReadSeeker) (int, error) {
 // large file is parsed in two halves side by side, with the same result.
 func ReadFile(path string) ([]Op, error) { return readFile(path, false) }
 
-// ReadFileContract reads the history in path holding every line to the
-// contract; see ReadAllContract.
+// ReadFileContract is ReadFile with every line held to the contract (see
+// Reader.Contract): what `locktorture analyze` reads a history nobody
+// vetted with.
 func ReadFileContract(path string) ([]Op, error) { return readFile(path, true) }
 
 func readFile(path string, contract bool) ([]Op, error) {

@@ -11,7 +11,7 @@ import (
 const keepBytes = 1 << 20
 
 // kept is the history a Recorder that writes one also keeps in memory:
-// each op as the line it wrote (AppendOp's, byte for byte what the file
+// each op as the line it wrote (appendOp's, byte for byte what the file
 // holds), in blocks of bytes, and decoded back into ops by History. Bytes
 // cost a client less than ops as they are recorded: a line is about
 // two-thirds of an Op's size, a copy of it needs no write barriers, and
@@ -98,7 +98,7 @@ func (k *kept) decodeInOrder(ops []Op) {
 }
 
 // decodeKept decodes the first line of rest into *op and returns the rest
-// after it. The line is AppendOp's, which always decodes: a failure is a
+// after it. The line is appendOp's, which always decodes: a failure is a
 // bug, and panics.
 func decodeKept(d *decoder, rest []byte, op *Op) []byte {
 	end := bytes.IndexByte(rest, '\n')

@@ -52,7 +52,7 @@ func checkKept(t *testing.T, ops []Op) {
 func TestRecorderKeepsItsLines(t *testing.T) {
 	var lines []Op
 	for _, l := range oddLines {
-		if op, _, err := DecodeOp([]byte(l)); err == nil {
+		if op, _, err := decodeOp([]byte(l)); err == nil {
 			lines = append(lines, op)
 		}
 	}
@@ -90,7 +90,7 @@ func TestRecorderKeepsItsLines(t *testing.T) {
 func FuzzRecorderKeep(f *testing.F) {
 	seedLines(f, func(line []byte) { f.Add(line, uint8(3)) })
 	f.Fuzz(func(t *testing.T, line []byte, times uint8) {
-		op, _, err := DecodeOp(line)
+		op, _, err := decodeOp(line)
 		if err != nil {
 			return
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// ErrContract is wrapped by every error about an op that breaks the
+// errContract is wrapped by every error about an op that breaks the
 // history contract (docs/history.md) so badly that it cannot be checked.
-var ErrContract = errors.New("breaks the history contract")
+var errContract = errors.New("breaks the history contract")
 
 // Validate checks the structural rules of a history: indexes from 0 without
 // gaps, time never going backwards, at most one outstanding op per client
@@ -139,32 +139,32 @@ func (s *pendingSet) first() (n int, first pending) {
 	return n, first
 }
 
-// Conform checks the rules of the contract that no checker can work around,
+// conform checks the rules of the contract that no checker can work around,
 // op by op (the Reader applies them, with the required fields, to every
 // line it reads): the type is one of invoke, ok, fail and info; a client's lock or
 // resource op names its key; a read's, write's or final read's value, when
 // given, is an integer. A history that breaks one is refused: checking it
 // would file ops under the wrong key or drop them in silence.
-func Conform(op *Op) error {
+func conform(op *Op) error {
 	switch op.Type {
 	case Invoke, OK, Fail, Info:
 	case "":
-		return fmt.Errorf("%w: no \"type\" (want invoke, ok, fail or info)", ErrContract)
+		return fmt.Errorf("%w: no \"type\" (want invoke, ok, fail or info)", errContract)
 	default:
-		return fmt.Errorf("%w: type %q is not invoke, ok, fail or info", ErrContract, op.Type)
+		return fmt.Errorf("%w: type %q is not invoke, ok, fail or info", errContract, op.Type)
 	}
 	if op.F == "" {
-		return fmt.Errorf("%w: no \"f\" (what the op does)", ErrContract)
+		return fmt.Errorf("%w: no \"f\" (what the op does)", errContract)
 	}
 	if op.IsNemesis() || !isClientF(op.F) {
 		return nil
 	}
 	if op.Key == "" {
-		return fmt.Errorf("%w: client %s with no \"key\"", ErrContract, op.F)
+		return fmt.Errorf("%w: client %s with no \"key\"", errContract, op.F)
 	}
 	if valued[op.F] && len(op.Value) > 0 && string(op.Value) != "null" {
 		if _, ok := op.Int(); !ok {
-			return fmt.Errorf("%w: %s value %s is not an integer", ErrContract, op.F, op.Value)
+			return fmt.Errorf("%w: %s value %s is not an integer", errContract, op.F, op.Value)
 		}
 	}
 	return nil
@@ -183,7 +183,7 @@ type Problem struct {
 // String names the op and the problem.
 func (p Problem) String() string { return fmt.Sprintf("op %d: %s", p.Op, p.Text) }
 
-// Lint returns every rule of the contract that ops break and Conform does
+// Lint returns every rule of the contract that ops break and conform does
 // not refuse, in history order: an index that is not the op's position, time
 // going backwards or below zero, a process below -1, a nemesis op that is
 // not info, a client invoking while its previous op is outstanding, a

@@ -31,7 +31,7 @@ const maxWarningLines = 5
 //
 // A history is judged against its contract (docs/history.md): an op that cannot
 // be checked (bad JSON, a type outside invoke/ok/fail/info, a client lock op
-// without a key, a value that is not an integer; see history.Conform) is bad
+// without a key, a value that is not an integer; see docs/history.md) is bad
 // input naming its line; a broken rule the checkers can work around (see
 // history.Lint) is a warning, listed in results.json. A history whose last
 // line was cut off (the harness was killed) is checked without that line,
