@@ -8,7 +8,9 @@ STORE   ?= store
 
 all: build
 
-## deps: install redis-server, redis-sentinel, etcd-server and postgresql (Debian) if missing
+## deps: install what is missing of redis-server, redis-sentinel, etcd-server, zookeeper
+##   (with default-jre-headless), postgresql, chromium (browser tests) and python3-redis
+##   (the Python client adapter), from Debian packages (scripts/deps.sh)
 deps:
 	@bash scripts/deps.sh
 

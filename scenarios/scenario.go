@@ -15,7 +15,14 @@
 //   - validate.go: Validate, the checks every scenario passes before a run;
 //   - nemesis.go: script steps (each fault decodes its own keys), the
 //     fault plan in the nemesis package's form and its validation;
+//   - options.go: backend_options, each backend's block decoded by the
+//     backend itself;
+//   - process.go: clients as processes and the exec backend's program,
+//     and the kinds of servers a scenario needs;
+//   - servers.go: where the servers run (local, docker, external);
 //   - overrides.go: command-line settings applied over a scenario.
+//
+// Every key a file takes is documented for users in docs/scenario-file.md.
 package scenarios
 
 import (
