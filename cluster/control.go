@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/journal"
 )
 
 // ErrNoControl is returned by a fault on a server someone else runs that
@@ -21,9 +23,36 @@ var ErrNoControl = errors.New("the servers file gives no control for this server
 // stops or removes the container: the run does not own it.
 type controlledUnit struct {
 	name, container string
+	journal         *journal.Journal // nil: not journaled
 
 	mu     sync.Mutex
 	paused bool
+	undo   []func() // the journal's done marks of the faults in force
+}
+
+// journaled records, before a pause or kill, that the container must be
+// thawed or started again should the harness die first.
+func (u *controlledUnit) journaled(verb string) error {
+	done, err := u.journal.Add(journal.Action{Kind: undoDocker, Args: map[string]string{"container": u.container},
+		What: fmt.Sprintf("thaw or start container %s (%s) after docker %s", u.container, u.name, verb)})
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", u.name, err)
+	}
+	u.mu.Lock()
+	u.undo = append(u.undo, done)
+	u.mu.Unlock()
+	return nil
+}
+
+// restored marks the container's faults undone in the journal.
+func (u *controlledUnit) restored() {
+	u.mu.Lock()
+	undo := u.undo
+	u.undo = nil
+	u.mu.Unlock()
+	for _, done := range undo {
+		done()
+	}
 }
 
 // docker runs one docker command against the container.
@@ -41,12 +70,18 @@ func (u *controlledUnit) docker(ctx context.Context, verb string, args ...string
 
 // Start starts the container again after Kill.
 func (u *controlledUnit) Start(ctx context.Context) error {
-	_, err := u.docker(ctx, "start")
-	return err
+	if _, err := u.docker(ctx, "start"); err != nil {
+		return err
+	}
+	u.restored()
+	return nil
 }
 
 // Pause freezes the container (docker pause: the cgroup freezer).
 func (u *controlledUnit) Pause(ctx context.Context) error {
+	if err := u.journaled("pause"); err != nil {
+		return err
+	}
 	if _, err := u.docker(ctx, "pause"); err != nil {
 		return err
 	}
@@ -64,11 +99,15 @@ func (u *controlledUnit) Resume(ctx context.Context) error {
 	u.mu.Lock()
 	u.paused = false
 	u.mu.Unlock()
+	u.restored()
 	return nil
 }
 
 // Kill kills the container's processes at once (docker kill: SIGKILL).
 func (u *controlledUnit) Kill(ctx context.Context) error {
+	if err := u.journaled("kill"); err != nil {
+		return err
+	}
 	_, err := u.docker(ctx, "kill")
 	return err
 }
@@ -85,6 +124,7 @@ func (u *controlledUnit) Stop(ctx context.Context) error {
 	if !u.Running() {
 		return u.Start(ctx)
 	}
+	u.restored()
 	return nil
 }
 

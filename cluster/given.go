@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+
+	"github.com/locktorture/locktorture/internal/journal"
 )
 
 // Given names servers that someone else runs, by the addresses one client
@@ -40,6 +42,10 @@ type Given struct {
 	// KeyMatch is the SCAN pattern of the run's own keys: a Redis clock
 	// jump (ShortenTTLs) acts on those only. Empty: every key.
 	KeyMatch string `json:"-"`
+	// Journal, when set, records before each fault on a given server what
+	// would undo it (docker pause, kill, the replication cut), for the
+	// run's guard or a later run. Not part of the protocol.
+	Journal *journal.Journal `json:"-"`
 }
 
 // GivenSentinel is a Sentinel group someone else runs.
@@ -113,7 +119,7 @@ func hostPort(given, host string, port int) string {
 // nothing a fault can act on.
 func (c *Cluster) givenUnit(name, addr string) Unit {
 	if ctr := c.given.g.Controls[addr]; ctr != "" {
-		u := &controlledUnit{name: name, container: ctr}
+		u := &controlledUnit{name: name, container: ctr, journal: c.given.g.Journal}
 		// Close "stops" it: thaws or starts it again if a fault left it
 		// paused or killed, so the server is left as the run found it.
 		c.mu.Lock()
@@ -157,7 +163,7 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 	if gs == nil || len(gs.Addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was given", ErrStart)
 	}
-	g := &SentinelGroup{Master: gs.Master}
+	g := &SentinelGroup{Master: gs.Master, journal: c.given.g.Journal}
 	switch {
 	case len(gs.Servers) > 0:
 		g.Primary = c.givenRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0])

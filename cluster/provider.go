@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -152,6 +153,40 @@ func RegisterProvider(mode string, f ProviderFactory) {
 	providersMu.Lock()
 	defer providersMu.Unlock()
 	providers[mode] = f
+}
+
+var (
+	sweepersMu sync.Mutex
+	sweepers   []func(ctx context.Context) []string
+)
+
+// RegisterSweeper adds f to what SweepLeftovers runs: a mode's own sweep of
+// what killed harnesses left (the docker provider's: containers and
+// networks), so that any run, whatever its mode, removes it.
+func RegisterSweeper(f func(ctx context.Context) []string) {
+	sweepersMu.Lock()
+	defer sweepersMu.Unlock()
+	sweepers = append(sweepers, f)
+}
+
+// SweepLeftovers removes what harnesses that died without cleaning up left
+// on this machine, in every mode this program knows: temporary directories
+// (and the processes working in them) under tempDir (empty: the system's),
+// and what each registered sweeper finds. It returns what it removed, in
+// words. Best effort.
+func SweepLeftovers(ctx context.Context, tempDir string) []string {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	reapOrphans(tempDir, "")
+	sweepersMu.Lock()
+	fs := slices.Clone(sweepers)
+	sweepersMu.Unlock()
+	var out []string
+	for _, f := range fs {
+		out = append(out, f(ctx)...)
+	}
+	return out
 }
 
 // Modes lists the server modes this program knows, sorted.

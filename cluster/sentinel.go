@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/internal/journal"
 )
 
 // SentinelMaster is the name the Sentinels monitor the primary under.
@@ -33,6 +34,9 @@ type SentinelGroup struct {
 	// Master is the name the Sentinels monitor the primary under; empty
 	// means SentinelMaster (the groups the harness starts).
 	Master string
+	// journal records the replication cut's undo on someone else's
+	// servers (nil: not journaled).
+	journal *journal.Journal
 }
 
 // MasterName is the name the Sentinels monitor the primary under.

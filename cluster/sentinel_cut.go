@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/locktorture/locktorture/internal/journal"
 )
 
 // ReplicasOf asks the Sentinels for the primary's replicas (host:port).
@@ -60,11 +62,16 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 	_, _ = rand.Read(b[:])
 	bogus := "locktorture-cut-" + hex.EncodeToString(b[:])
 	saved := map[string]string{}
+	undone := map[string]func(){}
 	heal = func(ctx context.Context) error {
 		var errs []error
 		for addr, old := range saved {
 			if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", old); err != nil {
 				errs = append(errs, fmt.Errorf("cluster: heal replication of %s: %w", addr, err))
+				continue
+			}
+			if done := undone[addr]; done != nil {
+				done()
 			}
 		}
 		return errors.Join(errs...)
@@ -79,11 +86,20 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		if l := asList(v); len(l) == 2 {
 			old, _ = l[1].(string)
 		}
+		// Written down before it is done: the guard, or a later run, sets
+		// it back if the harness dies before Heal.
+		done, err := g.journal.Add(journal.Action{Kind: undoRedisConfig, Args: map[string]string{"addr": addr, "param": "masterauth", "value": old},
+			What: "give replica " + addr + " its own masterauth back"})
+		if err != nil {
+			_ = heal(ctx)
+			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
+		}
+		undone[addr] = done
+		saved[addr] = old
 		if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", bogus); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
 		}
-		saved[addr] = old
 		if _, err := redisCall(ctx, addr, "CLIENT", "KILL", "TYPE", "master"); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)

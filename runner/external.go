@@ -3,11 +3,14 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/journal"
 )
 
 // An external run (servers: external) uses servers someone else runs,
@@ -48,8 +51,15 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if err := f.Check(ctx, kinds, r.sc.Redis == backends.RedisSentinel); err != nil {
 		return nil, err
 	}
+	j, err := r.openJournal()
+	if err != nil {
+		return nil, err
+	}
 	ns := cluster.NewNamespace()
-	g, err := f.Prepare(ctx, ns, kinds)
+	// The namespace is journaled before anything is written in it: the
+	// run's guard, or a later run, removes it if this harness dies first.
+	file, _ := filepath.Abs(r.sc.ServersFile)
+	cleaned, err := j.Add(cluster.NamespaceUndo(file, ns, kinds))
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +70,50 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 			r.lg.Printf("external servers: %v", err)
 			return
 		}
+		cleaned()
 		r.lg.Printf("external servers: removed the run's keys and schema (namespace %s)", ns)
 	})
+	g, err := f.Prepare(ctx, ns, kinds)
+	if err != nil {
+		return nil, err
+	}
+	g.Journal = j
 	r.sc.KeyPrefix = ns + ":"
 	r.lg.Printf("external servers: namespace %s: keys %sk0...", ns, r.sc.KeyPrefix)
 	if slices.Contains(kinds, "postgres") {
 		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
 	}
 	return cluster.NewGiven(g), nil
+}
+
+// openJournal makes the run's journal of what it does to servers it does
+// not own, and starts its guard: this program again, in a session of its
+// own, which undoes whatever the journal still holds if this harness dies
+// first (kill -9 included). At the run's end, after every undo, the
+// journal is closed (and removed) and the guard told to go.
+func (r *run) openJournal() (*journal.Journal, error) {
+	owner, err := cluster.OwnerID()
+	if err != nil {
+		return nil, err
+	}
+	j, err := journal.Create(journal.Dir(), owner, r.dir)
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {}
+	if exe, err := os.Executable(); err == nil {
+		if s, err := journal.StartGuard(j, exe); err == nil {
+			stop = s
+		} else {
+			r.lg.Printf("journal: no guard (%v): a later run undoes what this one leaves", err)
+		}
+	}
+	r.deferClose(func() {
+		if err := j.Close(); err != nil {
+			r.lg.Printf("%v", err)
+		}
+		stop()
+	})
+	r.lg.Printf("journal %s: what this run does to servers it does not own, undone by its guard if it dies", j.Path())
+	return j, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/scenarios"
@@ -36,10 +37,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		return nil, err
 	}
 	defer r.cleanup()
+	swept := sweep(ctx, opt.TempDir)
 	if err := r.openStore(); err != nil {
 		return nil, err
 	}
-	r.sweep(ctx)
+	for _, s := range swept {
+		r.lg.Printf("%s", s)
+	}
 	if err := r.startServers(ctx); err != nil {
 		return nil, r.failedStart(err)
 	}
@@ -164,13 +168,28 @@ func (r *run) openStore() error {
 	return nil
 }
 
-// sweep ends what earlier harnesses, killed before they could clean up,
-// left on this machine, whatever this run's mode: processes their clients
-// started.
-func (r *run) sweep(ctx context.Context) {
-	for _, p := range clientproc.ReapOrphans() {
-		r.lg.Printf("ended %s, left by a client of a harness that is gone", p)
+// sweep undoes and removes, before anything else, what earlier harnesses
+// killed before they could clean up left on this machine, whatever this
+// run's mode: their journals' undos on servers they did not own (a paused
+// container, a replica's masterauth, a namespace of keys), processes their
+// clients started, temporary directories, containers and networks. It
+// returns what it did, in words, for run.log.
+func sweep(ctx context.Context, tempDir string) []string {
+	var out []string
+	undone, errs := journal.ReplayDead(ctx, journal.Dir(), cluster.OwnerAlive)
+	for _, u := range undone {
+		out = append(out, "undid, for a harness that died: "+u)
 	}
+	for _, err := range errs {
+		out = append(out, fmt.Sprintf("could not undo what a harness that died left: %v (tried again by the next run)", err))
+	}
+	for _, p := range clientproc.ReapOrphans() {
+		out = append(out, fmt.Sprintf("ended %s, left by a client of a harness that is gone", p))
+	}
+	for _, s := range cluster.SweepLeftovers(ctx, tempDir) {
+		out = append(out, "removed "+s+", left by a harness that is gone")
+	}
+	return out
 }
 
 // startServers starts the cluster, the backend (which starts the servers

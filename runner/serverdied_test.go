@@ -69,6 +69,9 @@ func TestServerDeathIsAHarnessError(t *testing.T) {
 // (exit 255, naming it) — never a valid verdict.
 func TestExternalServerDeathIsAHarnessError(t *testing.T) {
 	requireRedis(t)
+	// The run's namespace cannot be removed from a server that is gone:
+	// its journal stays, in the test's own directory.
+	t.Setenv("LOCKTORTURE_JOURNAL_DIR", t.TempDir())
 	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,32 @@ var (
 	ErrNoReaper = errors.New("the reaper's image is missing")
 )
 
-func init() { cluster.RegisterProvider(cluster.ServersDocker, New) }
+func init() {
+	cluster.RegisterProvider(cluster.ServersDocker, New)
+	cluster.RegisterSweeper(sweepAny)
+}
+
+// sweepAny is Sweep for a run of any mode: when a Docker engine answers
+// (within 2s), it removes what killed harnesses of this host left there.
+func sweepAny(ctx context.Context) []string {
+	if os.Getenv("DOCKER_HOST") == "" {
+		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil
+	}
+	defer cli.Close()
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return nil
+	}
+	host, _ := os.Hostname()
+	return Sweep(ctx, cli, host)
+}
 
 // Provider runs servers in containers on a network of its own.
 type Provider struct {

@@ -3,8 +3,10 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +198,27 @@ func TestReaperAskedForButMissing(t *testing.T) {
 	_, err := cluster.New(cluster.Options{Servers: cluster.ServersDocker, Images: map[string]string{"all": docker.LocalImage}, TempDir: t.TempDir()})
 	if !errors.Is(err, docker.ErrNoReaper) || !strings.Contains(err.Error(), docker.RyukImage) {
 		t.Errorf("err = %v, want ErrNoReaper naming %s", err, docker.RyukImage)
+	}
+}
+
+// TestAnyRunSweeps: what a killed docker run left (a container labelled
+// with an owner that is gone) is removed by SweepLeftovers, which every
+// run calls whatever its mode — a local run too.
+func TestAnyRunSweeps(t *testing.T) {
+	testenv.RequireDocker(t, docker.LocalImage)
+	host, _ := os.Hostname()
+	name := fmt.Sprintf("lt-sweep-test-%d", os.Getpid())
+	out, err := exec.Command("docker", "create", "--name", name, "--label", docker.LabelOwner+"=2147483 1", "--label", docker.LabelHost+"="+host,
+		docker.LocalImage, "sleep", "1000").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker create: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	removed := cluster.SweepLeftovers(context.Background(), t.TempDir())
+	if !slices.Contains(removed, "container "+name) {
+		t.Errorf("swept %v, want container %s", removed, name)
+	}
+	if err := exec.Command("docker", "inspect", name).Run(); err == nil {
+		t.Errorf("container %s still there", name)
 	}
 }

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/locktorture/locktorture/internal/journal"
+)
+
+// What a run does to servers it does not own is journaled before it is
+// done (internal/journal): these are the undos a guard or a later run
+// replays when the harness died before undoing them itself.
+const (
+	// undoDocker thaws the container (args: container) if it is paused
+	// and starts it if it is not running: after docker pause or kill.
+	undoDocker = "docker-restore"
+	// undoRedisConfig sets a Redis server's config parameter back (args:
+	// addr, param, value): after the replication cut's masterauth.
+	undoRedisConfig = "redis-config"
+	// undoNamespace removes an external run's keys and schema (args:
+	// servers_file, namespace, kinds): after Prepare.
+	undoNamespace = "external-cleanup"
+)
+
+func init() {
+	journal.Register(undoDocker, func(ctx context.Context, args map[string]string) error {
+		return restoreContainer(ctx, args["container"])
+	})
+	journal.Register(undoRedisConfig, func(ctx context.Context, args map[string]string) error {
+		_, err := redisCall(ctx, args["addr"], "CONFIG", "SET", args["param"], args["value"])
+		return err
+	})
+	journal.Register(undoNamespace, func(ctx context.Context, args map[string]string) error {
+		f, err := LoadServersFile(args["servers_file"])
+		if err != nil {
+			return err
+		}
+		return f.Cleanup(ctx, args["namespace"], strings.Split(args["kinds"], ","))
+	})
+	// A program that links this package can be a run's guard (its
+	// harness re-executes itself as one): it is then nothing else.
+	journal.RunGuardIfAsked()
+}
+
+// restoreContainer leaves a container as a run found it: unpaused, running.
+func restoreContainer(ctx context.Context, container string) error {
+	out, err := exec.CommandContext(ctx, "docker", "inspect", "--format", "{{.State.Paused}} {{.State.Running}}", container).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("docker inspect %s: %w: %s", container, err, strings.TrimSpace(string(out)))
+	}
+	state := strings.Fields(string(out))
+	if len(state) == 2 && state[0] == "true" {
+		if out, err := exec.CommandContext(ctx, "docker", "unpause", container).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker unpause %s: %w: %s", container, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if len(state) == 2 && state[1] != "true" {
+		if out, err := exec.CommandContext(ctx, "docker", "start", container).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker start %s: %w: %s", container, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// NamespaceUndo is the journal's action that removes an external run's
+// keys and schema (namespace) from the servers a servers file names.
+func NamespaceUndo(serversFile, namespace string, kinds []string) journal.Action {
+	return journal.Action{Kind: undoNamespace, What: "remove run " + namespace + "'s keys from the servers in " + serversFile,
+		Args: map[string]string{"servers_file": serversFile, "namespace": namespace, "kinds": strings.Join(kinds, ",")}}
+}

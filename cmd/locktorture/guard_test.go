@@ -1,0 +1,121 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster/docker"
+	"github.com/locktorture/locktorture/internal/testenv"
+)
+
+// someoneElsesRedis runs a Redis in a container of the test's own (host
+// network), as a user's standing cluster would, and returns its address
+// and container name; the test removes it at the end.
+func someoneElsesRedis(t *testing.T) (addr, name string) {
+	t.Helper()
+	testenv.RequireDocker(t, docker.LocalImage)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name = "lt-guard-test-" + hex.EncodeToString(b[:])
+	out, err := exec.Command("docker", "run", "-d", "--network", "host", "--name", name, docker.LocalImage,
+		"redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	for {
+		if out, _ := exec.Command("redis-cli", "-p", fmt.Sprint(port), "ping").Output(); strings.TrimSpace(string(out)) == "PONG" {
+			return addr, name
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// containerState is docker inspect's "Paused Status" of a container.
+func containerState(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "--format", "{{.State.Paused}} {{.State.Status}}", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker inspect: %v: %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestKill9InsideServerPause: kill -9 of a harness while its server-pause
+// holds someone else's container (control: docker) frozen: the run's guard
+// thaws the container and removes the run's keys, with no later run; the
+// journal is gone.
+func TestKill9InsideServerPause(t *testing.T) {
+	testenv.Require(t, "redis-server", "redis-cli")
+	addr, name := someoneElsesRedis(t)
+	dir := t.TempDir()
+	journals := filepath.Join(dir, "journal")
+	servers := writeFile(t, "servers.yaml", fmt.Sprintf("redis:\n  - {addr: %s, control: docker, container: %s}\n", addr, name))
+	sc := writeFile(t, "pause.yaml", `name: guard-test
+backend: redis-token
+clients: 2
+keys: 1
+ttl: 1s
+hold: 20ms
+duration: 60s
+timeout: 300ms
+nemesis:
+  script:
+    - fault: server-pause
+      servers: [A]
+      at: 500ms
+      for: 50s
+`)
+	cmd := exec.Command(binPath, "run", "--scenario-file", sc, "--servers", "external", "--servers-file", servers, "--store", filepath.Join(dir, "store"), "--quiet")
+	cmd.Env = append(os.Environ(), "LOCKTORTURE_JOURNAL_DIR="+journals)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(ended) }()
+	for containerState(t, name) != "true paused" {
+		select {
+		case <-ended:
+			t.Fatalf("the run ended before its pause: %s", out.String())
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	killed := time.Now()
+	for containerState(t, name) != "false running" {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("container %s thawed %s after kill -9 of its harness", name, time.Since(killed).Round(10*time.Millisecond))
+	for {
+		left, _ := filepath.Glob(filepath.Join(journals, "*"))
+		if len(left) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	keys, err := exec.Command("redis-cli", "-p", strings.TrimPrefix(addr, "127.0.0.1:"), "--scan").Output()
+	if err != nil || strings.TrimSpace(string(keys)) != "" {
+		t.Errorf("keys left on someone else's server: %q (%v)", keys, err)
+	}
+}
