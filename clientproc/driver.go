@@ -293,6 +293,15 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 	c.cur, c.curCh = id, ch
 	c.mu.Unlock()
 	if err := c.write(req(id)); err != nil {
+		// The child is gone or going: how it exited says more than the
+		// broken pipe, so that is what it dies of, when wait learns it soon.
+		t := time.NewTimer(2 * pipeGrace)
+		select {
+		case <-c.done:
+		case <-c.fatalCh:
+		case <-t.C:
+		}
+		t.Stop()
 		c.die(fmt.Errorf("%w: writing a request: %w", ErrExited, err))
 		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
 	}
