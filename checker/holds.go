@@ -45,44 +45,78 @@ func isLockOp(op *history.Op) bool {
 }
 
 // Tracker follows holds live, op by op, by the same rule as Holds — for a
-// progress display that counts overlaps while a run goes on. (It cannot
-// judge transactional grants, which only their COMMIT settles; the
-// checkers do.) The zero Tracker is ready to use; it is not safe for
-// concurrent use.
+// progress display that counts holds, overlaps and stale holders while a
+// run goes on. (It cannot judge transactional grants, which only their
+// COMMIT settles; the checkers do.) The zero Tracker is ready to use; it
+// is not safe for concurrent use.
 type Tracker struct {
-	holders map[string][]int // key -> processes holding it now
+	holders map[string][]liveHold // key -> who holds it now
+	holds   int
+	overlap int
+	stale   int
+}
+
+// liveHold is a process's hold as it stands: its lease's end, by the
+// latest grant or extension (0: no lease).
+type liveHold struct {
+	process  int
+	leaseEnd int64
+	leased   bool
 }
 
 // Observe applies op and returns the number of other processes that held
-// its key when op began a hold: the overlaps it starts.
+// its key when op began a hold: the overlaps it starts. An overlap is a
+// stale holder, as the mutex checker says, when the earlier holder's lease
+// had run out by then.
 func (t *Tracker) Observe(op *history.Op) (overlaps int) {
 	if t.holders == nil {
-		t.holders = map[string][]int{}
+		t.holders = map[string][]liveHold{}
 	}
 	hs := t.holders[op.Key]
 	switch holdEvent(op) {
 	case holdStarts:
-		mine := false
-		for _, h := range hs {
-			if h == op.Process {
-				mine = true
-			} else {
-				overlaps++
+		mine := -1
+		for i, h := range hs {
+			if h.process == op.Process {
+				mine = i
+				continue
+			}
+			overlaps++
+			if h.leased && h.leaseEnd <= op.Time || op.LeaseMS != nil && *op.LeaseMS <= 0 {
+				t.stale++
 			}
 		}
-		if !mine {
-			t.holders[op.Key] = append(hs, op.Process)
+		switch {
+		case mine < 0:
+			t.holds++
+			h := liveHold{process: op.Process}
+			if op.LeaseMS != nil {
+				h.leaseEnd, h.leased = op.Time+*op.LeaseMS*1e6, true
+			}
+			t.holders[op.Key] = append(hs, h)
+		case op.LeaseMS != nil:
+			hs[mine].leaseEnd, hs[mine].leased = op.Time+*op.LeaseMS*1e6, true
+		}
+	case holdRenews:
+		for i := range hs {
+			if hs[i].process == op.Process && op.LeaseMS != nil {
+				hs[i].leaseEnd, hs[i].leased = op.Time+*op.LeaseMS*1e6, true
+			}
 		}
 	case holdEnds:
 		for i, h := range hs {
-			if h == op.Process {
+			if h.process == op.Process {
 				t.holders[op.Key] = append(hs[:i:i], hs[i+1:]...)
 				break
 			}
 		}
 	}
+	t.overlap += overlaps
 	return overlaps
 }
+
+// Totals returns the holds, overlaps and stale holders seen so far.
+func (t *Tracker) Totals() (holds, overlaps, stale int) { return t.holds, t.overlap, t.stale }
 
 // holdKey names the hold a process may have on one key.
 type holdKey struct {

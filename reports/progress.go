@@ -11,14 +11,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
 
 // Progress shows how a run or a matrix is going while it runs. On a
 // terminal it keeps one status line redrawn in place: a bar of the run's
-// planned duration, the time elapsed, ops recorded, violations so far
-// (overlapping holds seen live) and cells done. Elsewhere (CI logs) it
+// planned duration, the time elapsed, ops recorded and per second, holds,
+// overlaps and stale holders so far (seen live, see Live), the harness's
+// memory and cells done. Elsewhere (CI logs) it
 // prints a plain line every Interval instead. Lines printed through Printf
 // or Writer appear above the bar. A nil *Progress does nothing.
 type Progress struct {
@@ -31,11 +31,8 @@ type Progress struct {
 	label      string
 	planned    time.Duration
 	started    time.Time // StartRun
-	firstOp    time.Time // the first client op: the clients' clock starts
-	ops        int
-	violations int
+	live       *Live     // the run's counts
 	overlaps   bool
-	holds      checker.Tracker // who holds what now, by the checker's rule
 	cellsDone  int
 	cellsTotal int
 	drawn      bool
@@ -114,9 +111,8 @@ func (p *Progress) StartRun(label string, planned time.Duration, overlaps bool) 
 	defer p.mu.Unlock()
 	now := time.Now()
 	p.running, p.label, p.planned, p.overlaps = true, label, planned, overlaps
-	p.started, p.firstOp, p.lastLine = now, time.Time{}, now
-	p.ops, p.violations = 0, 0
-	p.holds = checker.Tracker{}
+	p.started, p.lastLine = now, now
+	p.live = &Live{}
 }
 
 // Observe counts one recorded op. It is safe to call from the recorder's
@@ -130,17 +126,7 @@ func (p *Progress) Observe(op history.Op) {
 	if !p.running {
 		return
 	}
-	p.ops++
-	if op.IsNemesis() {
-		return
-	}
-	if p.firstOp.IsZero() {
-		p.firstOp = time.Now()
-	}
-	if !p.overlaps {
-		return
-	}
-	p.violations += p.holds.Observe(&op)
+	p.live.Observe(&op)
 }
 
 // Counts returns the ops and violations counted in the current (or last) run.
@@ -150,7 +136,14 @@ func (p *Progress) Counts() (ops, violations int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ops, p.violations
+	if p.live == nil {
+		return 0, 0
+	}
+	c := p.live.Counts(time.Now())
+	if !p.overlaps {
+		return c.Ops, 0
+	}
+	return c.Ops, c.Overlaps
 }
 
 // EndRun stops counting and clears the bar.
@@ -230,19 +223,14 @@ func (p *Progress) statusLocked(now time.Time) string {
 	if p.label != "" {
 		b.WriteString(p.label + ": ")
 	}
-	if p.firstOp.IsZero() {
+	c := p.live.Counts(now)
+	if c.Elapsed == 0 {
 		fmt.Fprintf(&b, "starting (%s)", roundDur(now.Sub(p.started)))
 	} else {
-		el := now.Sub(p.firstOp)
-		if el > p.planned && p.planned > 0 {
-			fmt.Fprintf(&b, "%s of %s, healing and checking", roundDur(el), roundDur(p.planned))
-		} else {
-			fmt.Fprintf(&b, "%s of %s", roundDur(el), roundDur(p.planned))
+		b.WriteString(c.Line(p.planned, p.overlaps))
+		if c.Elapsed > p.planned && p.planned > 0 {
+			b.WriteString(", healing and checking")
 		}
-	}
-	fmt.Fprintf(&b, ", %s ops", thousands(p.ops))
-	if p.overlaps {
-		fmt.Fprintf(&b, ", %s so far", plural(p.violations, "violation", "violations"))
 	}
 	if p.cellsTotal > 0 {
 		fmt.Fprintf(&b, ", cells %d/%d done", p.cellsDone, p.cellsTotal)
@@ -254,12 +242,9 @@ func (p *Progress) statusLocked(now time.Time) string {
 func (p *Progress) drawLocked(now time.Time) {
 	const barW = 24
 	frac := 0.0
-	el := time.Duration(0)
-	if !p.firstOp.IsZero() {
-		el = now.Sub(p.firstOp)
-		if p.planned > 0 {
-			frac = min(1, float64(el)/float64(p.planned))
-		}
+	c := p.live.Counts(now)
+	if c.Elapsed > 0 && p.planned > 0 {
+		frac = min(1, float64(c.Elapsed)/float64(p.planned))
 	}
 	fill := int(frac * barW)
 	bar := strings.Repeat("#", fill) + strings.Repeat("-", barW-fill)
@@ -268,14 +253,11 @@ func (p *Progress) drawLocked(now time.Time) {
 	if p.label != "" {
 		b.WriteString(p.label + " ")
 	}
-	fmt.Fprintf(&b, "[%s] %s/%s · %s ops", bar, roundDur(el), roundDur(p.planned), thousands(p.ops))
-	if p.overlaps {
-		fmt.Fprintf(&b, " · %s", plural(p.violations, "violation", "violations"))
-	}
+	fmt.Fprintf(&b, "[%s] %s", bar, c.short(p.planned, p.overlaps))
 	if p.cellsTotal > 0 {
 		fmt.Fprintf(&b, " · cells %d/%d", p.cellsDone, p.cellsTotal)
 	}
-	if p.firstOp.IsZero() {
+	if c.Elapsed == 0 {
 		b.WriteString(" · starting servers")
 	} else if frac >= 1 {
 		b.WriteString(" · checking")

@@ -75,12 +75,12 @@ func TestProgressPlain(t *testing.T) {
 	fmt.Write([]byte("a log line\n"))
 	p.Printf("cell done")
 	// The ticker prints a status line every interval: wait for one.
-	for !strings.Contains(out.String(), "violation") {
+	for !strings.Contains(out.String(), "overlap") {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Close()
 	s := out.String()
-	for _, w := range []string{"a log line\n", "cell done\n", "baseline / mutex: ", "32 ops", "1 violation so far", "cells 2/5 done"} {
+	for _, w := range []string{"a log line\n", "cell done\n", "baseline / mutex: ", "32 ops", "1 overlap", "1 stale holder", "holds", "RSS ", "MB", "cells 2/5 done"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("output lacks %q:\n%s", w, s)
 		}
@@ -105,11 +105,11 @@ func TestProgressBar(t *testing.T) {
 		p.Observe(op)
 	}
 	p.mu.Lock()
-	p.firstOp = time.Now().Add(-time.Second)
+	p.live.firstOp = time.Now().Add(-time.Second)
 	p.drawLocked(time.Now())
 	p.mu.Unlock()
 	s := out.String()
-	if !strings.HasPrefix(s, "\r\033[K") || !strings.Contains(s, "[############------------]") || !strings.Contains(s, "1 violation") || !strings.Contains(s, "cells 1/3") {
+	if !strings.HasPrefix(s, "\r\033[K") || !strings.Contains(s, "[############------------]") || !strings.Contains(s, "1 overlap · 1 stale") || !strings.Contains(s, "32 ops · ") || !strings.Contains(s, "cells 1/3") {
 		t.Errorf("bar: %q", s)
 	}
 	p.Printf("line")

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/histgen"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // writeHistory writes ops to a history.jsonl in a new directory.
@@ -113,5 +116,31 @@ func TestReportOpsExcerpt(t *testing.T) {
 	got, line, err := reportOps(context.Background(), path, 50, &checker.Results{}, first)
 	if err != nil || len(got) != 50 || line != "" {
 		t.Fatalf("short history: %d ops, %q, %v", len(got), line, err)
+	}
+}
+
+// TestRunLogsVerdictSoFar: run.log gets the verdict so far while clients
+// run (every liveEvery) and when they stop — here the in-process mutex,
+// whose overlaps show up live, as the checker finds them after.
+func TestRunLogsVerdictSoFar(t *testing.T) {
+	saved := liveEvery
+	liveEvery = 300 * time.Millisecond
+	defer func() { liveEvery = saved }()
+	backend, d := "mutex", 1500*time.Millisecond
+	out, _ := runIt(t, builtin(t, "baseline", scenarios.Overrides{Backend: &backend, Duration: &d}))
+	b, err := os.ReadFile(filepath.Join(out.Dir, "run.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	if n := strings.Count(log, "so far: "); n < 2 {
+		t.Errorf("%d 'so far' lines in run.log, want one every %v of %v:\n%s", n, liveEvery, d, log)
+	}
+	i := strings.Index(log, "clients done: ")
+	if i < 0 || !strings.Contains(log[i:], " of 1.5s, ") || !strings.Contains(log[i:], " holds, ") || !strings.Contains(log[i:], "stale holder") || !strings.Contains(log[i:], "RSS ") {
+		t.Fatalf("no final verdict-so-far line in run.log:\n%s", log)
+	}
+	if out.Results.Checkers.Mutex.Count > 0 && strings.Contains(log[i:], " 0 overlaps") {
+		t.Errorf("the checker found %d overlaps, the live line none:\n%s", out.Results.Checkers.Mutex.Count, log[i:])
 	}
 }

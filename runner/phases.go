@@ -76,6 +76,7 @@ type run struct {
 	res     workload.Resource
 	rec     *history.Recorder
 	first   []history.Op // the history's first ops, kept by check for the report
+	live    reports.Live // the verdict so far, for run.log
 	procs   *workload.Procs
 	engine  *nemesis.Engine
 	servers *checker.ServerSource // where the servers came from
@@ -257,6 +258,7 @@ func (r *run) startClients(ctx context.Context) error {
 	// The nemesis watches every op, on the recording goroutine, so it can
 	// act on a client's event before that client's next step.
 	observe := func(op history.Op) {
+		r.live.Observe(&op)
 		if r.engine != nil {
 			r.engine.Observe(op)
 		}
@@ -306,6 +308,7 @@ func (r *run) runClients(ctx context.Context) error {
 	var werr error
 	wg.Go(func() { werr = workload.Run(ctx, stop, wcfg, r.backend, r.res, r.procs) })
 	wg.Go(func() { r.engine.Run(ctx, stop) })
+	wg.Go(func() { r.logLive(stop) })
 	t := time.NewTimer(sc.Duration.D())
 	select {
 	case <-t.C:
@@ -325,6 +328,29 @@ func (r *run) runClients(ctx context.Context) error {
 	r.closeClients()
 	r.lg.Printf("clients stopped; faults healed")
 	return r.clientError(werr)
+}
+
+// liveEvery is how often run.log gets the verdict so far (a variable for tests).
+var liveEvery = time.Minute
+
+// logLive writes the verdict so far (see reports.Live) to run.log every
+// liveEvery until stop, and once more then: a nightly soak's log shows
+// when it first went red.
+func (r *run) logLive(stop <-chan struct{}) {
+	t := time.NewTicker(liveEvery)
+	defer t.Stop()
+	line := func() string {
+		return r.live.Counts(time.Now()).Line(r.sc.Duration.D(), !r.binfo.LockFree)
+	}
+	for {
+		select {
+		case <-t.C:
+			r.lg.Printf("so far: %s", line())
+		case <-stop:
+			r.lg.Printf("clients done: %s", line())
+			return
+		}
+	}
 }
 
 // interrupted is the error of a run stopped by a signal after its clients

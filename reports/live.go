@@ -1,0 +1,91 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/procmem"
+)
+
+// Live is a run's verdict so far, for a progress line and for the line
+// run.log gets every minute: ops recorded, holds, overlapping holds and
+// stale holders seen live (checker.Tracker), and the harness's memory.
+// Observe may be called from the recording goroutine while Line is called
+// from another. The zero Live is ready to use.
+type Live struct {
+	mu      sync.Mutex
+	ops     int
+	firstOp time.Time // the first client op: the clients' clock starts
+	holds   checker.Tracker
+}
+
+// Observe counts one recorded op.
+func (l *Live) Observe(op *history.Op) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops++
+	if op.IsNemesis() {
+		return
+	}
+	if l.firstOp.IsZero() {
+		l.firstOp = time.Now()
+	}
+	l.holds.Observe(op)
+}
+
+// LiveCounts is what a Live has counted.
+type LiveCounts struct {
+	Ops, Holds, Overlaps, Stale int
+	// Elapsed is the time since the first client op (zero before it).
+	Elapsed time.Duration
+}
+
+// Counts returns what l has counted so far.
+func (l *Live) Counts(now time.Time) LiveCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := LiveCounts{Ops: l.ops}
+	c.Holds, c.Overlaps, c.Stale = l.holds.Totals()
+	if !l.firstOp.IsZero() {
+		c.Elapsed = now.Sub(l.firstOp)
+	}
+	return c
+}
+
+// Line says it in one line: "1m0s of 10m0s, 3,210,000 ops (53,500/s),
+// 240,000 holds, 0 overlaps, 0 stale holders, RSS 45 MB". With overlaps
+// false (a lock-free backend, whose holds overlap by design) the overlaps
+// and stale holders are left out.
+func (c LiveCounts) Line(planned time.Duration, overlaps bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of %s, %s ops", roundDur(c.Elapsed), roundDur(planned), thousands(c.Ops))
+	if c.Elapsed > 0 {
+		fmt.Fprintf(&b, " (%s/s)", thousands(int(float64(c.Ops)/c.Elapsed.Seconds())))
+	}
+	fmt.Fprintf(&b, ", %s", plural(c.Holds, "hold", "holds"))
+	if overlaps {
+		fmt.Fprintf(&b, ", %s, %s", plural(c.Overlaps, "overlap", "overlaps"), plural(c.Stale, "stale holder", "stale holders"))
+	}
+	fmt.Fprintf(&b, ", RSS %d MB", procmem.RSS()>>20)
+	return b.String()
+}
+
+// short is Line for a terminal's bar: "1m0s/10m0s · 3,210,000 ops ·
+// 53,500/s · 240,000 holds · 0 overlaps · 0 stale · 45 MB".
+func (c LiveCounts) short(planned time.Duration, overlaps bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s · %s ops", roundDur(c.Elapsed), roundDur(planned), thousands(c.Ops))
+	if c.Elapsed > 0 {
+		fmt.Fprintf(&b, " · %s/s", thousands(int(float64(c.Ops)/c.Elapsed.Seconds())))
+	}
+	fmt.Fprintf(&b, " · %s", plural(c.Holds, "hold", "holds"))
+	if overlaps {
+		fmt.Fprintf(&b, " · %s · %d stale", plural(c.Overlaps, "overlap", "overlaps"), c.Stale)
+	}
+	fmt.Fprintf(&b, " · %d MB", procmem.RSS()>>20)
+	return b.String()
+}
