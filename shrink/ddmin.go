@@ -2,18 +2,18 @@ package shrink
 
 import "context"
 
-// Test says whether a subset (of the indexes given to DDMin, in their
+// subsetTest says whether a subset (of the indexes given to ddmin, in their
 // order) still fails. An error stops the search.
-type Test func(ctx context.Context, subset []int) (bool, error)
+type subsetTest func(ctx context.Context, subset []int) (bool, error)
 
-// DDMin is Zeller's delta debugging (ddmin): from items, which fail,
+// ddmin is Zeller's delta debugging (ddmin): from items, which fail,
 // it finds a subset that still fails and from which no single item can be
 // dropped without the failure going away (1-minimal), testing halves, then
 // smaller chunks and their complements. It never tests the empty set or
 // items itself, and is deterministic: the same answers from test give the
 // same calls in the same order. On an error it returns the smallest
 // failing subset found so far with the error.
-func DDMin(ctx context.Context, items []int, test Test) ([]int, error) {
+func ddmin(ctx context.Context, items []int, test subsetTest) ([]int, error) {
 	cur := append([]int(nil), items...)
 	n := 2
 	for len(cur) >= 2 {

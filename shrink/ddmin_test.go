@@ -31,7 +31,7 @@ func TestDDMin(t *testing.T) {
 				items[i] = i
 			}
 			var calls [][]int
-			got, err := DDMin(context.Background(), items, func(_ context.Context, s []int) (bool, error) {
+			got, err := ddmin(context.Background(), items, func(_ context.Context, s []int) (bool, error) {
 				if len(s) == 0 || len(s) == tc.n {
 					t.Errorf("tested %v: never the empty set or everything", s)
 				}
@@ -42,7 +42,7 @@ func TestDDMin(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("DDMin = %v, want %v", got, tc.want)
+				t.Fatalf("ddmin = %v, want %v", got, tc.want)
 			}
 			// 1-minimal: dropping any one item makes it pass.
 			for i := range got {
@@ -52,7 +52,7 @@ func TestDDMin(t *testing.T) {
 			}
 			// Deterministic: the same answers give the same calls.
 			var again [][]int
-			_, _ = DDMin(context.Background(), items, func(_ context.Context, s []int) (bool, error) {
+			_, _ = ddmin(context.Background(), items, func(_ context.Context, s []int) (bool, error) {
 				again = append(again, slices.Clone(s))
 				return tc.fails(s), nil
 			})
@@ -66,7 +66,7 @@ func TestDDMin(t *testing.T) {
 func TestDDMinErrorKeepsBest(t *testing.T) {
 	stop := errors.New("stop")
 	n := 0
-	got, err := DDMin(context.Background(), []int{0, 1, 2, 3, 4, 5, 6, 7}, func(_ context.Context, s []int) (bool, error) {
+	got, err := ddmin(context.Background(), []int{0, 1, 2, 3, 4, 5, 6, 7}, func(_ context.Context, s []int) (bool, error) {
 		n++
 		if n == 2 {
 			return false, stop

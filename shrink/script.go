@@ -13,9 +13,9 @@ import (
 	"github.com/locktorture/locktorture/scenarios"
 )
 
-// Recorded is one fault as a history recorded it, turned into the
+// RecordedFault is one fault as a history recorded it, turned into the
 // scripted step that repeats it.
-type Recorded struct {
+type RecordedFault struct {
 	// Step repeats the fault: its params from the recorded targets, at
 	// the recorded time (or on the event that fired it), for as long as
 	// it was planned to last.
@@ -27,17 +27,17 @@ type Recorded struct {
 	Op int64
 }
 
-// Events says, for a fault name, which client events fired it in the
+// faultEvents says, for a fault name, which client events fired it in the
 // original run (a random mix fires a pause on its target's read), so the
 // script fires it on the same event. A nil map fires every step at its
 // recorded time.
-type Events map[string][]string
+type faultEvents map[string][]string
 
-// EventsOf returns the events that could have fired faults in sc: the
+// eventsOf returns the events that could have fired faults in sc: the
 // `on:` of its script steps and, for a random mix, each fault's
 // RandomEvent.
-func EventsOf(sc *scenarios.Scenario) Events {
-	ev := Events{}
+func eventsOf(sc *scenarios.Scenario) faultEvents {
+	ev := faultEvents{}
 	add := func(f, on string) {
 		if on != "" && !slices.Contains(ev[f], on) {
 			ev[f] = append(ev[f], on)
@@ -58,16 +58,16 @@ func EventsOf(sc *scenarios.Scenario) Events {
 	return ev
 }
 
-// FromHistory turns the nemesis ops of a history into scripted steps, one
+// fromHistory turns the nemesis ops of a history into scripted steps, one
 // per fault, in the order they started: the fault's targets and
 // parameters from its start op's value, `at:` its start time (in whole
 // milliseconds), `for:` its planned length (the value's "ms", or the time
-// to its stop op). A fault that events fires (see Events) whose start
+// to its stop op). A fault that events fires (see faultEvents) whose start
 // came right after its process's event fires `on:` that event, at or
 // after the event's time, as the original did. A nemesis op it cannot
 // read is an error naming its index.
-func FromHistory(ops []history.Op, events Events) ([]Recorded, error) {
-	var out []recorded
+func fromHistory(ops []history.Op, events faultEvents) ([]RecordedFault, error) {
+	var out []pendingFault
 	open := map[string][]int{} // stop op name -> indexes into out, oldest first
 	lastOf := map[int]int{}    // process -> index into ops of its last op
 	lastClient := -1
@@ -128,7 +128,7 @@ func FromHistory(ops []history.Op, events Events) ([]Recorded, error) {
 				st.On, st.At = t.F, scenarios.Duration(floorMS(t.Time))
 			}
 		}
-		out = append(out, recorded{Recorded: Recorded{Step: st, Start: op.Time, End: op.Time, Op: op.Index},
+		out = append(out, pendingFault{RecordedFault: RecordedFault{Step: st, Start: op.Time, End: op.Time, Op: op.Index},
 			servers: strList(val["servers"]), lengthFromStop: fromStop, closed: stop == ""})
 		if stop != "" {
 			open[stop] = append(open[stop], len(out)-1)
@@ -138,7 +138,7 @@ func FromHistory(ops []history.Op, events Events) ([]Recorded, error) {
 	if len(ops) > 0 {
 		last = ops[len(ops)-1].Time
 	}
-	res := make([]Recorded, len(out))
+	res := make([]RecordedFault, len(out))
 	for i, r := range out {
 		if !r.closed {
 			r.End = last // never stopped: it lasted to the end
@@ -149,14 +149,15 @@ func FromHistory(ops []history.Op, events Events) ([]Recorded, error) {
 		if r.Step.For <= 0 && !allowsZero(r.Step.Fault) {
 			r.Step.For = scenarios.Duration(time.Millisecond)
 		}
-		res[i] = r.Recorded
+		res[i] = r.RecordedFault
 	}
 	return res, nil
 }
 
-// recorded is a Recorded on its way: what matching its stop op needs.
-type recorded struct {
-	Recorded
+// pendingFault is a RecordedFault still open: what matching its stop op
+// needs.
+type pendingFault struct {
+	RecordedFault
 	servers        []string
 	lengthFromStop bool
 	closed         bool

@@ -35,7 +35,7 @@ func hist(rows ...row) []history.Op {
 	return out
 }
 
-func scriptYAML(t *testing.T, recs []Recorded) string {
+func scriptYAML(t *testing.T, recs []RecordedFault) string {
 	t.Helper()
 	var sc scenarios.Script
 	for _, r := range recs {
@@ -49,11 +49,11 @@ func scriptYAML(t *testing.T, recs []Recorded) string {
 }
 
 func TestFromHistory(t *testing.T) {
-	pauseOnRead := Events{"pause": {"read"}}
+	pauseOnRead := faultEvents{"pause": {"read"}}
 	tests := []struct {
 		name   string
 		ops    []history.Op
-		events Events
+		events faultEvents
 		want   string
 	}{
 		{"a pause a random mix fired on a read", hist(
@@ -157,7 +157,7 @@ func TestFromHistory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := FromHistory(tc.ops, tc.events)
+			recs, err := fromHistory(tc.ops, tc.events)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestFromHistoryRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := FromHistory(tc.ops, nil)
+			_, err := fromHistory(tc.ops, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to say %q", err, tc.want)
 			}
@@ -191,11 +191,11 @@ func TestFromHistoryRefuses(t *testing.T) {
 // The steps load again as a scenario's script: shrunk.yaml is a plain
 // scenario file.
 func TestFromHistoryLoads(t *testing.T) {
-	recs, err := FromHistory(hist(
+	recs, err := fromHistory(hist(
 		row{1000.4, 0, history.OK, "read", "3"},
 		row{1000.9, -1, history.Info, "start-pause", `{"process":0,"ms":2500}`},
 		row{1200, -1, history.Info, "start-partition", `{"topology":"isolate-client","cut":{"p1":["A"]},"direction":"both","ms":700}`},
-	), Events{"pause": {"read"}})
+	), faultEvents{"pause": {"read"}})
 	if err != nil {
 		t.Fatal(err)
 	}

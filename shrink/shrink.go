@@ -32,12 +32,12 @@ import (
 // Sentinel errors of this package. The first three wrap
 // runner.ErrBadInput (exit 254).
 var (
-	// ErrNoRun is wrapped when a directory holds no stored run.
-	ErrNoRun = fmt.Errorf("%w: no stored run", runner.ErrBadInput)
-	// ErrNotInvalid is wrapped when the run did not fail.
-	ErrNotInvalid = fmt.Errorf("%w: the run is not invalid", runner.ErrBadInput)
-	// ErrNoFaults is wrapped when the run's history holds no fault.
-	ErrNoFaults = fmt.Errorf("%w: no faults to drop", runner.ErrBadInput)
+	// errNoRun is wrapped when a directory holds no stored run.
+	errNoRun = fmt.Errorf("%w: no stored run", runner.ErrBadInput)
+	// errNotInvalid is wrapped when the run did not fail.
+	errNotInvalid = fmt.Errorf("%w: the run is not invalid", runner.ErrBadInput)
+	// errNoFaults is wrapped when the run's history holds no fault.
+	errNoFaults = fmt.Errorf("%w: no faults to drop", runner.ErrBadInput)
 	// ErrNotReproduced is wrapped when the run's faults, scripted, did not
 	// fail again on every re-run: there is nothing to shrink from.
 	ErrNotReproduced = errors.New("the failure did not reproduce")
@@ -120,14 +120,14 @@ type Result struct {
 	Original        *scenarios.Scenario
 	OriginalOps     []history.Op
 	OriginalResults *checker.Results
-	// Recorded are the run's faults as scripted steps.
-	Recorded []Recorded
+	// Faults are the run's faults as it recorded them, as scripted steps.
+	Faults []RecordedFault
 	// Checker is the checker every kept candidate failed.
 	Checker string
 	// Reruns is how many runs each candidate had.
 	Reruns int
 	// Shrunk is the smallest scenario that failed every re-run (nil when
-	// none did); Kept indexes Recorded for its steps, in order; ShrunkOps
+	// none did); Kept indexes Faults for its steps, in order; ShrunkOps
 	// and ShrunkResults are one of its failing runs.
 	Shrunk        *scenarios.Scenario
 	Kept          []int
@@ -141,7 +141,7 @@ type Result struct {
 // OriginalShape is the original run's size, with its faults counted as
 // recorded.
 func (r *Result) OriginalShape() Shape {
-	return Shape{Faults: len(r.Recorded), Clients: r.Original.Clients, Keys: r.Original.Keys, Duration: r.Original.Duration.D()}
+	return Shape{Faults: len(r.Faults), Clients: r.Original.Clients, Keys: r.Original.Keys, Duration: r.Original.Duration.D()}
 }
 
 // ShrunkShape is the shrunk scenario's size.
@@ -155,7 +155,7 @@ func (r *Result) ShrunkShape() Shape {
 func Load(dir string) (*Result, error) {
 	for _, f := range []string{"history.jsonl", reports.FileResults, reports.FileScenario} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("%w in %s (no %s)", ErrNoRun, dir, f)
+			return nil, fmt.Errorf("%w in %s (no %s)", errNoRun, dir, f)
 		}
 	}
 	res, err := reports.ReadResults(filepath.Join(dir, reports.FileResults))
@@ -163,7 +163,7 @@ func Load(dir string) (*Result, error) {
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	}
 	if res.Valid != checker.Invalid {
-		return nil, fmt.Errorf("%w: %s is %s; only a failing run shrinks", ErrNotInvalid, dir, res.Valid)
+		return nil, fmt.Errorf("%w: %s is %s; only a failing run shrinks", errNotInvalid, dir, res.Valid)
 	}
 	sc, err := scenarios.LoadFile(filepath.Join(dir, reports.FileScenario))
 	if err != nil {
@@ -173,14 +173,14 @@ func Load(dir string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	}
-	recs, err := FromHistory(ops, EventsOf(sc))
+	recs, err := fromHistory(ops, eventsOf(sc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", runner.ErrBadInput, dir, err)
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("%w: the history in %s records none (a failure without faults is already as small as it gets)", ErrNoFaults, dir)
+		return nil, fmt.Errorf("%w: the history in %s records none (a failure without faults is already as small as it gets)", errNoFaults, dir)
 	}
-	return &Result{Dir: dir, Original: sc, OriginalOps: ops, OriginalResults: res, Recorded: recs}, nil
+	return &Result{Dir: dir, Original: sc, OriginalOps: ops, OriginalResults: res, Faults: recs}, nil
 }
 
 // targetChecker is the checker a shrink holds candidates to.
@@ -195,7 +195,7 @@ func targetChecker(res *checker.Results, want string) (string, error) {
 	if f := failing(v); len(f) > 0 {
 		return f[0], nil
 	}
-	return "", fmt.Errorf("%w: no checker failed in this run", ErrNotInvalid)
+	return "", fmt.Errorf("%w: no checker failed in this run", errNotInvalid)
 }
 
 func failing(v map[string]checker.Validity) []string {
@@ -245,7 +245,7 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 }
 
 // candidate is one scenario the search tries: which recorded faults
-// (idx, into Result.Recorded) as which steps, on how many clients and
+// (idx, into Result.Faults) as which steps, on how many clients and
 // keys, for how long.
 type candidate struct {
 	idx      []int
@@ -306,7 +306,7 @@ func (s *search) final(c *candidate) *scenarios.Scenario {
 	sc.Checkers = slices.Clone(o.Checkers)
 	sc.Expect = scenarios.Expect{Expectation: scenarios.Expectation{Valid: checker.Invalid.String(), Checkers: map[string]string{s.r.Checker: checker.Invalid.String()}}}
 	sc.Description = fmt.Sprintf("Shrunk by locktorture shrink from a run of %s on %s (seed %d): %d of its %d faults, %d of %d clients, %d of %d keys, %s of %s; %s failed on each of %d re-runs.",
-		o.Name, o.Backend, o.Seed, len(c.steps), len(s.r.Recorded), c.clients, o.Clients, c.keys, o.Keys, c.duration, o.Duration, s.r.Checker, s.r.Reruns)
+		o.Name, o.Backend, o.Seed, len(c.steps), len(s.r.Faults), c.clients, o.Clients, c.keys, o.Keys, c.duration, o.Duration, s.r.Checker, s.r.Reruns)
 	return sc
 }
 
@@ -315,7 +315,7 @@ func (s *search) final(c *candidate) *scenarios.Scenario {
 func (s *search) run(ctx context.Context) error {
 	o := s.r.Original
 	full := &candidate{clients: o.Clients, keys: o.Keys, duration: o.Duration.D()}
-	for i, rec := range s.r.Recorded {
+	for i, rec := range s.r.Faults {
 		full.idx = append(full.idx, i)
 		full.steps = append(full.steps, rec.Step)
 	}
@@ -354,7 +354,7 @@ func (s *search) reproduce(ctx context.Context, full *candidate) error {
 	s.phase = "reproduce"
 	for _, w := range cutPoints(witnesses(s.r.OriginalResults, s.r.Checker)) {
 		cut := &candidate{clients: full.clients, keys: full.keys}
-		for i, rec := range s.r.Recorded {
+		for i, rec := range s.r.Faults {
 			if rec.Start < w {
 				cut.idx = append(cut.idx, i)
 				cut.steps = append(cut.steps, rec.Step)
@@ -427,7 +427,7 @@ func (s *search) faults(ctx context.Context) error {
 		pos[i] = i
 	}
 	tail := cur.duration - cur.lastAt()
-	_, err := DDMin(ctx, pos, func(ctx context.Context, keep []int) (bool, error) {
+	_, err := ddmin(ctx, pos, func(ctx context.Context, keep []int) (bool, error) {
 		c := cur.clone()
 		c.idx, c.steps = nil, nil
 		for _, p := range keep {

@@ -70,8 +70,8 @@ func TestShrinkRealRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Recorded) != 3 {
-		t.Fatalf("recorded %d faults, want 3", len(r.Recorded))
+	if len(r.Faults) != 3 {
+		t.Fatalf("recorded %d faults, want 3", len(r.Faults))
 	}
 	s := r.Shrunk
 	if s == nil || len(s.Nemesis.Script) != 1 || s.Nemesis.Script[0].Fault != "pause" {
@@ -158,10 +158,10 @@ func TestLoadRefuses(t *testing.T) {
 		files map[string]string
 		want  error
 	}{
-		{"no run", map[string]string{}, ErrNoRun},
-		{"a valid run", map[string]string{"history.jsonl": "", "results.json": `{"valid":true,"checkers":{}}`, "scenario.yaml": sc}, ErrNotInvalid},
-		{"an unknown run", map[string]string{"history.jsonl": "", "results.json": `{"valid":"unknown","checkers":{}}`, "scenario.yaml": sc}, ErrNotInvalid},
-		{"no faults", map[string]string{"history.jsonl": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}` + "\n", "results.json": invalid, "scenario.yaml": sc}, ErrNoFaults},
+		{"no run", map[string]string{}, errNoRun},
+		{"a valid run", map[string]string{"history.jsonl": "", "results.json": `{"valid":true,"checkers":{}}`, "scenario.yaml": sc}, errNotInvalid},
+		{"an unknown run", map[string]string{"history.jsonl": "", "results.json": `{"valid":"unknown","checkers":{}}`, "scenario.yaml": sc}, errNotInvalid},
+		{"no faults", map[string]string{"history.jsonl": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}` + "\n", "results.json": invalid, "scenario.yaml": sc}, errNoFaults},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

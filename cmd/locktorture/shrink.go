@@ -169,7 +169,7 @@ func writeShrink(dir string, res *shrink.Result, interrupted bool) error {
 		Search:      fmt.Sprintf("%d candidates, %d runs, %s", res.Candidates, res.Runs, res.Elapsed.Round(time.Second)),
 		Interrupted: interrupted,
 	}
-	for i, rec := range res.Recorded {
+	for i, rec := range res.Faults {
 		info.Faults = append(info.Faults, reports.ShrinkFault{Step: shrink.StepLine(rec.Step), Kept: res.IsKept(i)})
 	}
 	return reports.WriteShrink(dir, info)
