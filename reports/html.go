@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/matrix"
 )
 
 // maxListed caps the violations and faults index.html lists per group.
@@ -144,10 +145,11 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 	}
 	if info.Expected != "" {
 		v.Expected = info.Expected
-		if exp, err := checker.ParseValidity(info.Expected); err == nil && exp == res.Valid {
+		// The matrix's judgment: the overall verdict and each checker's.
+		if ok, why := matrix.Judge(res, info.Expected, info.ExpectedCheckers); ok {
 			v.ExpectedClass, v.ExpectedMsg = "valid", "as expected"
 		} else {
-			v.ExpectedClass, v.ExpectedMsg = "invalid", "NOT as expected"
+			v.ExpectedClass, v.ExpectedMsg = "invalid", "NOT as expected: "+why
 		}
 	}
 	for _, l := range checkerLines(&res.Checkers) {

@@ -61,6 +61,9 @@ type RunInfo struct {
 	// Expected is the scenario's expected verdict (valid, invalid,
 	// unknown), or empty when it states none.
 	Expected string `json:"expected,omitempty"`
+	// ExpectedCheckers are the scenario's expected verdicts per checker;
+	// the report judges them as a matrix does.
+	ExpectedCheckers map[string]string `json:"expected_checkers,omitempty"`
 	// Summary is the plain-text summary the CLI printed (see Summary). It
 	// is not saved in run.json: it follows from the results.
 	Summary string `json:"-"`

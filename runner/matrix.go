@@ -452,7 +452,7 @@ func fallbackInfo(dir string, res *checker.Results, sc *scenarios.Scenario) repo
 			Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
 			Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys,
 			Command:  shell.Join([]string{"locktorture", "run", "--scenario-file", filepath.Join(dir, reports.FileScenario)}),
-			Expected: sc.Expected(sc.Backend).Valid, Settings: settings(sc),
+			Expected: sc.Expected(sc.Backend).Valid, ExpectedCheckers: sc.Expected(sc.Backend).Checkers, Settings: settings(sc),
 		}
 	}
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))

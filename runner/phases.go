@@ -432,7 +432,7 @@ func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, e
 	info := reports.RunInfo{
 		Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), Backend: sc.Backend, Resource: sc.Resource,
 		Fencing: sc.Fencing, Seed: sc.Seed, Clients: sc.Clients, Keys: sc.Keys, Command: r.opt.Command,
-		Expected: out.Expected.Valid, Summary: out.Summary, Settings: settings(sc), Logs: logs,
+		Expected: out.Expected.Valid, ExpectedCheckers: out.Expected.Checkers, Summary: out.Summary, Settings: settings(sc), Logs: logs,
 		Servers: r.servers,
 	}
 	var rerr error
