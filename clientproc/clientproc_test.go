@@ -95,7 +95,8 @@ func TestBrokenClients(t *testing.T) {
 		{"bad-json.sh", ErrProtocol, "bad JSON"},
 		{"unknown-id.sh", ErrProtocol, "id 7"},
 		{"unknown-type.sh", ErrProtocol, `unknown type "maybe"`},
-		{"early-exit.sh", ErrExited, "before it was told to close"},
+		{"early-exit.sh", ErrExited, "before it was told to close (exit status 0; its stderr ended: early-exit.sh: bye)"},
+		{"import-error.sh", ErrExited, `import redis | ModuleNotFoundError: No module named 'redis'`},
 		{"long-line.sh", ErrProtocol, "a line over 1048576 bytes (the protocol's limit)"},
 	}
 	for _, tc := range cases {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -187,8 +188,38 @@ func (c *child) wait() {
 		if werr != nil {
 			why = werr.Error()
 		}
+		if tail := logTail(c.logPath, 3); tail != "" {
+			why += "; its stderr ended: " + tail
+		}
 		c.die(fmt.Errorf("%w before it was told to close (%s)", ErrExited, why))
 	}
+}
+
+// logTail returns the last n non-empty lines of the log at path, on one
+// line (joined by " | ", each cut to 200 bytes): why a program that died
+// at start died — an import error, say — said in the harness's own line.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 4096
+	if st, err := f.Stat(); err == nil && st.Size() > window {
+		_, _ = f.Seek(st.Size()-window, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, window))
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 200 {
+				l = l[:200] + "…"
+			}
+			lines = append(lines, l)
+		}
+	}
+	lines = lines[max(0, len(lines)-n):]
+	return strings.Join(lines, " | ")
 }
 
 // sizeText writes a size in MiB, or in bytes below one.
