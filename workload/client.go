@@ -221,7 +221,7 @@ func (l *loop) round(ctx context.Context, key string) error {
 		done.Error = errString(aerr)
 	} else {
 		done.Fence = g.Fence
-		if t, ok := l.res.(TxResource); ok && t.InTx(g) {
+		if t, ok := l.res.(txResource); ok && t.InTx(g) {
 			// Everything done through this grant commits with its release.
 			done.Tx = true
 		}
@@ -308,7 +308,7 @@ func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error
 	}
 	val := history.IntValue(v + 1)
 	tx := false
-	if t, ok := l.res.(TxResource); ok {
+	if t, ok := l.res.(txResource); ok {
 		tx = t.InTx(g)
 	}
 	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Write, Key: key, Fence: g.Fence, Value: val, Tx: tx}); err != nil {

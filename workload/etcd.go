@@ -36,7 +36,7 @@ func init() {
 	RegisterResource(ResourceEtcd, newEtcdResource)
 }
 
-// Etcd is the etcd resource: one integer per key, stored in the run's etcd
+// etcdResource is the etcd resource: one integer per key, stored in the run's etcd
 // (the one the etcd lock backend uses, started once per run).
 //
 // With fencing none, a read is a Get and a write a Put. With fencing writes
@@ -55,7 +55,7 @@ func init() {
 // without a fence are not checked, as with the memory resource. Accesses
 // with an EtcdConn go over that lock client's own connection (its links);
 // others, and FinalRead (which bypasses fences), over the resource's own.
-type Etcd struct {
+type etcdResource struct {
 	mode string
 	cli  *clientv3.Client
 }
@@ -69,7 +69,7 @@ func newEtcdResource(ctx context.Context, env ResourceEnv) (Resource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd resource: %w", err)
 	}
-	r := &Etcd{mode: env.Fencing, cli: cli}
+	r := &etcdResource{mode: env.Fencing, cli: cli}
 	// A Value comparison on a missing key fails, so every key starts with
 	// a fence record of 0.
 	for _, k := range env.Keys {
@@ -88,7 +88,7 @@ func newEtcdResource(ctx context.Context, env ResourceEnv) (Resource, error) {
 func fencePad(f int64) string { return fmt.Sprintf("%020d", f) }
 
 // conn picks the connection and the lock key for an access.
-func (r *Etcd) conn(g backends.Grant) (*clientv3.Client, string) {
+func (r *etcdResource) conn(g backends.Grant) (*clientv3.Client, string) {
 	if c, ok := g.Conn.(*backends.EtcdConn); ok && c != nil && c.Client != nil {
 		return c.Client, c.LockKey
 	}
@@ -101,7 +101,7 @@ func (r *Etcd) conn(g backends.Grant) (*clientv3.Client, string) {
 }
 
 // Read implements Resource.
-func (r *Etcd) Read(ctx context.Context, key string, g backends.Grant) (int64, error) {
+func (r *etcdResource) Read(ctx context.Context, key string, g backends.Grant) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdResourceTimeout)
 	defer cancel()
 	cli, lockKey := r.conn(g)
@@ -120,7 +120,7 @@ func (r *Etcd) Read(ctx context.Context, key string, g backends.Grant) (int64, e
 }
 
 // Write implements Resource.
-func (r *Etcd) Write(ctx context.Context, key string, v int64, g backends.Grant) error {
+func (r *etcdResource) Write(ctx context.Context, key string, v int64, g backends.Grant) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdResourceTimeout)
 	defer cancel()
 	cli, lockKey := r.conn(g)
@@ -137,7 +137,7 @@ func (r *Etcd) Write(ctx context.Context, key string, v int64, g backends.Grant)
 
 // guarded runs op in a transaction that checks the fence (and, with a lock
 // key, the lock's ownership) and records the fence as the highest seen.
-func (r *Etcd) guarded(ctx context.Context, cli *clientv3.Client, what, key, lockKey string, fence int64, op clientv3.Op) (*clientv3.TxnResponse, error) {
+func (r *etcdResource) guarded(ctx context.Context, cli *clientv3.Client, what, key, lockKey string, fence int64, op clientv3.Op) (*clientv3.TxnResponse, error) {
 	if fence < 0 || fence == math.MaxInt64 {
 		return nil, fmt.Errorf("etcd resource: %s %s: fence %d out of range", what, key, fence)
 	}
@@ -188,7 +188,7 @@ func etcdValue(kvs []*mvccpb.KeyValue) (int64, error) {
 }
 
 // FinalRead implements Resource: a plain Get, bypassing fences.
-func (r *Etcd) FinalRead(ctx context.Context, key string) (int64, error) {
+func (r *etcdResource) FinalRead(ctx context.Context, key string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdResourceTimeout)
 	defer cancel()
 	resp, err := r.cli.Get(ctx, etcdValuePrefix+key)
@@ -199,7 +199,7 @@ func (r *Etcd) FinalRead(ctx context.Context, key string) (int64, error) {
 }
 
 // Close implements Resource.
-func (r *Etcd) Close() error {
+func (r *etcdResource) Close() error {
 	if err := r.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

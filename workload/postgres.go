@@ -18,7 +18,7 @@ const ResourcePostgres = "postgres"
 
 func init() {
 	RegisterResource(ResourcePostgres, func(ctx context.Context, env ResourceEnv) (Resource, error) {
-		return NewPostgres(ctx, env)
+		return newPostgresResource(ctx, env)
 	})
 }
 
@@ -28,7 +28,7 @@ func init() {
 // unknown — or, inside a lock's transaction, as failed.
 const postgresOpTimeout = 5 * time.Second
 
-// Postgres is the postgres resource: a row per key in
+// postgresResource is the postgres resource: a row per key in
 // backends.PGResourceTable holding the value, the highest fence seen and a
 // version every accepted write bumps. Fences are enforced by the server,
 // with conditional UPDATEs:
@@ -47,14 +47,14 @@ const postgresOpTimeout = 5 * time.Second
 // When it is a backends.PGVersion (pg-optimistic), the write is a
 // compare-and-set on the version read at acquire, whatever the fencing
 // mode. Otherwise the resource uses its own connections.
-type Postgres struct {
+type postgresResource struct {
 	mode string
 	pool *pgxpool.Pool
 }
 
-// NewPostgres starts (or joins) the run's PostgreSQL and creates the
+// newPostgresResource starts (or joins) the run's PostgreSQL and creates the
 // resource's table with a row per key.
-func NewPostgres(ctx context.Context, env ResourceEnv) (*Postgres, error) {
+func newPostgresResource(ctx context.Context, env ResourceEnv) (*postgresResource, error) {
 	if err := ValidFencing(env.Fencing); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func NewPostgres(ctx context.Context, env ResourceEnv) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}
-	return &Postgres{mode: env.Fencing, pool: pool}, nil
+	return &postgresResource{mode: env.Fencing, pool: pool}, nil
 }
 
 // querier is what a statement runs on: the lock's transaction or the pool.
@@ -85,7 +85,7 @@ type querier interface {
 }
 
 // on picks where g's statements run: the lock's transaction or the pool.
-func (r *Postgres) on(g backends.Grant) querier {
+func (r *postgresResource) on(g backends.Grant) querier {
 	if tx, ok := g.Conn.(pgx.Tx); ok {
 		return tx
 	}
@@ -102,7 +102,7 @@ const (
 )
 
 // Read implements Resource.
-func (r *Postgres) Read(ctx context.Context, key string, g backends.Grant) (int64, error) {
+func (r *postgresResource) Read(ctx context.Context, key string, g backends.Grant) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, postgresOpTimeout)
 	defer cancel()
 	q := r.on(g)
@@ -120,7 +120,7 @@ func (r *Postgres) Read(ctx context.Context, key string, g backends.Grant) (int6
 }
 
 // Write implements Resource.
-func (r *Postgres) Write(ctx context.Context, key string, v int64, g backends.Grant) error {
+func (r *postgresResource) Write(ctx context.Context, key string, v int64, g backends.Grant) error {
 	ctx, cancel := context.WithTimeout(ctx, postgresOpTimeout)
 	defer cancel()
 	q := r.on(g)
@@ -156,7 +156,7 @@ func (r *Postgres) Write(ctx context.Context, key string, v int64, g backends.Gr
 
 // stale is the rejection of an access with fence f, naming the highest
 // fence the row holds.
-func (r *Postgres) stale(ctx context.Context, q querier, key string, f int64) error {
+func (r *postgresResource) stale(ctx context.Context, q querier, key string, f int64) error {
 	var hi *int64
 	var ver int64
 	if err := q.QueryRow(ctx, sqlHighest, key).Scan(&hi, &ver); err != nil || hi == nil {
@@ -170,7 +170,7 @@ func (r *Postgres) stale(ctx context.Context, q querier, key string, f int64) er
 // timeout or lost connection ends the session, which rolls it back), so
 // nothing of it can take effect: certain. On its own, a server error or an
 // error before sending is certain; a timeout or lost connection is not.
-func (r *Postgres) fail(what string, err error, q querier) error {
+func (r *postgresResource) fail(what string, err error, q querier) error {
 	if err == nil {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (r *Postgres) fail(what string, err error, q querier) error {
 }
 
 // FinalRead implements Resource: a plain read, bypassing fences.
-func (r *Postgres) FinalRead(ctx context.Context, key string) (int64, error) {
+func (r *postgresResource) FinalRead(ctx context.Context, key string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, postgresOpTimeout)
 	defer cancel()
 	var v int64
@@ -195,7 +195,7 @@ func (r *Postgres) FinalRead(ctx context.Context, key string) (int64, error) {
 }
 
 // Close implements Resource.
-func (r *Postgres) Close() error {
+func (r *postgresResource) Close() error {
 	r.pool.Close()
 	return nil
 }
@@ -203,7 +203,7 @@ func (r *Postgres) Close() error {
 // InTx reports whether the resource acts inside the grant's transaction
 // (pg-advisory-xact, pg-skip-locked): its writes then commit, or not,
 // with the release.
-func (r *Postgres) InTx(g backends.Grant) bool {
+func (r *postgresResource) InTx(g backends.Grant) bool {
 	_, ok := g.Conn.(pgx.Tx)
 	return ok
 }

@@ -119,10 +119,10 @@ type Resource interface {
 	Close() error
 }
 
-// TxResource is a resource that can act inside the lock's own transaction
+// txResource is a resource that can act inside the lock's own transaction
 // (the grant's Conn): its writes then take effect only when the release
 // commits, and are recorded with history's Tx mark.
-type TxResource interface {
+type txResource interface {
 	InTx(g backends.Grant) bool
 }
 
