@@ -96,11 +96,12 @@ func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 func (t *redisTarget) client(c ClientEnv) *redis.Client {
 	timeout := t.env.OpTimeout
 	if t.group == nil {
-		return newRedisClient(t.env.Cluster.ClientAddr(c.Process, t.server), timeout)
+		return newRedisClient(t.env.Cluster.ClientAddr(c.Process, t.server), timeout, cluster.RedisClientName(c.Process))
 	}
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
 	o := lockFailoverOptions(t.group.MasterName(), t.group.SentinelAddrs(), timeout)
+	o.ClientName = cluster.RedisClientName(c.Process)
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if s := cl.ServerByAddr(addr); s != nil {
 			addr = cl.ClientAddr(c.Process, s)

@@ -54,9 +54,14 @@ func lockFailoverOptions(master string, sentinels []string, timeout time.Duratio
 	}
 }
 
-// newRedisClient returns a lock client's go-redis client to one server.
-func newRedisClient(addr string, timeout time.Duration) *redis.Client {
-	return redis.NewClient(lockClientOptions(addr, timeout))
+// newRedisClient returns a lock client's go-redis client to one server;
+// its connections carry name (cluster.RedisClientName: the server's
+// CLIENT LIST shows whose they are, and a session kill finds them), none
+// when name is empty.
+func newRedisClient(addr string, timeout time.Duration, name string) *redis.Client {
+	o := lockClientOptions(addr, timeout)
+	o.ClientName = name
+	return redis.NewClient(o)
 }
 
 // startOneRedis starts the single redis-server of a single-Redis backend.

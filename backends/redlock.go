@@ -90,7 +90,7 @@ func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	for i, s := range b.servers {
 		addrs[i] = b.env.Cluster.ClientAddr(c.Process, s)
 	}
-	rc := newRedlockClient(addrs, b.env.TTL, b.env.OpTimeout, c.Clock)
+	rc := newRedlockClient(addrs, b.env.TTL, b.env.OpTimeout, c.Clock, cluster.RedisClientName(c.Process))
 	for _, s := range b.servers {
 		rc.labels = append(rc.labels, b.env.Cluster.Label(s))
 	}
@@ -116,7 +116,7 @@ type redlockClient struct {
 	labels []string
 }
 
-func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clientsim.Clock) *redlockClient {
+func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clientsim.Clock, name string) *redlockClient {
 	c := &redlockClient{
 		ttl:         ttl,
 		drift:       ttl/100 + 2*time.Millisecond,
@@ -125,7 +125,7 @@ func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clien
 		clock:       clock,
 	}
 	for _, a := range addrs {
-		c.nodes = append(c.nodes, newRedisClient(a, opTimeout))
+		c.nodes = append(c.nodes, newRedisClient(a, opTimeout, name))
 	}
 	return c
 }

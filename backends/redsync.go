@@ -56,7 +56,7 @@ func newRedsync(ctx context.Context, env Env) (Backend, error) {
 func (b *redsyncBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	rc := &redsyncClient{ttl: b.env.TTL, mutexes: map[string]*redsync.Mutex{}}
 	for _, s := range b.servers {
-		rc.conns = append(rc.conns, newRedisClient(b.env.Cluster.ClientAddr(c.Process, s), b.env.OpTimeout))
+		rc.conns = append(rc.conns, newRedisClient(b.env.Cluster.ClientAddr(c.Process, s), b.env.OpTimeout, cluster.RedisClientName(c.Process)))
 	}
 	rc.rs = newRedsyncOver(rc.conns)
 	return rc, nil

@@ -44,15 +44,22 @@ type CellKey struct {
 	Scenario string `json:"scenario"`
 	Backend  string `json:"backend"`
 	Seed     int64  `json:"seed"`
+	// Fencing is the fencing mode the cell overrides the scenario's with
+	// (a comparison's fenced cells: "all"); empty for the scenario's own.
+	Fencing string `json:"fencing,omitempty"`
 }
 
-// String is "scenario / backend (seed N)".
+// String is "scenario / backend (seed N)", with ", fencing MODE" after
+// the backend for a fenced cell.
 func (k CellKey) String() string {
+	if k.Fencing != "" {
+		return fmt.Sprintf("%s / %s, fencing %s (seed %d)", k.Scenario, k.Backend, k.Fencing, k.Seed)
+	}
 	return fmt.Sprintf("%s / %s (seed %d)", k.Scenario, k.Backend, k.Seed)
 }
 
 func compareKeys(a, b CellKey) int {
-	return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Seed, b.Seed))
+	return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Fencing, b.Fencing), cmp.Compare(a.Seed, b.Seed))
 }
 
 // Skipped is a scenario/backend pair the matrix did not run because

@@ -33,6 +33,10 @@ type PlanOptions struct {
 	Overrides scenarios.Overrides
 	// Command repeats the matrix, for its report.
 	Command string
+	// Fenced adds, for each backend a scenario states a fenced
+	// expectation for (expect.fenced), the same cells again with the
+	// resource checking tokens (fencing all): a comparison's fenced cells.
+	Fenced bool
 }
 
 // Planned is one cell to run: its key, its scenario with the matrix's
@@ -107,24 +111,29 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 			applies = backends.Names()
 		}
 		for _, b := range selected {
+			if why, ok := base.NotRun[b]; ok {
+				m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: "not run: " + strings.TrimSpace(why)})
+				continue
+			}
 			if !slices.Contains(applies, b) {
 				continue
 			}
-			for i := range seeds {
-				sc, err := src.load()
+			modes := []string{""}
+			if _, ok := base.Expect.Fenced[b]; ok && opt.Fenced {
+				modes = append(modes, FencedMode)
+			}
+			for _, mode := range modes {
+				planned, err := planPair(opt, src, base, b, mode, seeds, infos[b].LockFree)
 				if err != nil {
-					return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
+					return nil, nil, err
 				}
-				o := opt.Overrides
-				bb, seed := b, base.Seed+int64(i)
-				o.Backend, o.Seed = &bb, &seed
-				if err := sc.Apply(o); err != nil {
-					m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")})
-					break
+				if planned.skipped != nil {
+					m.Skipped = append(m.Skipped, *planned.skipped)
 				}
-				key := CellKey{Scenario: base.Name, Backend: b, Seed: seed}
-				m.Planned = append(m.Planned, key)
-				cells = append(cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: infos[b].LockFree})
+				for _, c := range planned.cells {
+					m.Planned = append(m.Planned, c.Key)
+					cells = append(cells, c)
+				}
 			}
 		}
 	}
@@ -136,6 +145,42 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", ErrPlan, why)
 	}
 	return m, cells, nil
+}
+
+// FencedMode is the fencing mode of a comparison's fenced cells.
+const FencedMode = "all"
+
+// pairPlan is the cells of one scenario/backend pair (one per seed), or
+// why the pair was skipped.
+type pairPlan struct {
+	cells   []Planned
+	skipped *Skipped
+}
+
+// planPair plans one scenario/backend pair's seeds, with the fencing mode
+// overridden when fencing is not empty.
+func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, fencing string, seeds int, lockFree bool) (pairPlan, error) {
+	var out pairPlan
+	for i := range seeds {
+		sc, err := src.load()
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrPlan, err)
+		}
+		o := opt.Overrides
+		bb, seed := b, base.Seed+int64(i)
+		o.Backend, o.Seed = &bb, &seed
+		if fencing != "" {
+			f := fencing
+			o.Fencing = &f
+		}
+		if err := sc.Apply(o); err != nil {
+			out.skipped = &Skipped{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")}
+			return out, nil
+		}
+		key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing}
+		out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: lockFree})
+	}
+	return out, nil
 }
 
 // ParseShard reads "i/n" (1 <= i <= n).
@@ -172,6 +217,9 @@ func Share(cells []Planned, shard, n int) []Planned {
 func (c Planned) Command(extra []string) string {
 	parts := append([]string{"locktorture", "run"}, c.Source...)
 	parts = append(parts, "--backend", c.Key.Backend, "--seed", strconv.FormatInt(c.Key.Seed, 10))
+	if c.Key.Fencing != "" {
+		parts = append(parts, "--fencing", c.Key.Fencing)
+	}
 	parts = append(parts, extra...)
 	return shell.Join(parts)
 }

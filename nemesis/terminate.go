@@ -62,43 +62,9 @@ func (terminate) Start(ctx context.Context, env *Env, params Params, d time.Dura
 	if pg == nil {
 		return nil, nil, fmt.Errorf("%w: terminate needs a PostgreSQL server", ErrTarget)
 	}
-	conn, err := pg.Connect(ctx)
+	sessions, err := pg.KillSessions(ctx, clients)
 	if err != nil {
 		return nil, nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var apps []string
-	for _, p := range clients {
-		apps = append(apps, cluster.PostgresApplication(p))
-	}
-	// Client sessions are named locktorture-p<N>; the harness's own (the
-	// resource's) are not.
-	rows, err := conn.Query(ctx, `
-SELECT a.application_name, a.pid, pg_terminate_backend(a.pid)
-FROM pg_stat_activity a
-WHERE a.pid <> pg_backend_pid()
-  AND a.application_name LIKE 'locktorture-p%'
-  AND (cardinality($1::text[]) > 0 AND a.application_name = ANY($1::text[])
-       OR cardinality($1::text[]) = 0 AND EXISTS (
-            SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
-              AND (l.locktype = 'advisory' OR l.locktype = 'tuple' OR l.mode = 'RowShareLock')))`, apps)
-	if err != nil {
-		return nil, nil, fmt.Errorf("terminate: %w", err)
-	}
-	var sessions []map[string]any
-	for rows.Next() {
-		var app string
-		var pid int32
-		var ok bool
-		if err := rows.Scan(&app, &pid, &ok); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("terminate: %w", err)
-		}
-		sessions = append(sessions, map[string]any{"client": app[len("locktorture-"):], "pid": pid, "terminated": ok})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("terminate: %w", err)
 	}
 	val := map[string]any{"sessions": sessions}
 	if len(clients) > 0 {

@@ -29,8 +29,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/locktorture/locktorture/backends"
+	"maps"
 	"strconv"
+
+	"github.com/locktorture/locktorture/backends"
 
 	"gopkg.in/yaml.v3"
 
@@ -114,6 +116,11 @@ type Expect struct {
 	// "backend/resource" (pg-advisory-xact/postgres) applies only when the
 	// run protects that resource, and wins over the plain backend's entry.
 	Backends map[string]Expectation `yaml:"backends,omitempty"`
+	// Fenced is the expectation, by backend, when the run checks fencing
+	// tokens at the resource (fencing writes or all): a fault family states
+	// there what fencing makes of the backends whose grants carry tokens.
+	// An entry here replaces the others whole for such a run.
+	Fenced map[string]Expectation `yaml:"fenced,omitempty"`
 }
 
 // Scenario is one scenario file. Parse gives a field the file leaves out
@@ -132,6 +139,11 @@ type Scenario struct {
 	// Backends lists the backends the scenario applies to (for matrices);
 	// left out, every backend (an empty list in a file is refused).
 	Backends []string `yaml:"backends,omitempty"`
+	// NotRun names the backends the scenario does not apply to, each with
+	// the reason (a fault family whose fault a backend's servers cannot
+	// suffer). Running one is refused with that reason, and a matrix
+	// shows the pair as not run.
+	NotRun map[string]string `yaml:"not_run,omitempty"`
 	// Resource is what the lock protects: memory (the default, unless the
 	// backend works only with another), postgres or etcd.
 	Resource string `yaml:"resource,omitempty"`
@@ -223,6 +235,9 @@ func (s *Scenario) KeyNames() []string {
 // the "backend/resource" entry, else the backend's entry, merged over the
 // default. An empty Valid means no expectation.
 func (s *Scenario) Expected(backend string) Expectation {
+	if f, ok := s.Expect.Fenced[backend]; ok && s.Fencing != "" && s.Fencing != "none" {
+		return Expectation{Valid: f.Valid, Checkers: maps.Clone(f.Checkers)}
+	}
 	e := Expectation{Valid: s.Expect.Valid, Checkers: map[string]string{}}
 	for k, v := range s.Expect.Checkers {
 		e.Checkers[k] = v

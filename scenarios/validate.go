@@ -45,6 +45,9 @@ func (s *Scenario) Validate() error {
 			return bad("backends", "%v", err)
 		}
 	}
+	if err := s.validateNotRun(); err != nil {
+		return err
+	}
 	if !contains(workload.ResourceNames(), s.Resource) {
 		return bad("resource", "unknown resource %q (known: %s)", s.Resource, strings.Join(workload.ResourceNames(), ", "))
 	}
@@ -130,6 +133,34 @@ func (s *Scenario) Validate() error {
 		if err := validVerdicts(e, []string{"backends", b}); err != nil {
 			return err
 		}
+	}
+	for b, e := range s.Expect.Fenced {
+		if _, _, err := backends.Lookup(b); err != nil {
+			return &fieldError{field: "expect", path: []string{"fenced", b}, msg: fmt.Sprintf("expect.fenced: %v", err)}
+		}
+		if err := validVerdicts(e, []string{"fenced", b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateNotRun checks not_run (registered backends, each with a reason)
+// and refuses a run of a backend it names, giving the reason.
+func (s *Scenario) validateNotRun() error {
+	for b, why := range s.NotRun {
+		if _, _, err := backends.Lookup(b); err != nil {
+			return &fieldError{field: "not_run", path: []string{b}, msg: fmt.Sprintf("not_run: %v", err)}
+		}
+		if strings.TrimSpace(why) == "" {
+			return &fieldError{field: "not_run", path: []string{b}, msg: fmt.Sprintf("not_run: %s needs the reason it is not run", b)}
+		}
+		if slices.Contains(s.Backends, b) {
+			return &fieldError{field: "not_run", path: []string{b}, msg: fmt.Sprintf("not_run: %s is also in backends", b)}
+		}
+	}
+	if why, ok := s.NotRun[s.Backend]; ok {
+		return &fieldError{field: "backend", msg: fmt.Sprintf("%s is not run with %s: %s", s.Name, s.Backend, strings.TrimSpace(why))}
 	}
 	return nil
 }

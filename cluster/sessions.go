@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/locktorture/locktorture/cluster/links"
+)
+
+// SessionKiller is a server (or a replicated group of them) that can end
+// client sessions on its own, as an operator, a pooler or a timeout would.
+// KillSessions ends the sessions of the clients named (process numbers),
+// or, with none named, the sessions that hold a lock; it returns what it
+// ended, for the nemesis op's value.
+type SessionKiller interface {
+	KillSessions(ctx context.Context, clients []int) ([]map[string]any, error)
+}
+
+// SessionKillers lists what can end the run's client sessions: the
+// PostgreSQL server, each Redis server, the etcd cluster (once, not per
+// member: a revoked lease is gone from every member). ZooKeeper has no
+// server command that ends one client's session, so it is not listed.
+func (c *Cluster) SessionKillers() []SessionKiller {
+	var out []SessionKiller
+	c.pg.mu.Lock()
+	if c.pg.pg != nil {
+		out = append(out, c.pg.pg)
+	}
+	c.pg.mu.Unlock()
+	for _, r := range c.Redis() {
+		out = append(out, r)
+	}
+	c.etcd.mu.Lock()
+	if c.etcd.e != nil {
+		out = append(out, c.etcd.e)
+	}
+	c.etcd.mu.Unlock()
+	return out
+}
+
+// RedisClientName is the name (CLIENT SETNAME) of client process p's
+// connections to Redis, by which a session kill finds them.
+func RedisClientName(p int) string { return "locktorture-" + links.ClientName(p) }
+
+// KillSessions has PostgreSQL terminate client sessions
+// (pg_terminate_backend): those of the clients named, or, with none, every
+// client session holding an advisory or row lock. The harness's own
+// sessions (the resource's) are never touched.
+func (pg *Postgres) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	apps := []string{}
+	for _, p := range clients {
+		apps = append(apps, PostgresApplication(p))
+	}
+	// Client sessions are named locktorture-p<N>; the harness's own (the
+	// resource's) are not.
+	rows, err := conn.Query(ctx, `
+SELECT a.application_name, a.pid, pg_terminate_backend(a.pid)
+FROM pg_stat_activity a
+WHERE a.pid <> pg_backend_pid()
+  AND a.application_name LIKE 'locktorture-p%'
+  AND (cardinality($1::text[]) > 0 AND a.application_name = ANY($1::text[])
+       OR cardinality($1::text[]) = 0 AND EXISTS (
+            SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+              AND (l.locktype = 'advisory' OR l.locktype = 'tuple' OR l.mode = 'RowShareLock')))`, apps)
+	if err != nil {
+		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+	}
+	defer rows.Close()
+	var sessions []map[string]any
+	for rows.Next() {
+		var app string
+		var pid int32
+		var ok bool
+		if err := rows.Scan(&app, &pid, &ok); err != nil {
+			return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+		}
+		sessions = append(sessions, map[string]any{"client": strings.TrimPrefix(app, "locktorture-"), "pid": pid, "terminated": ok})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+	}
+	return sessions, nil
+}
+
+// KillSessions has Redis close client connections (CLIENT KILL ID): those
+// of the clients named, or, with none, every lock client's (named
+// locktorture-p<N>). A Redis lock is a key, not a session: the key stays
+// until its TTL runs out.
+func (r *Redis) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	v, err := redisCall(ctx, r.Addr(), "CLIENT", "LIST")
+	if err != nil {
+		return nil, fmt.Errorf("%s: client list: %w", r.Name(), err)
+	}
+	list, _ := v.(string)
+	want := map[string]bool{}
+	for _, p := range clients {
+		want[RedisClientName(p)] = true
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(list, "\n") {
+		f := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				f[k] = v
+			}
+		}
+		name := f["name"]
+		if !strings.HasPrefix(name, "locktorture-p") || len(want) > 0 && !want[name] {
+			continue
+		}
+		n, err := redisCall(ctx, r.Addr(), "CLIENT", "KILL", "ID", f["id"])
+		if err != nil {
+			return out, fmt.Errorf("%s: client kill: %w", r.Name(), err)
+		}
+		killed, _ := n.(int64)
+		out = append(out, map[string]any{"server": r.Name(), "client": strings.TrimPrefix(name, "locktorture-"), "id": f["id"], "killed": killed == 1})
+	}
+	return out, nil
+}
+
+// KillSessions has etcd revoke the session leases that hold locks: under
+// each lock prefix (a key's parent path), the key with the lowest create
+// revision owns the lock (etcd's concurrency Mutex), and its lease is
+// revoked, which deletes the key. Which lease is whose is not visible
+// to the server, so the clients named are not used: the holders' leases
+// are revoked.
+func (e *Etcd) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	ms := e.Members()
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("etcd: no member")
+	}
+	var lastErr error
+	for _, m := range ms {
+		out, err := m.revokeHolders(ctx)
+		if err == nil {
+			return out, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// revokeHolders lists every key bound to a lease and revokes the lease of
+// the oldest key under each parent path.
+func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error) {
+	all := base64.StdEncoding.EncodeToString([]byte{0})
+	b, err := etcdHTTP(ctx, m.name, m.clientURL(), http.MethodPost, "/v3/kv/range",
+		`{"key":"`+all+`","range_end":"`+all+`","keys_only":true}`, 16<<20)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		KVs []struct {
+			Key            string `json:"key"`
+			CreateRevision string `json:"create_revision"`
+			Lease          string `json:"lease"`
+		} `json:"kvs"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return nil, fmt.Errorf("%s: range: %w", m.name, err)
+	}
+	type holder struct {
+		key   string
+		rev   int64
+		lease string
+	}
+	oldest := map[string]holder{}
+	for _, kv := range resp.KVs {
+		if kv.Lease == "" || kv.Lease == "0" {
+			continue
+		}
+		k, err := base64.StdEncoding.DecodeString(kv.Key)
+		if err != nil {
+			continue
+		}
+		rev, _ := strconv.ParseInt(kv.CreateRevision, 10, 64)
+		key := string(k)
+		parent := key
+		if i := strings.LastIndexByte(key, '/'); i >= 0 {
+			parent = key[:i]
+		}
+		if h, ok := oldest[parent]; !ok || rev < h.rev {
+			oldest[parent] = holder{key, rev, kv.Lease}
+		}
+	}
+	parents := make([]string, 0, len(oldest))
+	for p := range oldest {
+		parents = append(parents, p)
+	}
+	sort.Strings(parents)
+	var out []map[string]any
+	for _, p := range parents {
+		h := oldest[p]
+		_, err := etcdHTTP(ctx, m.name, m.clientURL(), http.MethodPost, "/v3/kv/lease/revoke", `{"ID":"`+h.lease+`"}`, 1<<16)
+		if err != nil {
+			return out, fmt.Errorf("%s: revoke lease %s: %w", m.name, h.lease, err)
+		}
+		out = append(out, map[string]any{"key": h.key, "lease": h.lease, "revoked": true})
+	}
+	return out, nil
+}

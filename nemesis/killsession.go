@@ -1,0 +1,71 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// killSession has the servers end client sessions, as an operator, a
+// pooler or a server-side timeout would: PostgreSQL terminates the
+// session (its locks go with it), Redis closes the connection (CLIENT
+// KILL; the lock is a key and stays until its TTL), etcd revokes the
+// holder's session lease (its lock key goes with it). ZooKeeper has no
+// server command that ends one session: the fault does not apply there.
+// Recorded as one `kill-session` op naming what was ended.
+type killSession struct{}
+
+func init() {
+	Register(Info{
+		Name:        "kill-session",
+		Description: "the servers end the holder's session: PostgreSQL terminate, Redis CLIENT KILL, etcd lease revoke",
+		AppliesTo:   "PostgreSQL, Redis and etcd backends",
+	}, killSession{})
+}
+
+func (killSession) OpNames(string) (string, string) { return "kill-session", "" }
+
+func (killSession) AllowsZeroDuration() bool { return true }
+
+// Params are terminate's: the clients whose sessions to end (none: every
+// session holding a lock; etcd always ends the holders').
+func (killSession) Params() Params { return &TerminateParams{} }
+
+func (killSession) Applies(s Shape) error {
+	for _, k := range []string{"postgres", "redis", "etcd"} {
+		if hasKind(s.Kinds, k) {
+			return s.controlled("kill-session")
+		}
+	}
+	if hasKind(s.Kinds, "zookeeper") {
+		return fmt.Errorf("kill-session does not apply to %s: ZooKeeper has no server command that ends one client's session (only the client holds the session's password)", s.Backend)
+	}
+	return fmt.Errorf("kill-session does not apply to %s: it has no server session", s.Backend)
+}
+
+func (killSession) RandomParams(rng *rand.Rand, env *Env) Params { return &TerminateParams{} }
+
+func (killSession) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
+	clients := params.(*TerminateParams).List()
+	killers := env.Cluster.SessionKillers()
+	if len(killers) == 0 {
+		return nil, nil, fmt.Errorf("%w: kill-session needs a PostgreSQL, Redis or etcd server", ErrTarget)
+	}
+	sessions := []map[string]any{}
+	var errs []error
+	for _, k := range killers {
+		s, err := k.KillSessions(ctx, clients)
+		sessions = append(sessions, s...)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, fmt.Errorf("kill-session: %w", err)
+	}
+	val := map[string]any{"sessions": sessions}
+	if len(clients) > 0 {
+		val["clients"] = clients
+	}
+	return val, func(context.Context) (map[string]any, error) { return nil, nil }, nil
+}
