@@ -108,6 +108,16 @@ type Cell struct {
 	Span       int64 `json:"span"`
 	// HoldsPerSecond is the stats checker's lock cycles per second.
 	HoldsPerSecond float64 `json:"holds_per_second"`
+	// Safety says what kind of violations Violations counts: stale
+	// holders and double grants (mutex), stale writes accepted and
+	// rejected (fencing), lost updates.
+	Safety *Safety `json:"safety,omitempty"`
+	// AcquireP50 and AcquireP99 are the granted acquires' latency (ns).
+	AcquireP50 int64 `json:"acquire_p50,omitempty"`
+	AcquireP99 int64 `json:"acquire_p99,omitempty"`
+	// Recovery is how long the lock had no holder after the faults ended
+	// (a comparison's cells; nil when not measured or no fault ended).
+	Recovery *Recovery `json:"recovery,omitempty"`
 	// Seconds is how long the cell took, servers and checking included.
 	Seconds float64 `json:"seconds"`
 }
@@ -221,7 +231,34 @@ func NewCell(key CellKey, res *checker.Results, expected string, expectedChecker
 	if l := cs.LostUpdate; l != nil {
 		c.Violations += l.Count
 	}
+	c.Safety = safetyOf(cs)
+	if s := cs.Stats; s != nil {
+		c.AcquireP50, c.AcquireP99 = s.AcquireLatency.P50, s.AcquireLatency.P99
+	}
 	return c
+}
+
+// Safety counts a run's violations by kind.
+type Safety struct {
+	StaleHolders  int `json:"stale_holders"`
+	DoubleGrants  int `json:"double_grants"`
+	StaleWrites   int `json:"stale_writes"`
+	RejectedStale int `json:"rejected_stale"`
+	LostUpdates   int `json:"lost_updates"`
+}
+
+func safetyOf(cs *checker.Checkers) *Safety {
+	s := &Safety{}
+	if m := cs.Mutex; m != nil {
+		s.StaleHolders, s.DoubleGrants = m.StaleHolders, m.DoubleGrants
+	}
+	if f := cs.Fencing; f != nil {
+		s.StaleWrites, s.RejectedStale = f.Count, f.RejectedStale
+	}
+	if l := cs.LostUpdate; l != nil {
+		s.LostUpdates = l.Count
+	}
+	return s
 }
 
 // ErrorCell makes the cell of a run that failed with a harness error.
