@@ -149,6 +149,9 @@ type Matrix struct {
 	Skipped []Skipped `json:"skipped,omitempty"`
 	// Cells are the cells run, in plan order.
 	Cells []Cell `json:"cells"`
+	// Compare is set for a backend comparison (locktorture compare): its
+	// report adds the comparison table (backends × fault families).
+	Compare bool `json:"compare,omitempty"`
 	// Interrupted is set when the matrix was stopped before it ran every cell.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Seconds is how long the matrix took.

@@ -6,11 +6,13 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// Recovery is how long the lock had no holder after a run's faults ended:
-// from the last fault's end (the op that left no fault in force, while
-// the clients ran) to the first grant after it, or zero when some client
-// held the lock at that moment. Granted is false when no grant came
-// before the clients stopped (NS then runs to the clients' last op).
+// Recovery is how long after a run's faults ended the lock was granted
+// again: from the last fault's end (the op that left no fault in force,
+// while the clients ran) to the first grant after it. A lock its holder
+// could not release (its session gone, its server cut off) stays taken
+// until it expires or is freed, and this is where that shows. Granted is
+// false when no grant came before the clients stopped (NS then runs to
+// the clients' last op).
 type Recovery struct {
 	NS      int64 `json:"ns"`
 	Granted bool  `json:"granted"`
@@ -43,25 +45,6 @@ func RecoveryOf(ops []history.Op) (r Recovery, ok bool) {
 	}
 	if end < 0 || open > 0 {
 		return Recovery{}, false
-	}
-	type pk struct {
-		p int
-		k string
-	}
-	held := map[pk]bool{}
-	for _, op := range ops {
-		if op.IsNemesis() || op.Time > end {
-			continue
-		}
-		switch {
-		case op.F == history.Acquire && op.Type == history.OK:
-			held[pk{op.Process, op.Key}] = true
-		case op.F == history.Release && op.Type == history.Invoke:
-			delete(held, pk{op.Process, op.Key})
-		}
-	}
-	if len(held) > 0 {
-		return Recovery{Granted: true}, true
 	}
 	for _, op := range ops {
 		if !op.IsNemesis() && op.Time > end && op.F == history.Acquire && op.Type == history.OK {

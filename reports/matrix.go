@@ -34,6 +34,11 @@ func WriteMatrix(ctx context.Context, dir string, m *matrix.Matrix) error {
 	w.write(FileMatrixPNG, func() ([]byte, error) { return matrixPNG(m) })
 	w.write(FileJUnit, func() ([]byte, error) { return matrixJUnit(m) })
 	w.write(FileIndex, func() ([]byte, error) { return matrixHTML(m) })
+	if m.Compare {
+		w.write(FileCompareHTML, func() ([]byte, error) { return compareHTML(m) })
+		w.write(FileComparePNG, func() ([]byte, error) { return comparePNG(m) })
+		w.write(FileCompareText, func() ([]byte, error) { return []byte(CompareTable(m) + CompareLegend), nil })
+	}
 	return w.err()
 }
 

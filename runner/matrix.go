@@ -66,6 +66,11 @@ type MatrixOptions struct {
 	// Parallel is how many cells run at once (zero means 1). Each cell
 	// starts its own servers on free ports; results keep the plan's order.
 	Parallel int
+	// Compare makes the matrix a backend comparison (locktorture compare):
+	// fenced cells beside the plain ones where a scenario states a fenced
+	// expectation, each cell's recovery after the faults measured, and
+	// the comparison table in the report.
+	Compare bool
 }
 
 // CellEvent tells OnCell about a cell starting (Done false) or ending.
@@ -98,7 +103,7 @@ type MatrixOutcome struct {
 
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
-	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command})
+	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
@@ -136,6 +141,34 @@ func PlanMatrix(opt MatrixOptions) (share []matrix.CellKey, skipped []matrix.Ski
 // stops, writes what it has, and returns its outcome with an error
 // wrapping ErrInterrupted.
 func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
+	r, err := newMatrixRun(opt)
+	if err != nil {
+		return nil, err
+	}
+	r.save()
+	r.dispatch(ctx)
+	return r.finish(ctx)
+}
+
+// matrixRun is one matrix under way: its plan, its directory, and the
+// cells judged so far.
+type matrixRun struct {
+	opt   MatrixOptions
+	m     *matrix.Matrix
+	share []matrix.Planned
+	dir   string
+	began time.Time
+
+	mu       sync.Mutex // guards judged, done, followed, runErr, m and OnCell calls
+	judged   []matrix.Cell
+	done     []bool
+	followed int // the cell whose ops Observe sees, or -1
+	runErr   error
+}
+
+// newMatrixRun plans the matrix (this shard's share) and makes its
+// directory.
+func newMatrixRun(opt MatrixOptions) (*matrixRun, error) {
 	if opt.Shards > 0 && (opt.Shard < 1 || opt.Shard > opt.Shards) {
 		return nil, fmt.Errorf("%w: shard %d of %d", ErrBadInput, opt.Shard, opt.Shards)
 	}
@@ -147,6 +180,7 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	if opt.Shards > 1 {
 		m.Shard = fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)
 	}
+	m.Compare = opt.Compare
 	if opt.Store == "" {
 		opt.Store = "store"
 	}
@@ -155,112 +189,136 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 		return nil, err
 	}
 	m.Started = filepath.Base(dir)
-	began := time.Now()
-	save := func() {
-		m.Seconds = roundSeconds(time.Since(began))
-		m.Finish()
-		_ = matrix.WriteResults(dir, m)
-	}
-	save()
-	parallel := max(opt.Parallel, 1)
-	runOpt := func(c matrix.Planned, followed bool) Options {
-		o := Options{
-			Store: opt.Store, Command: c.Command(opt.RunArgs), Log: opt.Log, TempDir: opt.TempDir,
-			LinearizableTimeout: opt.LinearizableTimeout,
+	return &matrixRun{opt: opt, m: m, share: share, dir: dir, began: time.Now(),
+		judged: make([]matrix.Cell, len(share)), done: make([]bool, len(share)), followed: -1}, nil
+}
+
+// save writes results.json as it stands (the caller holds mu, or no
+// cell runs).
+func (r *matrixRun) save() {
+	r.m.Seconds = roundSeconds(time.Since(r.began))
+	r.m.Finish()
+	_ = matrix.WriteResults(r.dir, r.m)
+}
+
+// collect lists the cells finished so far, in plan order: results.json
+// and the report list them the same whether cells ran one by one or side
+// by side.
+func (r *matrixRun) collect() {
+	r.m.Cells = r.m.Cells[:0]
+	for i := range r.judged {
+		if r.done[i] {
+			r.m.Cells = append(r.m.Cells, r.judged[i])
 		}
-		if followed {
-			o.Observe = opt.Observe
-		}
-		return o
 	}
-	var (
-		mu       sync.Mutex // guards judged, done, followed, runErr, m and OnCell calls
-		judged   = make([]matrix.Cell, len(share))
-		done     = make([]bool, len(share))
-		followed = -1 // the cell whose ops Observe sees, or -1
-		runErr   error
-	)
-	// The cells finished so far, in plan order: results.json and the
-	// report list them the same whether cells ran one by one or side by side.
-	collect := func() {
-		m.Cells = m.Cells[:0]
-		for i := range judged {
-			if done[i] {
-				m.Cells = append(m.Cells, judged[i])
+}
+
+// runOptions are the run options of one cell.
+func (r *matrixRun) runOptions(c matrix.Planned, followed bool) Options {
+	o := Options{
+		Store: r.opt.Store, Command: c.Command(r.opt.RunArgs), Log: r.opt.Log, TempDir: r.opt.TempDir,
+		LinearizableTimeout: r.opt.LinearizableTimeout,
+	}
+	if followed {
+		o.Observe = r.opt.Observe
+	}
+	return o
+}
+
+// runCell runs the i-th cell of the share and records its judgment.
+func (r *matrixRun) runCell(ctx context.Context, i int) {
+	c := r.share[i]
+	ev := CellEvent{Index: i, Total: len(r.share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
+	r.mu.Lock()
+	if r.followed < 0 {
+		r.followed, ev.Followed = i, true
+	}
+	if r.opt.OnCell != nil {
+		r.opt.OnCell(ev)
+	}
+	r.mu.Unlock()
+	start := time.Now()
+	out, err := Run(ctx, c.Scenario, r.runOptions(c, ev.Followed))
+	var cell matrix.Cell
+	if err == nil {
+		cell = r.judge(c, out)
+		ev.Dir = out.Dir
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.Followed {
+		r.followed = -1
+	}
+	switch {
+	case err != nil && (errors.Is(err, ErrInterrupted) || ctx.Err() != nil):
+		r.m.Interrupted = true
+		if r.runErr == nil {
+			r.runErr = err
+		}
+		return
+	case err != nil:
+		cell = matrix.ErrorCell(c.Key, c.Expect.Valid, c.Expect.Checkers, err)
+	}
+	cell.Seconds = roundSeconds(time.Since(start))
+	r.judged[i], r.done[i] = cell, true
+	r.collect()
+	r.save()
+	if r.opt.OnCell != nil {
+		ev.Done, ev.Cell = true, cell
+		r.opt.OnCell(ev)
+	}
+}
+
+// judge makes the cell of a finished run; a comparison's cell also
+// measures the recovery after the faults from the run's history.
+func (r *matrixRun) judge(c matrix.Planned, out *Outcome) matrix.Cell {
+	rel, rerr := filepath.Rel(r.dir, out.Dir)
+	if rerr != nil {
+		rel = out.Dir
+	}
+	cell := matrix.NewCell(c.Key, out.Results, c.Expect.Valid, c.Expect.Checkers, rel)
+	cell.Headline = reports.Headline(out.Results)
+	if out.Results.Valid == checker.Invalid && c.Scenario.Nemesis.Random != nil {
+		cell.Shrink = shell.Join([]string{"locktorture", "shrink", out.Dir})
+	}
+	if r.opt.Compare {
+		if ops, err := history.ReadFile(filepath.Join(out.Dir, reports.FileHistory)); err == nil {
+			if rec, ok := matrix.RecoveryOf(ops); ok {
+				cell.Recovery = &rec
 			}
 		}
 	}
-	runCell := func(i int) {
-		c := share[i]
-		ev := CellEvent{Index: i, Total: len(share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
-		mu.Lock()
-		if followed < 0 {
-			followed, ev.Followed = i, true
-		}
-		if opt.OnCell != nil {
-			opt.OnCell(ev)
-		}
-		mu.Unlock()
-		start := time.Now()
-		out, err := Run(ctx, c.Scenario, runOpt(c, ev.Followed))
-		var cell matrix.Cell
-		mu.Lock()
-		defer mu.Unlock()
-		if ev.Followed {
-			followed = -1
-		}
-		switch {
-		case err != nil && (errors.Is(err, ErrInterrupted) || ctx.Err() != nil):
-			m.Interrupted = true
-			if runErr == nil {
-				runErr = err
-			}
-			return
-		case err != nil:
-			cell = matrix.ErrorCell(c.Key, c.Expect.Valid, c.Expect.Checkers, err)
-		default:
-			rel, rerr := filepath.Rel(dir, out.Dir)
-			if rerr != nil {
-				rel = out.Dir
-			}
-			cell = matrix.NewCell(c.Key, out.Results, c.Expect.Valid, c.Expect.Checkers, rel)
-			cell.Headline = reports.Headline(out.Results)
-			if out.Results.Valid == checker.Invalid && c.Scenario.Nemesis.Random != nil {
-				cell.Shrink = shell.Join([]string{"locktorture", "shrink", out.Dir})
-			}
-			ev.Dir = out.Dir
-		}
-		cell.Seconds = roundSeconds(time.Since(start))
-		judged[i], done[i] = cell, true
-		collect()
-		save()
-		if opt.OnCell != nil {
-			ev.Done, ev.Cell = true, cell
-			opt.OnCell(ev)
-		}
-	}
+	return cell
+}
+
+// dispatch runs the share's cells, opt.Parallel at a time, longest first,
+// until all ran or ctx is cancelled.
+func (r *matrixRun) dispatch(ctx context.Context) {
+	parallel := max(r.opt.Parallel, 1)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(parallel, len(share)) {
+	for range min(parallel, len(r.share)) {
 		wg.Go(func() {
 			for i := range next {
-				runCell(i)
+				r.runCell(ctx, i)
 			}
 		})
 	}
 	// Longest first, so that side-by-side cells finish together rather
 	// than one minute-long cell running alone at the end.
-	order := make([]int, len(share))
+	order := make([]int, len(r.share))
 	for i := range order {
 		order[i] = i
 	}
 	if parallel > 1 {
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b].Scenario.Duration, share[a].Scenario.Duration) })
+		slices.SortStableFunc(order, func(a, b int) int {
+			return cmp.Compare(r.share[b].Scenario.Duration, r.share[a].Scenario.Duration)
+		})
 	}
 	for _, i := range order {
-		mu.Lock()
-		stop := m.Interrupted || ctx.Err() != nil
-		mu.Unlock()
+		r.mu.Lock()
+		stop := r.m.Interrupted || ctx.Err() != nil
+		r.mu.Unlock()
 		if stop {
 			break
 		}
@@ -268,21 +326,27 @@ func RunMatrix(ctx context.Context, opt MatrixOptions) (*MatrixOutcome, error) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// finish writes the report and store/matrix/latest, and says whether the
+// matrix was interrupted.
+func (r *matrixRun) finish(ctx context.Context) (*MatrixOutcome, error) {
 	if ctx.Err() != nil {
-		m.Interrupted = true
+		r.m.Interrupted = true
 	}
-	collect()
-	m.Seconds = roundSeconds(time.Since(began))
-	werr := reports.WriteMatrix(context.WithoutCancel(ctx), dir, m)
-	if err := linkLatest(filepath.Join(opt.Store, "matrix"), dir); err != nil && werr == nil {
+	r.collect()
+	r.m.Seconds = roundSeconds(time.Since(r.began))
+	werr := reports.WriteMatrix(context.WithoutCancel(ctx), r.dir, r.m)
+	if err := linkLatest(filepath.Join(r.opt.Store, "matrix"), r.dir); err != nil && werr == nil {
 		werr = err
 	}
-	out := &MatrixOutcome{Matrix: m, Dir: dir}
-	if m.Interrupted {
+	out := &MatrixOutcome{Matrix: r.m, Dir: r.dir}
+	if r.m.Interrupted {
+		runErr := r.runErr
 		if runErr == nil {
 			runErr = ctx.Err()
 		}
-		return out, fmt.Errorf("%w: the matrix stopped after %d of %d cells; what ran is in %s: %w", ErrInterrupted, len(m.Cells), len(share), dir, runErr)
+		return out, fmt.Errorf("%w: the matrix stopped after %d of %d cells; what ran is in %s: %w", ErrInterrupted, len(r.m.Cells), len(r.share), r.dir, runErr)
 	}
 	if werr != nil {
 		return out, fmt.Errorf("matrix report: %w", werr)

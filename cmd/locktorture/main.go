@@ -47,6 +47,8 @@ Usage:
   locktorture analyze  PATH        re-check a stored run (no servers needed)
   locktorture matrix   [--scenarios a,b] [--backends x,y] [--seeds N] [--shard i/n]
                                    run scenarios x backends, judge each against its expectation
+  locktorture compare  [--families a,b] [--backends x,y] [--seeds N]
+                                   compare locks: every fault family on every backend, side by side
   locktorture merge    MATRIX...   join a matrix's shards into one report
   locktorture report   PATH        redraw a stored run's or matrix's report (no servers needed)
   locktorture shrink   RUN         shrink a failing run to the smallest scenario that still fails
@@ -74,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdList(args[1:], stdout, stderr)
 	case "matrix":
 		return cmdMatrix(args[1:], stdout, stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
 	case "merge":
 		return cmdMerge(args[1:], stdout, stderr)
 	case "report":
@@ -86,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, merge, report, shrink)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink)\n", args[0])
 	return exitBadArgs
 }
 

@@ -67,24 +67,176 @@ func matrixExit(m *matrix.Matrix) int {
 // defaultParallel is how many cells a matrix runs at once unless told.
 const defaultParallel = 2
 
+// matrixFlags are the flags matrix and compare share.
+type matrixFlags struct {
+	scs, bks, store, shard, servers, serversFile, clientMode *string
+	seeds, parallel                                          *int
+	quiet, plan, doShrink                                    *bool
+	duration, linTimeout                                     *time.Duration
+	images                                                   map[string]string
+}
+
+// defineMatrixFlags declares the flags of matrix (or, with compare, of
+// compare: --families instead of --scenarios, 3 seeds, no shards or
+// shrinking).
+func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
+	f := &matrixFlags{}
+	if compare {
+		f.scs = fs.String("families", "", "comma-separated fault `FAMILIES` (default: all: "+strings.Join(scenarios.Families, ", ")+")")
+		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every built-in backend)")
+		f.seeds = fs.Int("seeds", 3, "seeds per family and backend: the scenario's seed, seed+1, ...")
+		f.shard, f.doShrink = new(string), new(bool)
+	} else {
+		f.scs = fs.String("scenarios", "", "comma-separated scenario `NAMES` or .yaml files (default: every built-in scenario)")
+		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every backend each scenario applies to)")
+		f.seeds = fs.Int("seeds", 1, "seeds per scenario and backend: the scenario's seed, seed+1, ...")
+		f.shard = fs.String("shard", "", "run only share `i/n` of the cells (e.g. 1/2), for splitting across CI machines; join with: locktorture merge")
+		f.doShrink = fs.Bool("shrink", false, "shrink every invalid cell whose faults were random (see locktorture shrink): shrunk.yaml and shrink.html land in its run")
+	}
+	f.store = fs.String("store", "store", "store `DIR` for the runs and store/matrix/<timestamp>/")
+	f.quiet = fs.Bool("quiet", false, "no progress; print only the table")
+	f.duration = fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
+	f.linTimeout = fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
+	f.plan = fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
+	f.parallel = fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
+	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
+	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
+	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
+	f.images = imageFlag(fs)
+	return f
+}
+
+// options checks the parsed flags and turns them into the matrix's
+// options; false with the exit code when they are bad.
+func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stderr io.Writer) (runner.MatrixOptions, int, bool) {
+	bad := func(format string, a ...any) (runner.MatrixOptions, int, bool) {
+		fmt.Fprintf(stderr, "locktorture %s: "+format+"\n", append([]any{name}, a...)...)
+		return runner.MatrixOptions{}, exitBadArgs, false
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	parallelSet := false
+	fs.Visit(func(fl *flag.Flag) { parallelSet = parallelSet || fl.Name == "parallel" })
+	if *f.servers == "external" && !parallelSet {
+		// Cells share someone else's servers: a server fault of one cell
+		// would hit the other's run. One at a time unless asked.
+		*f.parallel = 1
+	}
+	if *f.parallel < 1 || *f.parallel > 64 {
+		return bad("--parallel must be from 1 to 64, not %d", *f.parallel)
+	}
+	if *f.seeds < 1 || *f.seeds > 1000 {
+		return bad("--seeds must be from 1 to 1000, not %d", *f.seeds)
+	}
+	opt := runner.MatrixOptions{
+		Scenarios: splitList(*f.scs), Backends: splitList(*f.bks), Seeds: *f.seeds, Store: *f.store,
+		LinearizableTimeout: *f.linTimeout, Command: shell.Join(append([]string{"locktorture", name}, args...)),
+		Parallel: *f.parallel,
+	}
+	if *f.shard != "" {
+		i, n, err := runner.ParseShard(*f.shard)
+		if err != nil {
+			return bad("%v", err)
+		}
+		opt.Shard, opt.Shards = i, n
+	}
+	if *f.duration != 0 {
+		if *f.duration < 0 {
+			return bad("--duration must be positive")
+		}
+		opt.Overrides.Duration = f.duration
+		opt.RunArgs = append(opt.RunArgs, "--duration", f.duration.String())
+	}
+	if *f.servers != "" {
+		opt.Overrides.Servers = f.servers
+		opt.RunArgs = append(opt.RunArgs, "--servers", *f.servers)
+	}
+	if *f.clientMode != "" {
+		opt.Overrides.ClientMode = f.clientMode
+		opt.RunArgs = append(opt.RunArgs, "--client-mode", *f.clientMode)
+	}
+	if *f.serversFile != "" {
+		opt.Overrides.ServersFile = f.serversFile
+		opt.RunArgs = append(opt.RunArgs, "--servers-file", *f.serversFile)
+	}
+	if len(f.images) > 0 {
+		opt.Overrides.Images = f.images
+		opt.RunArgs = append(opt.RunArgs, imageArgs(f.images)...)
+	}
+	return opt, 0, true
+}
+
+// printPlan prints the cells a matrix would run and the pairs it skips.
+func printPlan(opt runner.MatrixOptions, name string, stdout, stderr io.Writer) int {
+	share, skipped, err := runner.PlanMatrix(opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture %s: %v\n", name, err)
+		return exitBadArgs
+	}
+	for _, k := range share {
+		fmt.Fprintln(stdout, k)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stdout, "not applicable: %s / %s: %s\n", s.Scenario, s.Backend, s.Why)
+	}
+	return exitValid
+}
+
+// followCells shows a matrix's progress on stderr: the live bar follows
+// one run at a time (the cell the runner follows); every cell prints its
+// line as it ends, and once no cell is left to start, the line says
+// which are still running.
+func followCells(opt *runner.MatrixOptions, stderr io.Writer) *reports.Progress {
+	prog := reports.NewProgress(stderr, 30*time.Second)
+	opt.Observe = prog.Observe
+	started, finished := 0, 0
+	running := map[int]string{}
+	opt.OnCell = func(ev runner.CellEvent) {
+		label := fmt.Sprintf("[%d/%d] %s", ev.Index+1, ev.Total, ev.Key)
+		if !ev.Done {
+			started++
+			running[ev.Index] = label
+			prog.SetCells(finished, ev.Total)
+			if ev.Followed {
+				prog.StartRun(label, ev.Duration, !ev.LockFree)
+			}
+			return
+		}
+		finished++
+		delete(running, ev.Index)
+		if ev.Followed {
+			prog.EndRun()
+		}
+		prog.SetCells(finished, ev.Total)
+		c := ev.Cell
+		res := "as expected"
+		switch {
+		case c.Verdict == matrix.VerdictError:
+			res = "HARNESS ERROR: " + c.Error
+		case !c.AsExpected:
+			res = "NOT as expected: " + c.Why
+		}
+		line := fmt.Sprintf("%s: %s, %s (%.1fs)", label, c.Verdict, res, c.Seconds)
+		if ev.Dir != "" {
+			line += "  " + ev.Dir
+		}
+		prog.Printf("%s", line)
+		if ev.Followed && started == ev.Total && len(running) > 0 {
+			var labels []string
+			for _, i := range slices.Sorted(maps.Keys(running)) {
+				labels = append(labels, running[i])
+			}
+			prog.Printf("still running: %s", strings.Join(labels, ", "))
+		}
+	}
+	return prog
+}
+
 func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scs := fs.String("scenarios", "", "comma-separated scenario `NAMES` or .yaml files (default: every built-in scenario)")
-	bks := fs.String("backends", "", "comma-separated backend `NAMES` (default: every backend each scenario applies to)")
-	seeds := fs.Int("seeds", 1, "seeds per scenario and backend: the scenario's seed, seed+1, ...")
-	store := fs.String("store", "store", "store `DIR` for the runs and store/matrix/<timestamp>/")
-	shard := fs.String("shard", "", "run only share `i/n` of the cells (e.g. 1/2), for splitting across CI machines; join with: locktorture merge")
-	quiet := fs.Bool("quiet", false, "no progress; print only the table")
-	duration := fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
-	linTimeout := fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
-	plan := fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
-	parallel := fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
-	servers := fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
-	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
-	clientMode := fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
-	doShrink := fs.Bool("shrink", false, "shrink every invalid cell whose faults were random (see locktorture shrink): shrunk.yaml and shrink.html land in its run")
-	images := imageFlag(fs)
+	f := defineMatrixFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture matrix [flags]
 
@@ -100,142 +252,103 @@ a run failed with a harness error.
 	if code, ok := parseArgs(fs, args, stderr); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "locktorture matrix: unexpected argument %q\n", fs.Arg(0))
-		return exitBadArgs
+	opt, code, ok := f.options(fs, "matrix", args, stderr)
+	if !ok {
+		return code
 	}
-	parallelSet := false
-	fs.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "parallel" })
-	if *servers == "external" && !parallelSet {
-		// Cells share someone else's servers: a server fault of one cell
-		// would hit the other's run. One at a time unless asked.
-		*parallel = 1
+	if *f.plan {
+		return printPlan(opt, "matrix", stdout, stderr)
 	}
-	if *parallel < 1 || *parallel > 64 {
-		fmt.Fprintf(stderr, "locktorture matrix: --parallel must be from 1 to 64, not %d\n", *parallel)
-		return exitBadArgs
-	}
-	if *seeds < 1 || *seeds > 1000 {
-		fmt.Fprintf(stderr, "locktorture matrix: --seeds must be from 1 to 1000, not %d\n", *seeds)
-		return exitBadArgs
-	}
-	opt := runner.MatrixOptions{
-		Scenarios: splitList(*scs), Backends: splitList(*bks), Seeds: *seeds, Store: *store,
-		LinearizableTimeout: *linTimeout, Command: shell.Join(append([]string{"locktorture", "matrix"}, args...)),
-		Parallel: *parallel,
-	}
-	if *shard != "" {
-		i, n, err := runner.ParseShard(*shard)
-		if err != nil {
-			fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
-			return exitBadArgs
-		}
-		opt.Shard, opt.Shards = i, n
-	}
-	if *duration != 0 {
-		if *duration < 0 {
-			fmt.Fprintln(stderr, "locktorture matrix: --duration must be positive")
-			return exitBadArgs
-		}
-		opt.Overrides.Duration = duration
-		opt.RunArgs = append(opt.RunArgs, "--duration", duration.String())
-	}
-	if *servers != "" {
-		opt.Overrides.Servers = servers
-		opt.RunArgs = append(opt.RunArgs, "--servers", *servers)
-	}
-	if *clientMode != "" {
-		opt.Overrides.ClientMode = clientMode
-		opt.RunArgs = append(opt.RunArgs, "--client-mode", *clientMode)
-	}
-	if *serversFile != "" {
-		opt.Overrides.ServersFile = serversFile
-		opt.RunArgs = append(opt.RunArgs, "--servers-file", *serversFile)
-	}
-	if len(images) > 0 {
-		opt.Overrides.Images = images
-		opt.RunArgs = append(opt.RunArgs, imageArgs(images)...)
-	}
-	if *plan {
-		share, skipped, err := runner.PlanMatrix(opt)
-		if err != nil {
-			fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
-			return exitBadArgs
-		}
-		for _, k := range share {
-			fmt.Fprintln(stdout, k)
-		}
-		for _, s := range skipped {
-			fmt.Fprintf(stdout, "not applicable: %s / %s: %s\n", s.Scenario, s.Backend, s.Why)
-		}
-		return exitValid
-	}
+	return runMatrixCommand(opt, f, "matrix", stdout, stderr, printMatrix)
+}
 
+// runMatrixCommand runs a planned matrix with its progress, prints its
+// table with print, shrinks when asked, and returns the exit code.
+func runMatrixCommand(opt runner.MatrixOptions, f *matrixFlags, name string, stdout, stderr io.Writer, print func(io.Writer, *runner.MatrixOutcome)) int {
 	var prog *reports.Progress
-	if !*quiet {
-		prog = reports.NewProgress(stderr, 30*time.Second)
+	if !*f.quiet {
+		prog = followCells(&opt, stderr)
 		defer prog.Close()
-		opt.Observe = prog.Observe
-		// The live bar follows one run at a time (the cell the runner
-		// follows); every cell prints its line as it ends, and once no
-		// cell is left to start, the line says which are still running.
-		started, finished := 0, 0
-		running := map[int]string{}
-		opt.OnCell = func(ev runner.CellEvent) {
-			label := fmt.Sprintf("[%d/%d] %s / %s (seed %d)", ev.Index+1, ev.Total, ev.Key.Scenario, ev.Key.Backend, ev.Key.Seed)
-			if !ev.Done {
-				started++
-				running[ev.Index] = label
-				prog.SetCells(finished, ev.Total)
-				if ev.Followed {
-					prog.StartRun(label, ev.Duration, !ev.LockFree)
-				}
-				return
-			}
-			finished++
-			delete(running, ev.Index)
-			if ev.Followed {
-				prog.EndRun()
-			}
-			prog.SetCells(finished, ev.Total)
-			c := ev.Cell
-			res := "as expected"
-			switch {
-			case c.Verdict == matrix.VerdictError:
-				res = "HARNESS ERROR: " + c.Error
-			case !c.AsExpected:
-				res = "NOT as expected: " + c.Why
-			}
-			line := fmt.Sprintf("%s: %s, %s (%.1fs)", label, c.Verdict, res, c.Seconds)
-			if ev.Dir != "" {
-				line += "  " + ev.Dir
-			}
-			prog.Printf("%s", line)
-			if ev.Followed && started == ev.Total && len(running) > 0 {
-				var labels []string
-				for _, i := range slices.Sorted(maps.Keys(running)) {
-					labels = append(labels, running[i])
-				}
-				prog.Printf("still running: %s", strings.Join(labels, ", "))
-			}
-		}
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	out, err := runner.RunMatrix(ctx, opt)
 	prog.Close()
 	if out == nil {
-		return fail(stderr, "matrix", err)
+		return fail(stderr, name, err)
 	}
-	printMatrix(stdout, out)
+	print(stdout, out)
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture matrix: %v\n", err)
+		fmt.Fprintf(stderr, "locktorture %s: %v\n", name, err)
 		return exitHarness
 	}
-	if *doShrink {
+	if *f.doShrink {
 		shrinkCells(ctx, stdout, stderr, out)
 	}
 	return matrixExit(out.Matrix)
+}
+
+func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := defineMatrixFlags(fs, true)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: locktorture compare [flags]
+
+Compares locks before adoption: runs every fault family (%s)
+on every built-in backend (--seeds each; with fencing on too, where the backend's
+grants carry tokens) and the no-fault baseline, and writes
+STORE/matrix/<timestamp>/compare.html, compare.png and compare.txt: rows are
+backends, columns families, each cell what happened to safety (safe; unsafe:
+stale holders, double grants, lost updates, with counts; stale holders whose
+every stale write fencing rejected; not run, with the reason), the recovery
+after the fault, and beside them each backend's speed with no faults. The
+matrix's own report (index.html, junit.xml) is there too. Exit 0 when every
+cell is as its family expects, 1 when one is not, 255 on a harness error.
+
+`, strings.Join(scenarios.Families, ", "))
+		fs.PrintDefaults()
+	}
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
+	}
+	opt, code, ok := f.options(fs, "compare", args, stderr)
+	if !ok {
+		return code
+	}
+	for _, fam := range opt.Scenarios {
+		if !slices.Contains(scenarios.Families, fam) {
+			fmt.Fprintf(stderr, "locktorture compare: --families: unknown family %q (known: %s)\n", fam, strings.Join(scenarios.Families, ", "))
+			return exitBadArgs
+		}
+	}
+	if len(opt.Scenarios) == 0 {
+		opt.Scenarios = slices.Clone(scenarios.Families)
+	}
+	opt.Scenarios = append([]string{"baseline"}, opt.Scenarios...)
+	if len(opt.Backends) == 0 {
+		for _, b := range backends.Names() {
+			if b != scenarios.ExecBackend {
+				opt.Backends = append(opt.Backends, b)
+			}
+		}
+	}
+	opt.Compare = true
+	if *f.plan {
+		return printPlan(opt, "compare", stdout, stderr)
+	}
+	return runMatrixCommand(opt, f, "compare", stdout, stderr, printCompare)
+}
+
+// printCompare prints the comparison table and where its report is.
+func printCompare(w io.Writer, out *runner.MatrixOutcome) {
+	fmt.Fprintln(w)
+	fmt.Fprint(w, reports.CompareTable(out.Matrix))
+	fmt.Fprint(w, reports.CompareLegend)
+	fmt.Fprintf(w, "matrix:   %s\n", out.Dir)
+	fmt.Fprintf(w, "report:   %s\n", filepath.Join(out.Dir, reports.FileCompareHTML))
+	fmt.Fprintf(w, "png:      %s\n", filepath.Join(out.Dir, reports.FileComparePNG))
+	fmt.Fprintf(w, "junit:    %s\n", filepath.Join(out.Dir, reports.FileJUnit))
 }
 
 // shrinkCells shrinks each cell that carries a shrink command (invalid,

@@ -1,0 +1,64 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/matrix"
+)
+
+// TestComparison: cells sum the seeds of one pair only; a pair not run
+// says so (never 0 or safe); fenced runs whose stale holders wrote nothing
+// stale are told apart from unsafe ones; speed comes from the baseline.
+func TestComparison(t *testing.T) {
+	cell := func(sc, b, fencing string, seed int64, s matrix.Safety, ok bool) matrix.Cell {
+		return matrix.Cell{CellKey: matrix.CellKey{Scenario: sc, Backend: b, Seed: seed, Fencing: fencing},
+			Verdict: "invalid", AsExpected: ok, Safety: &s, HoldsPerSecond: float64(seed * 10), AcquireP50: 1000, AcquireP99: 5000}
+	}
+	m := &matrix.Matrix{Compare: true, Backends: []string{"a", "b"}, Scenarios: []string{"baseline", "pause", "kill-session"},
+		Skipped: []matrix.Skipped{{Scenario: "kill-session", Backend: "b", Why: "not run: no session"}},
+		Cells: []matrix.Cell{
+			cell("baseline", "a", "", 1, matrix.Safety{}, true), cell("baseline", "a", "", 2, matrix.Safety{}, true), cell("baseline", "a", "", 3, matrix.Safety{}, true),
+			cell("pause", "a", "", 1, matrix.Safety{StaleHolders: 1, LostUpdates: 1}, true),
+			cell("pause", "a", "", 2, matrix.Safety{}, false),
+			cell("pause", "a", "all", 1, matrix.Safety{StaleHolders: 1, RejectedStale: 2}, true),
+			cell("kill-session", "a", "", 1, matrix.Safety{}, true),
+			cell("pause", "b", "", 1, matrix.Safety{}, true),
+		}}
+	c := buildComparison(m)
+	if len(c.Families) != 2 || c.Families[0] != "pause" || c.Families[1] != "kill-session" {
+		t.Fatalf("families %v", c.Families)
+	}
+	if len(c.Rows) != 3 || c.Rows[0].Label() != "a" || c.Rows[1].Label() != "a + fencing all" || c.Rows[2].Label() != "b" {
+		t.Fatalf("rows %+v", c.Rows)
+	}
+	a := c.Rows[0]
+	if !a.Speed || a.Cycles != 20 || a.P50 != 1000 {
+		t.Errorf("speed %+v", a)
+	}
+	if got := a.Cells[0].Summary(); got != "unsafe: 1 stale holder, 1 lost update (1/2 runs)" {
+		t.Errorf("a pause: %q", got)
+	}
+	if got := c.Rows[1].Cells[0].Summary(); !strings.Contains(got, "every stale write rejected by fencing (2)") {
+		t.Errorf("a fenced pause: %q", got)
+	}
+	if c.Rows[1].Cells[1].Summary() != "not run" || c.Rows[2].Cells[1].Summary() != "not run" || c.Rows[2].Cells[1].NotRun == "" {
+		t.Errorf("not run cells: %+v %+v", c.Rows[1].Cells[1], c.Rows[2].Cells[1])
+	}
+	if c.Rows[2].Speed {
+		t.Errorf("b has no baseline, yet a speed")
+	}
+	if a.AsExpected != 5 || a.Judged != 6 {
+		t.Errorf("a as expected %d/%d", a.AsExpected, a.Judged)
+	}
+	txt := CompareTable(m)
+	if !strings.Contains(txt, "NOT AS EXPECTED 1/2") || !strings.Contains(txt, "not run") {
+		t.Errorf("table:\n%s", txt)
+	}
+	if _, err := comparePNG(m); err != nil {
+		t.Error(err)
+	}
+	if _, err := compareHTML(m); err != nil {
+		t.Error(err)
+	}
+}
