@@ -103,6 +103,16 @@ func (l *Link) Delay(ctx context.Context, d Direction, latencyMS, jitterMS int64
 	return l.add(d, "latency", map[string]any{"latency": latencyMS, "jitter": jitterMS})
 }
 
+// LoseReply arms the link to lose the next reply of each of its
+// connections: the first bytes the server sends are dropped and the
+// connection is closed at once, so the server has done what was asked
+// but the client never hears it (toxiproxy's limit_data of 0 bytes, on
+// the replies). A connection made while it is armed loses its first
+// reply too: heal it soon after.
+func (l *Link) LoseReply(ctx context.Context) (string, error) {
+	return l.add(Downstream, "limit_data", map[string]any{"bytes": 0})
+}
+
 func (l *Link) add(d Direction, typ string, attrs map[string]any) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
