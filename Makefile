@@ -80,6 +80,15 @@ MATRIX_FLAGS ?=
 matrix: deps build
 	./$(BIN) matrix --store $(STORE) $(MATRIX_FLAGS)
 
+.PHONY: compare
+COMPARE_FLAGS ?=
+
+## compare: every fault family on every built-in backend, 3 seeds, fenced too where grants carry
+## tokens (locktorture compare), two cells at a time; the table lands in
+## $(STORE)/matrix/latest/compare.html (compare.png, compare.txt)
+compare: deps build
+	./$(BIN) compare --store $(STORE) $(COMPARE_FLAGS)
+
 .PHONY: soak
 SOAK_SEEDS ?= 3
 

@@ -20,7 +20,8 @@ var ErrPlan = errors.New("bad matrix plan")
 // PlanOptions say which cells a matrix holds.
 type PlanOptions struct {
 	// Scenarios are built-in scenario names or scenario file paths (ending
-	// in .yaml or .yml); empty means every built-in scenario.
+	// in .yaml or .yml); empty means every built-in scenario but the fault
+	// families written for compare alone (scenarios.MatrixDefault).
 	Scenarios []string
 	// Backends narrows the backends; empty means every registered one.
 	// Each scenario runs with the backends its `backends:` list names
@@ -75,7 +76,7 @@ func sourceFor(name string) (scenarioSource, error) {
 func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 	names := opt.Scenarios
 	if len(names) == 0 {
-		names = scenarios.BuiltinNames()
+		names = scenarios.MatrixDefault()
 	}
 	selected := opt.Backends
 	if len(selected) == 0 {
