@@ -18,7 +18,7 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // UnmarshalYAML parses "1s"-style durations, naming the line when it fails.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseDuration(n.Value)
+	v, err := parseDuration(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: bad duration %q (want e.g. 500ms, 2.5s)", n.Line, n.Value)
 	}
@@ -29,8 +29,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// ParseDuration parses a Go duration; a bare 0 is allowed.
-func ParseDuration(s string) (time.Duration, error) {
+// parseDuration parses a Go duration; a bare 0 is allowed.
+func parseDuration(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}

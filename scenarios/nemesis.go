@@ -193,9 +193,9 @@ func (s *Scenario) validateNemesis() error {
 	return nil
 }
 
-// AllFaults, as the only fault of a random mix, stands for every fault
+// allFaults, as the only fault of a random mix, stands for every fault
 // that applies to the scenario's backend and setup.
-const AllFaults = "all"
+const allFaults = "all"
 
 // randomFaults expands a random mix of [all] into every fault that
 // applies to the run.
@@ -204,7 +204,7 @@ func (s *Scenario) randomFaults() []string {
 	if r == nil {
 		return nil
 	}
-	if len(r.Faults) != 1 || r.Faults[0] != AllFaults {
+	if len(r.Faults) != 1 || r.Faults[0] != allFaults {
 		return r.Faults
 	}
 	if _, _, err := backends.Lookup(s.Backend); err != nil {

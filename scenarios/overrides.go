@@ -56,7 +56,7 @@ func (s *Scenario) Apply(o Overrides) error {
 		if o.ClientMode != nil && *o.ClientMode == ClientInproc {
 			return fmt.Errorf("%w: --exec runs your program as a process per client, but --client-mode %s asks for goroutines of the harness: give one or the other", ErrInvalid, ClientInproc)
 		}
-		argv, err := SplitCommand(*o.Exec)
+		argv, err := splitCommand(*o.Exec)
 		if err != nil {
 			return fmt.Errorf("--exec: %w", err)
 		}

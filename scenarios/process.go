@@ -131,9 +131,9 @@ func (s *Scenario) validateClients() error {
 	return nil
 }
 
-// SplitCommand splits a command line as a POSIX shell would split plain
+// splitCommand splits a command line as a POSIX shell would split plain
 // words and quoted ones ('...', "...", backslash escapes): --exec's value.
-func SplitCommand(line string) ([]string, error) {
+func splitCommand(line string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
 	inWord := false

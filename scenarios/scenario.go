@@ -82,7 +82,8 @@ func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
 
 // Random is a seeded random nemesis mix.
 type Random struct {
-	// Faults are the faults to draw from, or [all] (AllFaults).
+	// Faults are the faults to draw from, or [all]: every fault that
+	// applies to the backend.
 	Faults []string `yaml:"faults"`
 	// Interval is the mean gap between one fault's end and the next start.
 	Interval Duration `yaml:"interval"`

@@ -8,14 +8,14 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// ServerModes are the values `servers:` takes.
-var ServerModes = []string{cluster.ServersLocal, cluster.ServersDocker, cluster.ServersExternal}
+// serverModes are the values `servers:` takes.
+var serverModes = []string{cluster.ServersLocal, cluster.ServersDocker, cluster.ServersExternal}
 
 // validateServers checks where the servers come from: servers (local, the
 // default, or docker) and images (a kind — redis, postgres, etcd,
 // zookeeper, or all — to an image reference; docker only).
 func (s *Scenario) validateServers() error {
-	if s.Servers != "" && !slices.Contains(ServerModes, s.Servers) {
+	if s.Servers != "" && !slices.Contains(serverModes, s.Servers) {
 		return &fieldError{field: "servers", msg: fmt.Sprintf("unknown servers mode %q (local, docker, external)", s.Servers)}
 	}
 	switch {
