@@ -22,10 +22,10 @@ func safe(s string) bool {
 	return true
 }
 
-// Quote returns s as one shell word: itself when it is plain, else in
+// quote returns s as one shell word: itself when it is plain, else in
 // single quotes, each single quote inside written as the four characters
 // quote, backslash, quote, quote.
-func Quote(s string) string {
+func quote(s string) string {
 	if safe(s) {
 		return s
 	}
@@ -36,7 +36,7 @@ func Quote(s string) string {
 func Join(words []string) string {
 	out := make([]string, len(words))
 	for i, w := range words {
-		out[i] = Quote(w)
+		out[i] = quote(w)
 	}
 	return strings.Join(out, " ")
 }
