@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// DockerAnswers reports whether a Docker engine answers the docker CLI.
-func DockerAnswers() bool {
+// dockerAnswers reports whether a Docker engine answers the docker CLI.
+func dockerAnswers() bool {
 	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").Output()
 	return err == nil && strings.TrimSpace(string(out)) != ""
 }
@@ -20,7 +20,7 @@ func DockerAnswers() bool {
 // `make images`.
 func RequireDocker(t testing.TB, image string) {
 	t.Helper()
-	if !DockerAnswers() {
+	if !dockerAnswers() {
 		t.Skip("no Docker engine answers: container tests skipped")
 	}
 	if image == "" {
