@@ -51,12 +51,20 @@ func (o *FencedOptions) Validate(env Env) error {
 // fencedAcquireScript returns the new fence, or 0 when the lock is busy. A
 // key's counter starts at ARGV[3] (the scenario's fence_start), so its first
 // grant carries ARGV[3]+1; a server that lost its keys starts it there again.
+// Each grant sets the counter's TTL to ARGV[4] (fenceTTL), so a run killed
+// before its clean-up leaves no key for ever on someone else's Redis, while
+// a counter in use never expires.
 var fencedAcquireScript = redis.NewScript(`
 if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   redis.call("set", KEYS[2], ARGV[3], "NX")
-  return redis.call("incr", KEYS[2])
+  local f = redis.call("incr", KEYS[2])
+  redis.call("pexpire", KEYS[2], ARGV[4])
+  return f
 end
 return 0`)
+
+// fenceTTL is how long a fence counter outlives its last grant.
+const fenceTTL = 24 * time.Hour
 
 type redisFenced struct {
 	target     *redisTarget
@@ -89,7 +97,7 @@ func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, err
 	start := c.clock.Now()
 	token := randomToken()
 	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
-	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.fenceStart).Int64()
+	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.fenceStart, fenceTTL.Milliseconds()).Int64()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire %s: %w", key, err)
 	}
