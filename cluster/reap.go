@@ -176,6 +176,12 @@ func procIdentity(pid int) (string, error) {
 	return fmt.Sprintf("%d %s", pid, f[19]), nil
 }
 
+// MarkOwned names this process the owner of dir, a directory named
+// locktorture-* in the system's (or a run's) temporary directory: should
+// this process die without removing it, the next run on the machine does
+// (SweepLeftovers).
+func MarkOwned(dir string) error { return writeOwner(dir) }
+
 // OwnerID names this process the way owner files and container labels do
 // ("pid starttime"): a reused pid is never taken for it.
 func OwnerID() (string, error) { return procIdentity(os.Getpid()) }

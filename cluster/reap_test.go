@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,5 +169,32 @@ func TestReapRemovesSharedMemory(t *testing.T) {
 	}
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Errorf("the orphan directory is still there: %v", err)
+	}
+}
+
+// TestMarkOwnedIsSwept: a directory MarkOwned by a process now gone (a
+// shrink's scratch store after kill -9) is removed by SweepLeftovers, which
+// every run calls; one whose owner runs stays.
+func TestMarkOwnedIsSwept(t *testing.T) {
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, "locktorture-shrink-dead")
+	mine := filepath.Join(tmp, "locktorture-shrink-mine")
+	for _, d := range []string{dead, mine} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dead, ownerFile), []byte("2147483 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkOwned(mine); err != nil {
+		t.Fatal(err)
+	}
+	SweepLeftovers(context.Background(), tmp)
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead harness's scratch store is still there: %v", err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a live one's was removed: %v", err)
 	}
 }

@@ -90,18 +90,36 @@ func (e *shrinkWriteError) Unwrap() error { return e.err }
 // shrinkDir shrinks the run in dir (see shrink.Shrink), logging every
 // candidate to dir/shrink.log, and writes shrunk.yaml and shrink.html for
 // the best scenario found — also when interrupted.
+//
+// The log is written beside, and takes shrink.log's place only with the
+// shrunk.yaml it explains: a shrink that writes no scenario (interrupted
+// early, not reproduced) leaves an earlier shrink's shrunk.yaml and
+// shrink.log as they were, its own log as shrink-last.log.
 func shrinkDir(ctx context.Context, dir string, opt shrink.Options) (*shrink.Result, error) {
-	logf, err := os.Create(filepath.Join(dir, shrink.FileLog))
+	logf, err := os.CreateTemp(dir, ".shrink-*.log")
 	if err != nil {
 		return nil, &shrinkWriteError{err}
 	}
-	defer logf.Close()
+	defer os.Remove(logf.Name()) // once renamed, this removes nothing
 	opt.Log = logf
 	res, err := shrink.Shrink(ctx, dir, opt)
+	cerr := logf.Close()
+	logPath := filepath.Join(dir, shrink.FileLog)
 	if res != nil && res.Shrunk != nil {
 		if werr := writeShrink(dir, res, err != nil); werr != nil {
 			return res, &shrinkWriteError{werr}
 		}
+	} else if _, serr := os.Stat(filepath.Join(dir, shrink.FileShrunk)); serr == nil {
+		logPath = filepath.Join(dir, "shrink-last.log")
+	}
+	if cerr == nil {
+		cerr = os.Chmod(logf.Name(), 0o644)
+	}
+	if cerr == nil {
+		cerr = os.Rename(logf.Name(), logPath)
+	}
+	if cerr != nil {
+		return res, &shrinkWriteError{cerr}
 	}
 	return res, err
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/shrink"
 )
 
 func TestShrinkRefuses(t *testing.T) {
@@ -48,5 +51,42 @@ func TestShrinkRefuses(t *testing.T) {
 				t.Error("a refused shrink wrote shrink.log")
 			}
 		})
+	}
+}
+
+// TestShrinkKeepsEarlierLog: a shrink that writes no scenario (here
+// interrupted before any candidate failed) leaves an earlier shrink's
+// shrunk.yaml and shrink.log as they were; its own log is shrink-last.log.
+func TestShrinkKeepsEarlierLog(t *testing.T) {
+	requireRedis(t)
+	d := t.TempDir()
+	files := map[string]string{
+		"history.jsonl": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}` + "\n" +
+			`{"index":1,"time":2,"process":-1,"type":"info","f":"start-pause","value":{"process":0,"ms":500}}` + "\n" +
+			`{"index":2,"time":3,"process":-1,"type":"info","f":"stop-pause","value":{"process":0}}` + "\n",
+		"results.json":  `{"valid":false,"checkers":{"mutex":{"valid":false}}}`,
+		"scenario.yaml": "name: x\nbackend: redis-token\n",
+		"shrunk.yaml":   "earlier\n",
+		"shrink.log":    "the earlier shrink's log\n",
+	}
+	for n, s := range files {
+		if err := os.WriteFile(filepath.Join(d, n), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := shrinkDir(ctx, d, shrink.Options{Reruns: 1, TempDir: t.TempDir()})
+	if err == nil || (res != nil && res.Shrunk != nil) {
+		t.Fatalf("an interrupted shrink: %v, %+v", err, res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d, "shrink.log")); string(b) != files["shrink.log"] {
+		t.Errorf("shrink.log now %q, want the earlier shrink's", b)
+	}
+	if _, err := os.Stat(filepath.Join(d, "shrink-last.log")); err != nil {
+		t.Errorf("no shrink-last.log: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(d, ".shrink-*")); len(left) > 0 {
+		t.Errorf("left: %v", left)
 	}
 }
