@@ -110,3 +110,59 @@ func TestLostEndsTheHold(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedTime: a key's no-holder time is split into what clients were
+// refused (asked and not granted) and the clients' own pace, from the
+// history alone.
+func TestRefusedTime(t *testing.T) {
+	cases := []struct {
+		name            string
+		h               *hb
+		unheld, refused float64
+	}{
+		{"calm: slow clients come back late, every acquire granted",
+			newHistory().
+				hold(0, "k0", 0.1, 0.2).hold(1, "k0", 1.0, 1.1).hold(0, "k0", 2.0, 2.1).
+				inv(3, 1, history.Acquire, "k0").ok(3.001, 1, history.Acquire, "k0").
+				inv(3.1, 1, history.Release, "k0").ok(3.101, 1, history.Release, "k0"),
+			// the run spans 0.099 to 3.101: [0.099, 0.1) [0.2, 1.0) [1.1, 2.0) [2.1, 3.001) [3.1, 3.101]
+			0.001 + 0.8 + 0.9 + 0.901 + 0.001, 0},
+		{"leaked: the key is asked for and refused busy until the end",
+			newHistory().
+				hold(0, "k0", 0.1, 0.2).
+				inv(0.5, 1, history.Acquire, "k0").fail(0.501, 1, history.Acquire, "k0", errMsg("busy")).
+				inv(1.5, 0, history.Acquire, "k0").fail(1.501, 0, history.Acquire, "k0", errMsg("busy")).
+				inv(3, 1, history.Acquire, "k0").fail(3.001, 1, history.Acquire, "k0", errMsg("busy")),
+			0.001 + 2.801, 2.501},
+		{"refused, then granted: refused up to the granted acquire's invoke",
+			newHistory().
+				hold(0, "k0", 0.1, 0.2).
+				inv(0.5, 1, history.Acquire, "k0").info(1.0, 1, history.Acquire, "k0", errMsg("timeout")).
+				inv(2, 0, history.Acquire, "k0").ok(2.5, 0, history.Acquire, "k0").
+				inv(3, 0, history.Release, "k0").ok(3.001, 0, history.Release, "k0"),
+			0.001 + 2.3 + 0.001, 1.5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ops := c.h.build()
+			near := func(got int64, want float64) bool { d := got - ns(want); return d > -2e6 && d < 2e6 }
+			batch := Stats(ops).Availability[0]
+			s, err := NewStream(context.Background(), []string{NameStats}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ops {
+				s.Add(&ops[i])
+			}
+			r, err := s.Result(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range []KeyAvailability{batch, r.Stats.Availability[0]} {
+				if !near(a.Unheld, c.unheld) || !near(a.Refused, c.refused) {
+					t.Errorf("unheld %dns, refused %dns; want about %vs, %vs", a.Unheld, a.Refused, c.unheld, c.refused)
+				}
+			}
+		})
+	}
+}

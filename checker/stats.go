@@ -45,6 +45,7 @@ func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 		return &o
 	}
 	var okLat, allLat []int64
+	var ref refusals
 	completions := 0
 	lastKey := ""
 	for i := range ops {
@@ -69,6 +70,7 @@ func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 		}
 		slot := pending(op.Process)
 		if op.Type == history.Invoke {
+			ref.add(op, op.Time)
 			*slot = op
 			if op.Process < 0 || op.Process >= 1<<16 {
 				pendMap[op.Process] = op
@@ -78,8 +80,10 @@ func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 		completions++
 		inv := *slot
 		if inv == nil || inv.F != op.F {
+			ref.add(op, op.Time)
 			continue
 		}
+		ref.add(op, inv.Time)
 		*slot = nil
 		delete(pendMap, op.Process)
 		if op.F == history.Acquire {
@@ -147,8 +151,10 @@ func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 	}
 	for _, k := range sortedKeys(keys) {
 		a := KeyAvailability{Key: k, Holds: count[k], Unheld: res.Span - covered[k]}
+		a.Refused = min(ref.refused(k, last), a.Unheld)
 		if res.Span > 0 {
 			a.Fraction = float64(a.Unheld) / float64(res.Span)
+			a.RefusedFraction = float64(a.Refused) / float64(res.Span)
 		}
 		res.Availability = append(res.Availability, a)
 	}

@@ -79,6 +79,7 @@ type statsStream struct {
 	nemesis     int
 	holdCount   map[string]int
 	covered     map[string]int64
+	ref         refusals
 }
 
 // fCount counts the ops of one f and type.
@@ -126,14 +127,17 @@ func (s *statsStream) add(op *history.Op) {
 	}
 	slot := s.pending.at(op.Process)
 	if op.Type == history.Invoke {
+		s.ref.add(op, op.Time)
 		*slot = statsPend{op.F, op.Time}
 		return
 	}
 	s.completions++
 	inv := *slot
 	if inv.f == "" || inv.f != op.F {
+		s.ref.add(op, op.Time)
 		return
 	}
+	s.ref.add(op, inv.time)
 	*slot = statsPend{}
 	if op.F == history.Acquire {
 		d := op.Time - inv.time
@@ -204,8 +208,10 @@ func (s *statsStream) result(first, last, n int64) *StatsResult {
 	slices.Sort(keys)
 	for _, k := range keys {
 		a := KeyAvailability{Key: k, Holds: s.holdCount[k], Unheld: res.Span - s.covered[k]}
+		a.Refused = min(s.ref.refused(k, last), a.Unheld)
 		if res.Span > 0 {
 			a.Fraction = float64(a.Unheld) / float64(res.Span)
+			a.RefusedFraction = float64(a.Refused) / float64(res.Span)
 		}
 		res.Availability = append(res.Availability, a)
 	}

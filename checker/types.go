@@ -177,6 +177,14 @@ type KeyAvailability struct {
 	// Unheld is nanoseconds with no holder; Fraction is Unheld / the run's span.
 	Unheld   int64   `json:"unheld"`
 	Fraction float64 `json:"unheld_fraction"`
+	// Refused is the part of Unheld in which a client had asked for the
+	// key and was not granted it yet (busy, no answer): from the first
+	// acquire invoked while nobody held it to the invoke of the acquire
+	// that was granted. The rest of Unheld is the clients' own pace (from
+	// a release to the next acquire, and that acquire's round trip).
+	// RefusedFraction is Refused / the run's span.
+	Refused         int64   `json:"refused,omitempty"`
+	RefusedFraction float64 `json:"refused_fraction,omitempty"`
 }
 
 // StatsResult is the stats checker's result. It is always valid unless the

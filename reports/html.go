@@ -112,7 +112,7 @@ func checkerRows(c *checker.Checkers, name string) [][2]string {
 				rows = append(rows, [2]string{"unheld", fmt.Sprintf("… %d more keys", len(s.Availability)-10)})
 				break
 			}
-			rows = append(rows, [2]string{"unheld " + a.Key, fmt.Sprintf("%s (%.1f%%)", d(a.Unheld), 100*a.Fraction)})
+			rows = append(rows, [2]string{"unheld " + a.Key, fmt.Sprintf("%s (%.1f%%; refused %.1f%%, the rest the clients' pace)", d(a.Unheld), 100*a.Fraction, 100*a.RefusedFraction)})
 		}
 		return rows
 	}

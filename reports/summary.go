@@ -128,8 +128,12 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 
 // lowAvailability says, when a key went without a holder for at least
 // half the run, which key and for how long: availability that collapsed
-// (a server gone, every acquire failing) shows at once beside a verdict
-// that cannot see it. "" otherwise.
+// (a server gone, every acquire failing, a lock leaked) shows at once
+// beside a verdict that cannot see it. It is an alarm only when clients
+// asked for the key and were refused (busy, no answer) for at least a
+// fifth of the run; a key idle because the clients are slow to come back
+// for it (an interpreter, round trips, think time) is said to be the
+// clients' pace. "" otherwise.
 func lowAvailability(as []checker.KeyAvailability) string {
 	worst := -1
 	for i, a := range as {
@@ -141,11 +145,16 @@ func lowAvailability(as []checker.KeyAvailability) string {
 		return ""
 	}
 	a := as[worst]
-	s := fmt.Sprintf("; low availability: %s had no holder %.0f%% of the run (%s)", a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"))
+	of := ""
 	if len(as) > 1 {
-		s += fmt.Sprintf(", the worst of %d keys", len(as))
+		of = fmt.Sprintf(", the worst of %d keys", len(as))
 	}
-	return s
+	if a.RefusedFraction < 0.2 {
+		return fmt.Sprintf("; %s had no holder %.0f%% of the run (%s%s): the clients' own pace between a release and their next acquire, not refusals (refused %.0f%%)",
+			a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
+	}
+	return fmt.Sprintf("; low availability: %s had no holder %.0f%% of the run (%s%s), %.0f%% while clients asked for it and were refused or got no answer",
+		a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
 }
 
 func keyList(ks []string) string {
