@@ -173,7 +173,7 @@ type Results struct {
 	WarningCount int      `json:"warning_count,omitempty"`
 	// Servers says where the servers came from (mode, images, versions).
 	Servers *ServerSource `json:"servers,omitempty"`
-	// Capped names the lists of violations cut short at MaxListed (their
+	// Capped names the lists of violations cut short at maxListed (their
 	// counts have every one), and the warnings cut at MaxWarnings.
 	Capped []Capped `json:"capped,omitempty"`
 }

@@ -58,6 +58,3 @@ func grantSuffix(h *Hold) string {
 // has the total, so an hour-long run with millions of violations keeps
 // bounded evidence. Results.Capped names the lists it cut short.
 const maxListed = 1000
-
-// MaxListed is maxListed, for those who say what a result's lists hold.
-const MaxListed = maxListed
