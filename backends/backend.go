@@ -162,6 +162,12 @@ type Env struct {
 	Options Options
 }
 
+// StartOptions are the run's settings for the servers a kind starts.
+func (e Env) StartOptions() cluster.StartOptions {
+	return cluster.StartOptions{Persistence: e.Persistence, Sentinel: e.Redis == RedisSentinel, Postgres: e.Postgres,
+		Members: map[string]int{"etcd": e.EtcdMembers, "zookeeper": e.ZooKeeperMembers}}
+}
+
 // Info describes a backend for `locktorture list backends`.
 type Info struct {
 	// Name is what users type.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
 )
@@ -17,16 +16,13 @@ func init() {
 	Register(Info{
 		Name:        "exec",
 		Description: "any program that speaks the client protocol (exec: {command: [...], env: {...}, servers: [redis]})",
-		Servers:     "those exec.servers names: redis (the default, 1 redis-server), postgres, etcd or zookeeper",
-		Kinds:       ExecKinds,
+		Servers:     "those exec.servers names: redis (the default, 1 redis-server), or any other kind of server",
+		Kinds:       cluster.KindNames(),
 		Lease:       true,
 		Sentinel:    true,
 		Options:     func() Options { return FreeOptions{} },
 	}, newExec)
 }
-
-// ExecKinds are the kinds of server exec.servers may name.
-var ExecKinds = []string{"redis", "postgres", "etcd", "zookeeper"}
 
 // ErrExecClient is returned by the exec backend's Client: its clients
 // are processes, which the runner starts.
@@ -40,24 +36,7 @@ func newExec(ctx context.Context, env Env) (Backend, error) {
 		kinds = []string{"redis"}
 	}
 	for _, k := range kinds {
-		var err error
-		switch k {
-		case "redis":
-			if env.Redis == RedisSentinel {
-				_, err = env.Cluster.StartSentinelGroup(ctx, env.Persistence)
-			} else {
-				_, err = env.Cluster.StartRedis(ctx, cluster.RedisOptions{Persistence: env.Persistence})
-			}
-		case "postgres":
-			_, err = env.Cluster.Postgres(ctx, env.Postgres)
-		case "etcd":
-			_, err = env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.EtcdMembers})
-		case "zookeeper":
-			_, err = env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.ZooKeeperMembers})
-		default:
-			err = fmt.Errorf("exec cannot start a server of kind %q (it starts: %s)", k, strings.Join(ExecKinds, ", "))
-		}
-		if err != nil {
+		if err := env.Cluster.StartKind(ctx, k, env.StartOptions()); err != nil {
 			return nil, fmt.Errorf("backends: exec: %w", err)
 		}
 	}

@@ -276,50 +276,10 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 // given is what process p dials: the address of its own link to every
 // server (Aliases map each server's real address to it).
 func (l *Launcher) given(p int) cluster.Given {
-	g := cluster.Given{Aliases: map[string]string{}}
-	cl := l.opt.Cluster
-	if cl == nil {
-		return g
+	if l.opt.Cluster == nil {
+		return cluster.Given{Aliases: map[string]string{}}
 	}
-	for _, s := range cl.Servers() {
-		a := cl.ClientAddr(p, s)
-		g.Aliases[s.Addr()] = a
-		switch s := s.(type) {
-		case *cluster.Redis:
-			g.Redis = append(g.Redis, a)
-		case *cluster.Postgres:
-			g.Postgres = s.ClientDSN(a, cluster.PostgresApplication(p))
-		case *cluster.EtcdMember:
-			g.Etcd = append(g.Etcd, a)
-		default:
-			switch kind := serverKind(s.Name()); kind {
-			case "zookeeper", "zk":
-				g.Zookeeper = append(g.Zookeeper, a)
-			default:
-				if g.Other == nil {
-					g.Other = map[string][]string{}
-				}
-				g.Other[kind] = append(g.Other[kind], a)
-			}
-		}
-	}
-	if sg := cl.SentinelGroup(); sg != nil {
-		g.Sentinel = &cluster.GivenSentinel{Master: cl.SentinelGroup().MasterName()}
-		for _, s := range sg.Sentinels {
-			a := cl.ClientAddr(p, s)
-			g.Aliases[s.Addr()] = a
-			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
-		}
-	}
-	return g
-}
-
-// serverKind is the kind in a server's name: "zookeeper" in "zookeeper-1".
-func serverKind(name string) string {
-	if i := strings.IndexAny(name, "-_0123456789"); i > 0 {
-		return name[:i]
-	}
-	return name
+	return l.opt.Cluster.ClientServers(p)
 }
 
 // Abilities returns what process p's child announced when it opened.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,7 @@ type EtcdMember struct {
 
 // newEtcdMember is an etcd member at p (its client port).
 func newEtcdMember(p program) *EtcdMember {
+	p.kind = etcdKind
 	m := &EtcdMember{faultable: faultable{program: p}}
 	m.ready = m.health
 	return m
@@ -383,4 +385,86 @@ func (m *EtcdMember) Status(ctx context.Context) (EtcdStatus, error) {
 func (m *EtcdMember) ID(ctx context.Context) (uint64, error) {
 	st, err := m.Status(ctx)
 	return st.ID, err
+}
+
+// etcdDeleteHolding deletes the keys under prefix that hold part, through
+// etcd's JSON gateway (/v3/kv/range, /v3/kv/deleterange).
+func etcdDeleteHolding(ctx context.Context, addr, prefix, part string) error {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	end := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
+	body, err := etcdPost(ctx, addr, "/v3/kv/range", map[string]any{"key": b64(prefix), "range_end": b64(end), "keys_only": true})
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Kvs []struct {
+			Key string `json:"key"`
+		} `json:"kvs"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return fmt.Errorf("range: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		k, err := base64.StdEncoding.DecodeString(kv.Key)
+		if err != nil || !strings.Contains(string(k), part) {
+			continue
+		}
+		if _, err := etcdPost(ctx, addr, "/v3/kv/deleterange", map[string]any{"key": kv.Key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// etcdPost sends one JSON request to an etcd member's gateway.
+func etcdPost(ctx context.Context, addr, path string, req any) ([]byte, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return etcdHTTP(ctx, addr, "http://"+addr, http.MethodPost, path, string(b), 64<<20)
+}
+
+// etcdKind is the etcd kind's name.
+const etcdKind = "etcd"
+
+func init() {
+	RegisterKind(Kind{
+		Name:     etcdKind,
+		Packages: []string{"etcd-server", "etcd-client"},
+		Image:    "gcr.io/etcd-development/etcd:v3.5.17",
+		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+			_, err := c.Etcd(ctx, EtcdOptions{Members: o.Members[etcdKind]})
+			return err
+		},
+		Check: func(ctx context.Context, addr string) error {
+			return newEtcdMember(program{name: "etcd " + addr, given: addr}).health(ctx)
+		},
+		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
+			var errs []error
+			for _, a := range addrs {
+				err := etcdDeleteHolding(ctx, a, "locktorture/", namespace+":k")
+				if err == nil {
+					return nil // one member is the whole cluster
+				}
+				errs = append(errs, fmt.Errorf("etcd %s: %w", a, err))
+			}
+			return errors.Join(errs...)
+		},
+	})
+}
+
+// Version is the member's etcd version, as /version says (etcdserver).
+func (m *EtcdMember) Version(ctx context.Context) (string, error) {
+	b, err := m.get(ctx, http.MethodGet, "/version", "")
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.Server == "" {
+		return "", fmt.Errorf("%s /version: %q", m.Name(), b)
+	}
+	return v.Server, nil
 }

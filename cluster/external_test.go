@@ -73,7 +73,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	}
 	etcdPut(t, e.Endpoints()[0], "locktorture/lock/"+ns+":k0/694d", "")
 	etcdPut(t, e.Endpoints()[0], "locktorture/value/"+ns+":k1", "3")
-	if err := pgExec(ctx, g.Postgres, "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
+	if err := pgExec(ctx, g.Addrs("postgres")[0], "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
 

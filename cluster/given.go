@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,39 +14,99 @@ import (
 
 // Given names servers that someone else runs, by the addresses one client
 // should dial: what a client process gets in its open request (see
-// docs/client-protocol.md). A cluster made by NewGiven starts nothing:
-// StartRedis, StartSentinelGroup, Postgres and Etcd hand out the given
-// servers instead, so every backend builds its clients from them exactly
-// as it would from servers it started.
+// docs/client-protocol.md: an object with a key per kind of server, a list
+// of host:port — one connection string for a kind named by a DSN — and
+// sentinel). A cluster made by NewGiven starts nothing: StartRedis,
+// StartSentinelGroup, Postgres, Etcd and the other starters hand out the
+// given servers instead, so every backend builds its clients from them
+// exactly as it would from servers it started.
 type Given struct {
-	// Redis are Redis servers, in the order the backend starts them.
-	Redis []string `json:"redis,omitempty"`
+	// Servers are the servers' addresses by kind ("redis", "etcd", ...;
+	// a DSN for "postgres"), in the order the backend takes them.
+	Servers map[string][]string
 	// Sentinel is a Sentinel group: the name its primary is monitored
 	// under and the Sentinels' addresses.
-	Sentinel *GivenSentinel `json:"sentinel,omitempty"`
-	// Postgres is a PostgreSQL connection string.
-	Postgres string `json:"postgres,omitempty"`
-	// Etcd are the members' client addresses.
-	Etcd []string `json:"etcd,omitempty"`
-	// Zookeeper are the ZooKeeper servers' addresses.
-	Zookeeper []string `json:"zookeeper,omitempty"`
-	// Other are servers of any other kind, by kind.
-	Other map[string][]string `json:"-"`
+	Sentinel *GivenSentinel
 	// Aliases map a server's real address to the one to dial instead (a
 	// Sentinel names the primary by its real address; the client must
 	// still go through its own link). Not part of the protocol.
-	Aliases map[string]string `json:"-"`
+	Aliases map[string]string
 	// Controls map a server's address (a DSN for PostgreSQL) to the
 	// container that runs it, for server faults (servers files'
 	// control: docker). Not part of the protocol.
-	Controls map[string]string `json:"-"`
+	Controls map[string]string
 	// KeyMatch is the SCAN pattern of the run's own keys: a Redis clock
 	// jump (ShortenTTLs) acts on those only. Empty: every key.
-	KeyMatch string `json:"-"`
+	KeyMatch string
 	// Journal, when set, records before each fault on a given server what
 	// would undo it (docker pause, kill, the replication cut), for the
 	// run's guard or a later run. Not part of the protocol.
-	Journal *journal.Journal `json:"-"`
+	Journal *journal.Journal
+}
+
+// Add appends a server of kind at addr.
+func (g *Given) Add(kind, addr string) {
+	if g.Servers == nil {
+		g.Servers = map[string][]string{}
+	}
+	g.Servers[kind] = append(g.Servers[kind], addr)
+}
+
+// MarshalJSON writes the protocol's servers object: a key per kind with
+// servers (a kind named by a DSN gives its one string), and sentinel.
+func (g Given) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	for kind, addrs := range g.Servers {
+		if len(addrs) == 0 {
+			continue
+		}
+		if k, ok := LookupKind(kind); ok && k.DSN {
+			m[kind] = addrs[0]
+			continue
+		}
+		m[kind] = addrs
+	}
+	if g.Sentinel != nil {
+		m["sentinel"] = g.Sentinel
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the protocol's servers object: any kind's key with
+// a list of addresses or one string, and sentinel.
+func (g *Given) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*g = Given{}
+	for kind, raw := range m {
+		if kind == "sentinel" {
+			if string(raw) == "null" {
+				continue
+			}
+			g.Sentinel = &GivenSentinel{}
+			if err := json.Unmarshal(raw, g.Sentinel); err != nil {
+				return fmt.Errorf("sentinel: %w", err)
+			}
+			continue
+		}
+		var one string
+		if err := json.Unmarshal(raw, &one); err == nil {
+			if one != "" {
+				g.Add(kind, one)
+			}
+			continue
+		}
+		var addrs []string
+		if err := json.Unmarshal(raw, &addrs); err != nil {
+			return fmt.Errorf("%s: a list of addresses or one string: %w", kind, err)
+		}
+		for _, a := range addrs {
+			g.Add(kind, a)
+		}
+	}
+	return nil
 }
 
 // GivenSentinel is a Sentinel group someone else runs.
@@ -72,10 +133,10 @@ func NewGiven(g Given) *Cluster {
 	return &Cluster{given: &givenState{g: g}}
 }
 
-// GivenAddrs returns the addresses given for a kind of server ("redis",
-// "etcd", "zookeeper", or any other), and whether the cluster is a given
-// one: a starter of a new kind of server calls it first and, on a given
-// cluster, hands out those addresses instead of starting anything.
+// GivenAddrs returns the addresses given for a kind of server, and
+// whether the cluster is a given one: a starter of a kind of server calls
+// it first and, on a given cluster, hands out those addresses instead of
+// starting anything.
 func (c *Cluster) GivenAddrs(kind string) ([]string, bool) {
 	if c.given == nil {
 		return nil, false
@@ -85,22 +146,7 @@ func (c *Cluster) GivenAddrs(kind string) ([]string, bool) {
 
 // Addrs returns the addresses given for a kind of server ("redis", "etcd",
 // "zookeeper", "postgres" — its DSN —, or any other).
-func (g Given) Addrs(kind string) []string {
-	switch kind {
-	case "redis":
-		return g.Redis
-	case "etcd":
-		return g.Etcd
-	case "zookeeper":
-		return g.Zookeeper
-	case "postgres":
-		if g.Postgres == "" {
-			return nil
-		}
-		return []string{g.Postgres}
-	}
-	return g.Other[kind]
-}
+func (g Given) Addrs(kind string) []string { return g.Servers[kind] }
 
 // hostPort is a server's address: the given one, or host:port (host
 // empty: 127.0.0.1).
@@ -137,13 +183,14 @@ func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
 	n := s.redis
 	s.redis++
 	s.mu.Unlock()
-	if n >= len(s.g.Redis) {
-		return nil, fmt.Errorf("cluster: %w: the backend wants Redis server %d, but only %d were given", ErrStart, n+1, len(s.g.Redis))
+	given := s.g.Addrs(redisKind)
+	if n >= len(given) {
+		return nil, fmt.Errorf("cluster: %w: the backend wants Redis server %d, but only %d were given", ErrStart, n+1, len(given))
 	}
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	return c.givenRedisAt(opt, s.g.Redis[n]), nil
+	return c.givenRedisAt(opt, given[n]), nil
 }
 
 // givenRedisAt lists the given Redis server at addr among the cluster's.
@@ -171,16 +218,16 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 			g.Replica = c.givenRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1])
 		}
 	default:
-		if len(c.given.g.Redis) > 0 {
+		if len(c.given.g.Addrs(redisKind)) > 0 {
 			g.Primary, _ = c.givenRedis(RedisOptions{Name: "redis-primary"})
 		}
-		if len(c.given.g.Redis) > 1 {
+		if len(c.given.g.Addrs(redisKind)) > 1 {
 			g.Replica, _ = c.givenRedis(RedisOptions{Name: "redis-replica"})
 		}
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
-		g.Sentinels = append(g.Sentinels, &Sentinel{program{name: name, given: a, p: c.givenUnit(name, a)}})
+		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, given: a, p: c.givenUnit(name, a)}})
 	}
 	c.mu.Lock()
 	c.sentinel = g
@@ -190,10 +237,11 @@ func (c *Cluster) givenSentinelGroup() (*SentinelGroup, error) {
 
 // givenPostgres hands out the given PostgreSQL (its DSN's host and port).
 func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	dsn := c.given.g.Postgres
-	if dsn == "" {
+	given := c.given.g.Addrs(postgresKind)
+	if len(given) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants PostgreSQL, but none was given", ErrStart)
 	}
+	dsn := given[0]
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the given PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
@@ -206,7 +254,7 @@ func (c *Cluster) givenPostgres(ctx context.Context, opt PostgresOptions) (*Post
 
 // givenEtcd hands out the given etcd members (the caller holds c.etcd.mu).
 func (c *Cluster) givenEtcd() (*Etcd, error) {
-	addrs := c.given.g.Etcd
+	addrs := c.given.g.Addrs(etcdKind)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants etcd, but none was given", ErrStart)
 	}

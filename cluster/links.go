@@ -41,6 +41,51 @@ func (c *Cluster) ClientAddr(p int, s Server) string {
 	return l.Addr()
 }
 
+// ClientServers is what client process p dials: by kind, the address of
+// its own link to every server (a ClientAddresser's client address, such
+// as PostgreSQL's DSN), and the Sentinel group's Sentinels; Aliases map
+// each server's real address to p's link. For p < 0 the addresses are
+// the servers' own (no link), as a servers file would name them.
+func (c *Cluster) ClientServers(p int) Given {
+	g := Given{Aliases: map[string]string{}}
+	addr := func(s Server) string {
+		if p < 0 {
+			return s.Addr()
+		}
+		return c.ClientAddr(p, s)
+	}
+	for _, s := range c.Servers() {
+		a := addr(s)
+		g.Aliases[s.Addr()] = a
+		if ca, ok := s.(ClientAddresser); ok {
+			a = ca.ClientAddress(a, p)
+		}
+		kind := KindOf(s)
+		if kind == "" {
+			kind = nameKind(s.Name())
+		}
+		g.Add(kind, a)
+	}
+	if sg := c.SentinelGroup(); sg != nil {
+		g.Sentinel = &GivenSentinel{Master: sg.MasterName()}
+		for _, s := range sg.Sentinels {
+			a := addr(s)
+			g.Aliases[s.Addr()] = a
+			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
+		}
+	}
+	return g
+}
+
+// nameKind is the kind in a server's name: "zookeeper" in "zookeeper-1"
+// (a server of no registered kind).
+func nameKind(name string) string {
+	if i := strings.IndexAny(name, "-_0123456789"); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
 // Link returns the link from (a client or server named) from to server s,
 // making it on first use; nil when links are not enabled.
 func (c *Cluster) Link(from string, s Server) (*links.Link, error) {

@@ -344,6 +344,7 @@ func (pg *Postgres) Options() PostgresOptions { return pg.opt }
 
 // newPostgres is a PostgreSQL server at p whose data is in dataDir.
 func newPostgres(p program, opt PostgresOptions, dataDir string) *Postgres {
+	p.kind = postgresKind
 	pg := &Postgres{faultable: faultable{program: p}, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
 	pg.ready = pg.ping
 	return pg
@@ -778,4 +779,102 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 	}
 	c.AddServer(pg)
 	return pg, nil
+}
+
+// pingPostgresDSN connects to dsn and pings.
+func pingPostgresDSN(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return conn.Ping(ctx)
+}
+
+// PostgresSchema is the schema an external run's tables live in.
+func PostgresSchema(namespace string) string { return "locktorture_" + namespace }
+
+// withSearchPath sets a DSN's search_path (a run-time parameter).
+func withSearchPath(dsn, schema string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: postgres: %w", ErrServersFile, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// pgExec runs one statement on dsn.
+func pgExec(ctx context.Context, dsn, stmt string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// postgresKind is the PostgreSQL kind's name.
+const postgresKind = "postgres"
+
+func init() {
+	RegisterKind(Kind{
+		Name:     postgresKind,
+		Packages: []string{"postgresql"},
+		Image:    "postgres:16",
+		DSN:      true,
+		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+			_, err := c.Postgres(ctx, o.Postgres)
+			return err
+		},
+		CheckAddr: func(a string) error {
+			u, err := url.Parse(a)
+			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:5432/database)", a)
+			}
+			return nil
+		},
+		Check: pingPostgresDSN,
+		Prepare: func(ctx context.Context, dsn, namespace string) (string, error) {
+			schema := PostgresSchema(namespace)
+			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", ErrServerCheck, redactDSN(dsn), schema, err)
+			}
+			return withSearchPath(dsn, schema)
+		},
+		Cleanup: func(ctx context.Context, dsns []string, namespace string) error {
+			schema := PostgresSchema(namespace)
+			if err := pgExec(ctx, dsns[0], "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+				return fmt.Errorf("postgres: drop the run's schema %s: %w", schema, err)
+			}
+			return nil
+		},
+	})
+}
+
+// Version is the server's version, as SHOW server_version says.
+func (pg *Postgres) Version(ctx context.Context) (string, error) {
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return "", fmt.Errorf("%s: SHOW server_version: %w", pg.Name(), err)
+	}
+	return v, nil
+}
+
+// ClientAddress is the DSN client process p dials the server with at
+// addr (its own link): the run's user and database, p's application name
+// (the harness's own for p < 0).
+func (pg *Postgres) ClientAddress(addr string, p int) string {
+	if p < 0 {
+		return pg.ClientDSN(addr, "locktorture")
+	}
+	return pg.ClientDSN(addr, PostgresApplication(p))
 }

@@ -8,6 +8,7 @@ import "context"
 // controlled through docker). The kinds' types embed it.
 type program struct {
 	p     Unit
+	kind  string // the name of its Kind
 	name  string
 	host  string
 	port  int    // the port clients dial
@@ -16,6 +17,9 @@ type program struct {
 
 // Name is the server's name in logs and nemesis targets ("redis-0").
 func (s *program) Name() string { return s.name }
+
+// Kind is the name of the server's kind ("redis").
+func (s *program) Kind() string { return s.kind }
 
 // Addr is the address clients dial, host:port.
 func (s *program) Addr() string { return hostPort(s.given, s.host, s.port) }

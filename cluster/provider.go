@@ -24,10 +24,6 @@ const (
 	ServersDocker = "docker"
 )
 
-// ImageKinds are the kinds of server an image can be named for
-// (Options.Images, `--image KIND=REF`); "all" names one image for every kind.
-var ImageKinds = []string{"redis", "postgres", "etcd", "zookeeper"}
-
 // ImageAll is the Images key that names one image for every kind.
 const ImageAll = "all"
 
@@ -226,8 +222,8 @@ func ResolveImage(images map[string]string, kind, def string) string {
 	return def
 }
 
-// CheckImages refuses a kind outside ImageKinds and "all", and an empty
-// reference.
+// CheckImages refuses a kind that is not registered (Kinds) and not
+// "all", and an empty reference or one that is not an image reference.
 func CheckImages(images map[string]string) error {
 	keys := make([]string, 0, len(images))
 	for k := range images {
@@ -235,12 +231,8 @@ func CheckImages(images map[string]string) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		known := k == ImageAll
-		for _, kind := range ImageKinds {
-			known = known || k == kind
-		}
-		if !known {
-			return fmt.Errorf("image kind %q is not one of %s, %s", k, strings.Join(ImageKinds, ", "), ImageAll)
+		if _, known := LookupKind(k); !known && k != ImageAll {
+			return fmt.Errorf("image kind %q is not one of %s, %s", k, strings.Join(KindNames(), ", "), ImageAll)
 		}
 		if strings.TrimSpace(images[k]) == "" {
 			return fmt.Errorf("image for %s: empty reference", k)

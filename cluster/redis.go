@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -164,6 +165,7 @@ return n`
 
 // newRedis is a Redis server at p; match limits its ShortenTTLs.
 func newRedis(p program, opt RedisOptions, match string) *Redis {
+	p.kind = redisKind
 	r := &Redis{faultable: faultable{program: p}, opt: opt, match: match}
 	r.ready = r.ping
 	return r
@@ -192,4 +194,100 @@ func pingRedis(ctx context.Context, addr string) error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// redisDeleteMatching deletes the keys matching a SCAN pattern.
+func redisDeleteMatching(ctx context.Context, addr, pattern string) error {
+	cursor := "0"
+	for {
+		v, err := redisCall(ctx, addr, "SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
+		if err != nil {
+			return err
+		}
+		r, ok := v.([]any)
+		if !ok || len(r) != 2 {
+			return fmt.Errorf("SCAN answered %v", v)
+		}
+		cursor, _ = r[0].(string)
+		keys, _ := r[1].([]any)
+		if len(keys) > 0 {
+			args := []string{"DEL"}
+			for _, k := range keys {
+				args = append(args, fmt.Sprint(k))
+			}
+			if _, err := redisCall(ctx, addr, args...); err != nil {
+				return err
+			}
+		}
+		if cursor == "0" || cursor == "" {
+			return nil
+		}
+	}
+}
+
+// redisKind is the Redis kind's name.
+const redisKind = "redis"
+
+func init() {
+	RegisterKind(Kind{
+		Name:     redisKind,
+		Packages: []string{"redis-server", "redis-sentinel"},
+		Image:    "redis:7.4",
+		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+			if o.Sentinel {
+				_, err := c.StartSentinelGroup(ctx, o.Persistence)
+				return err
+			}
+			_, err := c.StartRedis(ctx, RedisOptions{Persistence: o.Persistence})
+			return err
+		},
+		Check: checkRedisPrimary,
+		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
+			var errs []error
+			for _, a := range addrs {
+				if err := redisDeleteMatching(ctx, a, "*"+namespace+":k*"); err != nil {
+					errs = append(errs, fmt.Errorf("redis %s: %w", a, err))
+				}
+			}
+			return errors.Join(errs...)
+		},
+	})
+}
+
+// checkRedisPrimary asks a Redis server its ROLE: a run's locks need a
+// primary (a replica would refuse them, or lose them).
+func checkRedisPrimary(ctx context.Context, addr string) error {
+	r, err := redisCall(ctx, addr, "ROLE")
+	if err != nil {
+		return err
+	}
+	if l, ok := r.([]any); !ok || len(l) == 0 || l[0] != "master" {
+		role := "unknown"
+		if ok && len(l) > 0 {
+			role = fmt.Sprint(l[0])
+		}
+		return fmt.Errorf("it is a %s, not a primary: locks taken there would be refused or lost", role)
+	}
+	return nil
+}
+
+// Version is the server's redis_version, as INFO server says.
+func (r *Redis) Version(ctx context.Context) (string, error) { return redisVersion(ctx, r) }
+
+// Version is the Sentinel's redis_version, as INFO server says.
+func (s *Sentinel) Version(ctx context.Context) (string, error) { return redisVersion(ctx, s) }
+
+// redisVersion asks a Redis server or Sentinel its redis_version.
+func redisVersion(ctx context.Context, s Server) (string, error) {
+	v, err := redisCall(ctx, s.Addr(), "INFO", "server")
+	if err != nil {
+		return "", fmt.Errorf("%s: INFO server: %w", s.Name(), err)
+	}
+	text, _ := v.(string)
+	for _, l := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+			return rest, nil
+		}
+	}
+	return "", fmt.Errorf("%s: INFO server names no redis_version", s.Name())
 }

@@ -203,7 +203,7 @@ sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
 `, port, host, dir, SentinelMaster, primary.host, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
-	s := &Sentinel{program{host: host, port: port, name: name}}
+	s := &Sentinel{program{kind: sentinelKind, host: host, port: port, name: name}}
 	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
 		Files:   []File{{Path: conf, Content: []byte(text), Mode: 0o666}},
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
@@ -235,3 +235,7 @@ func waitFor(ctx context.Context, limit time.Duration, f func() error) error {
 		}
 	}
 }
+
+// sentinelKind names Sentinels (Kind): a Sentinel group belongs to the
+// Redis kind, and a servers file names it under sentinel.
+const sentinelKind = "sentinel"

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +10,11 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 )
 
@@ -34,7 +32,8 @@ var ErrServersFile = errors.New("bad servers file")
 var ErrServerCheck = errors.New("server check failed")
 
 // ServersFile is a servers file: the servers someone else runs that an
-// external run uses (docs/servers-file.md):
+// external run uses (docs/servers-file.md). Its keys are kinds of server
+// (the registry's: each kind's file adds its own) and sentinel:
 //
 //	redis: [10.0.0.5:6379, 10.0.0.6:6379]          # primaries, in the order backends take them
 //	sentinel: {master: mymaster, addrs: [10.0.0.9:26379]}
@@ -49,17 +48,56 @@ var ErrServerCheck = errors.New("server check failed")
 //	  - {addr: 127.0.0.1:6379, control: docker, container: lt-redis-0}
 //	postgres: {dsn: postgres://..., control: docker, container: lt-postgres}
 type ServersFile struct {
-	// Redis are standalone Redis primaries (and, for a Sentinel group,
-	// its primary and replica first).
-	Redis []ServerEntry `yaml:"redis,omitempty"`
+	// Servers are the servers by kind, in the order backends take them
+	// (for a Sentinel group, its primary and replica first). A kind named
+	// by a DSN has at most one.
+	Servers map[string][]ServerEntry
 	// Sentinel is a Sentinel group.
-	Sentinel *SentinelEntry `yaml:"sentinel,omitempty"`
-	// Postgres is a PostgreSQL server, by its DSN.
-	Postgres *ServerEntry `yaml:"postgres,omitempty"`
-	// Etcd are etcd members' client addresses.
-	Etcd []ServerEntry `yaml:"etcd,omitempty"`
-	// Zookeeper are ZooKeeper servers' client addresses.
-	Zookeeper []ServerEntry `yaml:"zookeeper,omitempty"`
+	Sentinel *SentinelEntry
+}
+
+// UnmarshalYAML takes a mapping from kind (or sentinel) to servers.
+func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a servers file is a mapping from kind to servers (%s:)", n.Line, strings.Join(fileKeys(), ":, "))
+	}
+	f.Servers = map[string][]ServerEntry{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		if key.Value == sentinelKind {
+			f.Sentinel = &SentinelEntry{}
+			if err := val.Decode(f.Sentinel); err != nil {
+				return err
+			}
+			continue
+		}
+		k, ok := LookupKind(key.Value)
+		if !ok {
+			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container)", key.Line, key.Value, strings.Join(fileKeys(), ", "))
+		}
+		if _, dup := f.Servers[k.Name]; dup {
+			return fmt.Errorf("line %d: %s is named twice", key.Line, k.Name)
+		}
+		var es []ServerEntry
+		if k.DSN {
+			var e ServerEntry
+			if err := val.Decode(&e); err != nil {
+				return err
+			}
+			es = []ServerEntry{e}
+		} else if err := val.Decode(&es); err != nil {
+			return err
+		}
+		f.Servers[k.Name] = es
+	}
+	return nil
+}
+
+// fileKeys are the keys a servers file takes: every kind, and sentinel.
+func fileKeys() []string {
+	keys := append(KindNames(), sentinelKind)
+	sort.Strings(keys)
+	return keys
 }
 
 // ServerEntry is one server of a servers file: its address (a DSN for
@@ -167,7 +205,7 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, bad(1, "the file is empty: name at least one server (redis:, sentinel:, postgres:, etcd:, zookeeper:)")
+			return nil, bad(1, "the file is empty: name at least one server (%s:)", strings.Join(fileKeys(), ":, "))
 		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 		msg = strings.TrimPrefix(strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0]), "yaml: ")
@@ -176,7 +214,7 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 			line, _ = strconv.Atoi(m[1])
 			msg = strings.TrimPrefix(msg, m[0])
 		}
-		msg = regexp.MustCompile(`field (\S+) not found in type cluster\.\w+`).ReplaceAllString(msg, "unknown field $1 (servers files take redis, sentinel, postgres, etcd, zookeeper; a server takes addr, dsn, control, container)")
+		msg = regexp.MustCompile(`field (\S+) not found in type cluster\.\w+`).ReplaceAllString(msg, "unknown field $1 (a server takes addr, dsn, control, container)")
 		if m := regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)").FindStringSubmatch(msg); m != nil {
 			got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
 			if m[2] != "" {
@@ -192,18 +230,22 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		}
 		return nil, bad(line, "%s", msg)
 	}
-	if len(f.Redis) == 0 && f.Sentinel == nil && f.Postgres == nil && len(f.Etcd) == 0 && len(f.Zookeeper) == 0 {
-		return nil, bad(1, "no servers: name at least one (redis:, sentinel:, postgres:, etcd:, zookeeper:)")
+	named := f.Sentinel != nil
+	for _, es := range f.Servers {
+		named = named || len(es) > 0
+	}
+	if !named {
+		return nil, bad(1, "no servers: name at least one (%s:)", strings.Join(fileKeys(), ":, "))
 	}
 	check := func(kind string, e ServerEntry) error {
 		a := e.address()
+		k, _ := LookupKind(kind)
 		switch {
 		case a == "":
 			return bad(e.line, "a %s server needs an address (addr: host:port)", kind)
-		case kind == "postgres":
-			u, err := url.Parse(a)
-			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return bad(e.line, "postgres: %q is not a DSN (postgres://user:password@host:5432/database)", a)
+		case k.CheckAddr != nil:
+			if err := k.CheckAddr(a); err != nil {
+				return bad(e.line, "%s: %v", kind, err)
 			}
 		default:
 			_, port, err := net.SplitHostPort(a)
@@ -226,23 +268,15 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		return nil
 	}
 	seen := map[string]int{}
-	for _, group := range []struct {
-		kind string
-		es   []ServerEntry
-	}{{"redis", f.Redis}, {"etcd", f.Etcd}, {"zookeeper", f.Zookeeper}} {
-		for _, e := range group.es {
-			if err := check(group.kind, e); err != nil {
+	for _, kind := range KindNames() {
+		for _, e := range f.Servers[kind] {
+			if err := check(kind, e); err != nil {
 				return nil, err
 			}
 			if l, dup := seen[e.address()]; dup {
 				return nil, bad(e.line, "%s is named twice (first at line %d)", e.address(), l)
 			}
 			seen[e.address()] = e.line
-		}
-	}
-	if f.Postgres != nil {
-		if err := check("postgres", *f.Postgres); err != nil {
-			return nil, err
 		}
 	}
 	if s := f.Sentinel; s != nil {
@@ -253,12 +287,12 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 			return nil, bad(s.line, "sentinel needs addrs: the Sentinels' host:port")
 		}
 		for _, e := range s.Addrs {
-			if err := check("sentinel", e); err != nil {
+			if err := check(sentinelKind, e); err != nil {
 				return nil, err
 			}
 		}
 		for _, e := range s.Servers {
-			if err := check("redis", e); err != nil {
+			if err := check(redisKind, e); err != nil {
 				return nil, err
 			}
 		}
@@ -266,18 +300,22 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 	return &f, nil
 }
 
+// addrs are the entries' addresses.
+func addrs(es []ServerEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.address())
+	}
+	return out
+}
+
 // Given is what the file names, as a given cluster takes it.
 func (f *ServersFile) Given() Given {
-	addrs := func(es []ServerEntry) []string {
-		var out []string
-		for _, e := range es {
-			out = append(out, e.address())
+	var g Given
+	for kind, es := range f.Servers {
+		for _, a := range addrs(es) {
+			g.Add(kind, a)
 		}
-		return out
-	}
-	g := Given{Redis: addrs(f.Redis), Etcd: addrs(f.Etcd), Zookeeper: addrs(f.Zookeeper)}
-	if f.Postgres != nil {
-		g.Postgres = f.Postgres.address()
 	}
 	if f.Sentinel != nil {
 		g.Sentinel = &GivenSentinel{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs), Servers: addrs(f.Sentinel.Servers)}
@@ -296,11 +334,8 @@ func (f *ServersFile) Controls() map[string]string {
 			}
 		}
 	}
-	add(f.Redis...)
-	add(f.Etcd...)
-	add(f.Zookeeper...)
-	if f.Postgres != nil {
-		add(*f.Postgres)
+	for _, es := range f.Servers {
+		add(es...)
 	}
 	if f.Sentinel != nil {
 		add(f.Sentinel.Addrs...)
@@ -314,30 +349,20 @@ func (f *ServersFile) Controls() map[string]string {
 // With sentinel, the Redis servers are the Sentinel group's.
 func (f *ServersFile) Uncontrolled(kinds []string, sentinel bool) []string {
 	var out []string
-	add := func(kind string, es ...ServerEntry) {
-		if !slices.Contains(kinds, kind) {
-			return
+	for _, kind := range kinds {
+		es := f.Servers[kind]
+		if kind == redisKind && sentinel {
+			if f.Sentinel == nil || len(f.Sentinel.Servers) == 0 {
+				out = append(out, "the Sentinel group's Redis servers (name them under sentinel: servers:)")
+				continue
+			}
+			es = f.Sentinel.Servers
 		}
 		for _, e := range es {
 			if e.Control == "" {
 				out = append(out, kind+" "+redactDSN(e.address()))
 			}
 		}
-	}
-	switch {
-	case sentinel && f.Sentinel != nil && len(f.Sentinel.Servers) > 0:
-		add("redis", f.Sentinel.Servers...)
-	case sentinel:
-		if slices.Contains(kinds, "redis") {
-			out = append(out, "the Sentinel group's Redis servers (name them under sentinel: servers:)")
-		}
-	default:
-		add("redis", f.Redis...)
-	}
-	add("etcd", f.Etcd...)
-	add("zookeeper", f.Zookeeper...)
-	if f.Postgres != nil {
-		add("postgres", *f.Postgres)
 	}
 	return out
 }
@@ -355,140 +380,53 @@ func redactDSN(s string) string {
 }
 
 // Check asks every server the file names for the kinds a run needs
-// whether it answers and is what the file says: a Redis server is a
-// primary (ROLE), the Sentinels know the master, PostgreSQL takes a
-// connection, etcd and ZooKeeper answer. The first problem is returned,
-// wrapping ErrServerCheck and naming the server.
+// whether it answers and is what the file says (each kind's Check: a
+// Redis server is a primary, PostgreSQL takes a connection, etcd and
+// ZooKeeper answer; with sentinel, the Sentinels know the master). The
+// first problem is returned, wrapping ErrServerCheck and naming the
+// server.
 func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	need := func(k string) bool { return slices.Contains(kinds, k) }
-	fail := func(what string, err error) error {
-		return fmt.Errorf("%w: %s: %w", ErrServerCheck, what, err)
-	}
-	if need("redis") && sentinel {
-		s := f.Sentinel
-		if s == nil {
-			return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
-		}
-		for _, e := range s.Addrs {
-			r, err := redisCall(ctx, e.address(), "SENTINEL", "get-master-addr-by-name", s.Master)
-			if err != nil {
-				return fail("sentinel "+e.address(), err)
+	for _, kind := range kinds {
+		if kind == redisKind && sentinel {
+			if err := f.checkSentinel(ctx); err != nil {
+				return err
 			}
-			if r == nil {
-				return fail("sentinel "+e.address(), fmt.Errorf("it does not know a master named %q", s.Master))
-			}
+			continue
 		}
-	} else if need("redis") {
-		if len(f.Redis) == 0 {
-			return fmt.Errorf("%w: the backend uses Redis, but the servers file names none", ErrServerCheck)
+		es := f.Servers[kind]
+		if len(es) == 0 {
+			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", ErrServerCheck, kind)
 		}
-		for _, e := range f.Redis {
-			r, err := redisCall(ctx, e.address(), "ROLE")
-			if err != nil {
-				return fail("redis "+e.address(), err)
-			}
-			if l, ok := r.([]any); !ok || len(l) == 0 || l[0] != "master" {
-				role := "unknown"
-				if ok && len(l) > 0 {
-					role = fmt.Sprint(l[0])
-				}
-				return fail("redis "+e.address(), fmt.Errorf("it is a %s, not a primary: locks taken there would be refused or lost", role))
-			}
+		k, ok := LookupKind(kind)
+		if !ok || k.Check == nil {
+			continue
 		}
-	}
-	if need("postgres") {
-		if f.Postgres == nil {
-			return fmt.Errorf("%w: the backend uses PostgreSQL, but the servers file names none", ErrServerCheck)
-		}
-		if err := pingPostgresDSN(ctx, f.Postgres.address()); err != nil {
-			return fail("postgres "+redactDSN(f.Postgres.address()), err)
-		}
-	}
-	if need("etcd") {
-		if len(f.Etcd) == 0 {
-			return fmt.Errorf("%w: the backend uses etcd, but the servers file names none", ErrServerCheck)
-		}
-		for _, e := range f.Etcd {
-			m := newEtcdMember(program{name: "etcd " + e.address(), given: e.address()})
-			if err := m.health(ctx); err != nil {
-				return fail("etcd "+e.address(), err)
-			}
-		}
-	}
-	if need("zookeeper") {
-		if len(f.Zookeeper) == 0 {
-			return fmt.Errorf("%w: the backend uses ZooKeeper, but the servers file names none", ErrServerCheck)
-		}
-		for _, e := range f.Zookeeper {
-			if err := zkHandshake(ctx, e.address()); err != nil {
-				return fail("zookeeper "+e.address(), err)
+		for _, e := range es {
+			if err := k.Check(ctx, e.address()); err != nil {
+				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, redactDSN(e.address()), err)
 			}
 		}
 	}
 	return nil
 }
 
-// pingPostgresDSN connects to dsn and pings.
-func pingPostgresDSN(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
+// checkSentinel asks each Sentinel of the file's group whether it knows
+// the master.
+func (f *ServersFile) checkSentinel(ctx context.Context) error {
+	s := f.Sentinel
+	if s == nil {
+		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return conn.Ping(ctx)
-}
-
-// zkHandshake checks that a ZooKeeper server answers at addr: it opens a
-// session (ZooKeeper's connect request), reads the server's connect
-// response, and closes the session at once. Something else listening there
-// (a Redis) does not answer as ZooKeeper does.
-func zkHandshake(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
-	// passwd (16 bytes), readOnly; after its length.
-	req := binary.BigEndian.AppendUint32(nil, 45)
-	req = binary.BigEndian.AppendUint32(req, 0)
-	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 4000)
-	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 16)
-	req = append(req, make([]byte, 16)...)
-	req = append(req, 0)
-	if _, err := c.Write(req); err != nil {
-		return fmt.Errorf("it does not answer as a ZooKeeper server: %w", err)
-	}
-	// ConnectResponse: protocolVersion, timeOut, sessionId, passwd, readOnly.
-	var resp [41]byte
-	n, err := io.ReadAtLeast(c, resp[:], 4)
-	if err == nil && n < 4+36 {
-		var m int
-		m, err = io.ReadAtLeast(c, resp[n:], 4+36-n)
-		n += m
-	}
-	size := binary.BigEndian.Uint32(resp[:4])
-	if err != nil || (size != 36 && size != 37) || binary.BigEndian.Uint32(resp[8:12]) == 0 || binary.BigEndian.Uint64(resp[12:20]) == 0 {
-		what := fmt.Sprintf("%q", resp[:min(n, 40)])
-		if err != nil {
-			what += " (" + err.Error() + ")"
+	for _, e := range s.Addrs {
+		r, err := redisCall(ctx, e.address(), "SENTINEL", "get-master-addr-by-name", s.Master)
+		if err == nil && r == nil {
+			err = fmt.Errorf("it does not know a master named %q", s.Master)
 		}
-		return fmt.Errorf("it does not answer as a ZooKeeper server (no session granted; it sent %s)", what)
+		if err != nil {
+			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.address(), err)
+		}
 	}
-	// CloseSession: xid 1, type -11.
-	closeReq := binary.BigEndian.AppendUint32(nil, 8)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
-	_, _ = c.Write(closeReq)
 	return nil
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/locktorture/locktorture/cluster/links"
 )
 
@@ -286,7 +288,7 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 // givenZooKeeper hands out the given ZooKeeper servers (the caller holds
 // c.zk.mu).
 func (c *Cluster) givenZooKeeper() (*ZooKeeper, error) {
-	addrs := c.given.g.Zookeeper
+	addrs := c.given.g.Addrs(zookeeperKind)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants ZooKeeper, but none was given", ErrStart)
 	}
@@ -393,6 +395,7 @@ func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
 
 // newZooKeeperMember is the member with myid id at p (its client port).
 func newZooKeeperMember(p program, id int) *ZooKeeperMember {
+	p.kind = zookeeperKind
 	m := &ZooKeeperMember{faultable: faultable{program: p}, id: id}
 	m.ready = m.serving
 	return m
@@ -422,4 +425,133 @@ func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
 		v = v[:i]
 	}
 	return v, nil
+}
+
+// zkHandshake checks that a ZooKeeper server answers at addr: it opens a
+// session (ZooKeeper's connect request), reads the server's connect
+// response, and closes the session at once. Something else listening there
+// (a Redis) does not answer as ZooKeeper does.
+func zkHandshake(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
+	// passwd (16 bytes), readOnly; after its length.
+	req := binary.BigEndian.AppendUint32(nil, 45)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 4000)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, make([]byte, 16)...)
+	req = append(req, 0)
+	if _, err := c.Write(req); err != nil {
+		return fmt.Errorf("it does not answer as a ZooKeeper server: %w", err)
+	}
+	// ConnectResponse: protocolVersion, timeOut, sessionId, passwd, readOnly.
+	var resp [41]byte
+	n, err := io.ReadAtLeast(c, resp[:], 4)
+	if err == nil && n < 4+36 {
+		var m int
+		m, err = io.ReadAtLeast(c, resp[n:], 4+36-n)
+		n += m
+	}
+	size := binary.BigEndian.Uint32(resp[:4])
+	if err != nil || (size != 36 && size != 37) || binary.BigEndian.Uint32(resp[8:12]) == 0 || binary.BigEndian.Uint64(resp[12:20]) == 0 {
+		what := fmt.Sprintf("%q", resp[:min(n, 40)])
+		if err != nil {
+			what += " (" + err.Error() + ")"
+		}
+		return fmt.Errorf("it does not answer as a ZooKeeper server (no session granted; it sent %s)", what)
+	}
+	// CloseSession: xid 1, type -11.
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
+	_, _ = c.Write(closeReq)
+	return nil
+}
+
+// zkDeleteRun deletes the children of root whose names begin with prefix,
+// with everything under them (the lock recipe's per-key znodes; their
+// ephemeral lock nodes are gone with the run's sessions).
+func zkDeleteRun(ctx context.Context, servers []string, root, prefix string) error {
+	conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+		}
+	}
+	kids, _, err := conn.Children(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var del func(p string) error
+	del = func(p string) error {
+		cs, _, err := conn.Children(p)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		for _, c := range cs {
+			if err := del(p + "/" + c); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			if err := del(root + "/" + k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// zkQuiet keeps go-zookeeper's connection chatter out of the run's output.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// zookeeperKind is the ZooKeeper kind's name.
+const zookeeperKind = "zookeeper"
+
+func init() {
+	RegisterKind(Kind{
+		Name:     zookeeperKind,
+		Packages: []string{"zookeeper", "default-jre-headless"},
+		Image:    "zookeeper:3.9",
+		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+			_, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
+			return err
+		},
+		Check: zkHandshake,
+		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
+			if err := zkDeleteRun(ctx, addrs, "/locktorture", namespace+":k"); err != nil {
+				return fmt.Errorf("zookeeper: %w", err)
+			}
+			return nil
+		},
+	})
 }

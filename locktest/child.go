@@ -151,7 +151,7 @@ func (s *childServer) config(r openRequest) (Config, error) {
 		s.timeout = 500 * time.Millisecond
 	}
 	cfg := Config{
-		Servers: Servers{Redis: r.Servers.Redis, Postgres: r.Servers.Postgres, Etcd: r.Servers.Etcd, ZooKeeper: r.Servers.Zookeeper},
+		Servers: givenServers(r.Servers),
 		TTL:     time.Duration(r.TTLMS) * time.Millisecond, Timeout: s.timeout, Process: r.Process,
 		events: &events{extended: s.extended, lost: s.lost},
 	}
@@ -193,4 +193,14 @@ func (s *childServer) close() {
 		_ = s.lock.Close()
 		s.lock = nil
 	}
+}
+
+// givenServers is the Servers a lock is built with from the servers a
+// client process was given.
+func givenServers(g cluster.Given) Servers {
+	sv := Servers{Redis: g.Addrs("redis"), Etcd: g.Addrs("etcd"), ZooKeeper: g.Addrs("zookeeper")}
+	if dsn := g.Addrs("postgres"); len(dsn) > 0 {
+		sv.Postgres = dsn[0]
+	}
+	return sv
 }

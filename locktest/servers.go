@@ -93,32 +93,7 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 
 // serversOf are the cluster's servers as process p dials them (through
 // its own links), or as they are for p < 0.
-func serversOf(cl *cluster.Cluster, p int) Servers {
-	var sv Servers
-	for _, s := range cl.Servers() {
-		a := s.Addr()
-		if p >= 0 {
-			a = cl.ClientAddr(p, s)
-		}
-		switch s := s.(type) {
-		case *cluster.Redis:
-			sv.Redis = append(sv.Redis, a)
-		case *cluster.Postgres:
-			app := "locktorture"
-			if p >= 0 {
-				app = cluster.PostgresApplication(p)
-			}
-			sv.Postgres = s.ClientDSN(a, app)
-		case *cluster.EtcdMember:
-			sv.Etcd = append(sv.Etcd, a)
-		default:
-			if strings.HasPrefix(s.Name(), "zookeeper") || strings.HasPrefix(s.Name(), "zk") {
-				sv.ZooKeeper = append(sv.ZooKeeper, a)
-			}
-		}
-	}
-	return sv
-}
+func serversOf(cl *cluster.Cluster, p int) Servers { return givenServers(cl.ClientServers(p)) }
 
 // stopShared stops every shared server.
 func stopShared() error {

@@ -158,8 +158,8 @@ func (s Suite) kinds() []string {
 // scenarioNames are the scenarios to run.
 func (s Suite) scenarioNames() ([]string, error) {
 	for _, k := range s.kinds() {
-		if !slices.Contains(backends.ExecKinds, k) {
-			return nil, fmt.Errorf("Suite.Kinds: unknown kind of server %q (known: %s)", k, strings.Join(backends.ExecKinds, ", "))
+		if !slices.Contains(cluster.KindNames(), k) {
+			return nil, fmt.Errorf("Suite.Kinds: unknown kind of server %q (known: %s)", k, strings.Join(cluster.KindNames(), ", "))
 		}
 	}
 	if len(s.Scenarios) > 0 {

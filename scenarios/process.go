@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // Client modes (client_mode, --client-mode).
@@ -120,8 +121,8 @@ func (s *Scenario) validateClients() error {
 			return bad("exec", "backend exec needs the program to run: exec: {command: [program, args...]}")
 		}
 		for _, k := range s.Exec.Servers {
-			if !slices.Contains(backends.ExecKinds, k) {
-				return bad("exec", "exec.servers: unknown kind of server %q (known: %s)", k, strings.Join(backends.ExecKinds, ", "))
+			if !slices.Contains(cluster.KindNames(), k) {
+				return bad("exec", "exec.servers: unknown kind of server %q (known: %s)", k, strings.Join(cluster.KindNames(), ", "))
 			}
 		}
 	}

@@ -54,15 +54,6 @@ const (
 	LabelHost = "org.locktorture.host"
 )
 
-// DefaultImages are the images a kind of server runs from when the run
-// names none: the official ones, as a user with a registry gets them.
-var DefaultImages = map[string]string{
-	"redis":     "redis:7.4",
-	"postgres":  "postgres:16",
-	"etcd":      "gcr.io/etcd-development/etcd:v3.5.17",
-	"zookeeper": "zookeeper:3.9",
-}
-
 // LocalImage is the image `make images` builds from Debian's packages,
 // with every server in it.
 const LocalImage = "locktorture-servers:bookworm"
@@ -237,7 +228,8 @@ func (p *Provider) Images() map[string]string {
 
 // image is the reference for kind, checked to be on this machine.
 func (p *Provider) image(ctx context.Context, kind string) (string, error) {
-	ref := cluster.ResolveImage(p.images, kind, DefaultImages[kind])
+	def, _ := cluster.LookupKind(kind) // its Image: the official one
+	ref := cluster.ResolveImage(p.images, kind, def.Image)
 	if ref == "" {
 		return "", fmt.Errorf("docker: no image for servers of kind %q: name one with --image %s=REF", kind, kind)
 	}

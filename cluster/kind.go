@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Kind is one kind of server: how the harness starts it (as a local
+// process or in a container alike: a kind asks its Provider for a host, a
+// port, a directory and its program, never which mode runs), how it checks
+// one someone else runs, and how it removes a run's own data from one.
+// Each kind's file registers its Kind from its init (RegisterKind);
+// everything that lists kinds — servers files, images, the exec backend,
+// the external clean-up — reads the registry. What a kind's servers can do
+// beyond Server is said by small interfaces (Versioner, Pauser, Killer,
+// ClientAddresser), never by a type switch.
+type Kind struct {
+	// Name is what users type: a servers file's key, `--image KIND=REF`,
+	// exec.servers, and the key of the client protocol's servers.
+	Name string
+	// Packages are the Debian packages its programs come from (make deps
+	// and make images install them).
+	Packages []string
+	// Image is the image its servers run from in docker mode when the run
+	// names none: the official one, as a user with a registry gets it.
+	Image string
+	// DSN says a server of this kind is named by one connection string
+	// (postgres://...) rather than by host:port: a servers file names one,
+	// and the client protocol gives one.
+	DSN bool
+	// Start starts the servers of this kind a run needs when no backend
+	// of its own starts them (the exec backend's exec.servers: each entry
+	// one more server, or the one ensemble).
+	Start func(ctx context.Context, c *Cluster, o StartOptions) error
+	// CheckAddr says what is wrong with an address a servers file gives
+	// for this kind (nil: it must be host:port).
+	CheckAddr func(addr string) error
+	// Check asks a server of this kind that someone else runs whether it
+	// answers and is what a run needs (a Redis that is a primary). Nil:
+	// that it answers at all is found out by the run.
+	Check func(ctx context.Context, addr string) error
+	// Prepare makes what a run of namespace needs on a server of this kind
+	// someone else runs (PostgreSQL: a schema of the run's own) and
+	// returns the address the run uses instead (the DSN naming that
+	// schema). Nil: nothing to make.
+	Prepare func(ctx context.Context, addr, namespace string) (string, error)
+	// Cleanup removes what the run of namespace left on servers of this
+	// kind someone else runs — and nothing else. Nil: a run leaves nothing
+	// there.
+	Cleanup func(ctx context.Context, addrs []string, namespace string) error
+}
+
+// StartOptions are a run's settings for the servers it starts.
+type StartOptions struct {
+	// Persistence asks Redis servers to keep their keys across a kill.
+	Persistence bool
+	// Sentinel makes the Redis a Sentinel group (a primary, a replica,
+	// three Sentinels) rather than one server.
+	Sentinel bool
+	// Members is an ensemble's size by kind ("etcd": 3); 0 or none is 1.
+	Members map[string]int
+	// Postgres are PostgreSQL's settings (timeouts, keepalives).
+	Postgres PostgresOptions
+}
+
+// Versioner is a server that can say its version, as the server reports it.
+type Versioner interface {
+	Version(ctx context.Context) (string, error)
+}
+
+// ClientAddresser is a server whose clients are given more than an
+// address: what process p of a run passes its client library to reach the
+// server at addr (PostgreSQL: a DSN naming the process).
+type ClientAddresser interface {
+	ClientAddress(addr string, p int) string
+}
+
+// Kinded is a server that says its kind's name.
+type Kinded interface {
+	Kind() string
+}
+
+var (
+	kindsMu sync.Mutex
+	kinds   = map[string]Kind{}
+)
+
+// RegisterKind makes a kind of server known; its file calls it from init.
+// A second kind of the same name panics.
+func RegisterKind(k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if k.Name == "" || k.Start == nil {
+		panic("cluster: RegisterKind: a kind needs a name and a Start")
+	}
+	if _, dup := kinds[k.Name]; dup {
+		panic("cluster: RegisterKind: " + k.Name + " registered twice")
+	}
+	kinds[k.Name] = k
+}
+
+// Kinds returns every registered kind, by name.
+func Kinds() []Kind {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// KindNames returns the registered kinds' names, sorted.
+func KindNames() []string {
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// LookupKind returns the kind named name.
+func LookupKind(name string) (Kind, bool) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// StartKind starts the servers of kind name a run needs (Kind.Start).
+func (c *Cluster) StartKind(ctx context.Context, name string, o StartOptions) error {
+	k, ok := LookupKind(name)
+	if !ok {
+		return fmt.Errorf("cluster: no kind of server named %q (known: %v)", name, KindNames())
+	}
+	return k.Start(ctx, c, o)
+}
+
+// KindOf is the name of the kind of server s ("" when it does not say).
+func KindOf(s Server) string {
+	if k, ok := s.(Kinded); ok {
+		return k.Kind()
+	}
+	return ""
+}
