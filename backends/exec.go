@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
 )
@@ -16,7 +17,7 @@ func init() {
 	Register(Info{
 		Name:        "exec",
 		Description: "any program that speaks the client protocol (exec: {command: [...], env: {...}, servers: [redis]})",
-		Servers:     "those exec.servers names: redis (the default, 1 redis-server), or any other kind of server",
+		Servers:     "those exec.servers names: redis (the default, 1 redis-server), or any of " + strings.Join(cluster.KindNames(), ", "),
 		Kinds:       cluster.KindNames(),
 		Lease:       true,
 		Sentinel:    true,
