@@ -81,8 +81,8 @@ Search: {{.I.Search}}.{{if .I.Interrupted}} <b>Interrupted: this is the smallest
 </body></html>
 `))
 
-// ShrinkHTML renders shrink.html.
-func ShrinkHTML(info ShrinkInfo) ([]byte, error) {
+// shrinkHTML renders shrink.html.
+func shrinkHTML(info ShrinkInfo) ([]byte, error) {
 	v := struct {
 		I                ShrinkInfo
 		Original, Shrunk template.URL
@@ -119,7 +119,7 @@ func ShrinkHTML(info ShrinkInfo) ([]byte, error) {
 
 // WriteShrink writes shrink.html into dir, atomically.
 func WriteShrink(dir string, info ShrinkInfo) error {
-	b, err := ShrinkHTML(info)
+	b, err := shrinkHTML(info)
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}

@@ -32,7 +32,7 @@ func TestShrinkHTML(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := ShrinkHTML(ShrinkInfo{
+			b, err := shrinkHTML(ShrinkInfo{
 				Scenario: "chaos", Backend: "redis-token", Dir: "store/x", Seed: 1, Checker: "mutex", Reruns: 3,
 				OriginalShape: "2 faults", ShrunkShape: "1 fault", OriginalOps: ops, OriginalResults: res,
 				ShrunkOps: tc.shrunkOps, ShrunkResults: res,
