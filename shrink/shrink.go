@@ -47,7 +47,7 @@ var (
 // Files a shrink writes into the run's directory.
 const (
 	FileShrunk = "shrunk.yaml"
-	FileHTML   = "shrink.html"
+	FileHTML   = reports.FileShrink
 	FileLog    = "shrink.log"
 )
 
