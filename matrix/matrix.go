@@ -21,8 +21,8 @@ import (
 	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
-// FileResults is a matrix's results.json, in its directory.
-const FileResults = "results.json"
+// fileResults is a matrix's results.json, in its directory.
+const fileResults = "results.json"
 
 // Kind marks a results.json as a matrix's, not a run's.
 const Kind = "matrix"
@@ -368,7 +368,7 @@ func (m *Matrix) Grid() map[CellKey]string {
 // directory.
 func Read(path string) (*Matrix, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, FileResults)
+		path = filepath.Join(path, fileResults)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -386,7 +386,7 @@ func Read(path string) (*Matrix, error) {
 
 // IsDir reports whether dir holds a matrix's results.json.
 func IsDir(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, FileResults))
+	b, err := os.ReadFile(filepath.Join(dir, fileResults))
 	if err != nil {
 		return false
 	}
@@ -405,7 +405,7 @@ func WriteResults(dir string, m *Matrix) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w: %w", ErrMatrix, err)
 	}
-	return atomicfile.Write(filepath.Join(dir, FileResults), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(dir, fileResults), append(b, '\n'))
 }
 
 // Merge joins shards of one matrix (read from dirs) into one

@@ -13,9 +13,9 @@ import (
 	"github.com/locktorture/locktorture/scenarios"
 )
 
-// ErrPlan is wrapped by every problem with what a matrix is asked to run
+// errPlan is wrapped by every problem with what a matrix is asked to run
 // (an unknown scenario or backend, a bad shard, nothing that applies).
-var ErrPlan = errors.New("bad matrix plan")
+var errPlan = errors.New("bad matrix plan")
 
 // PlanOptions say which cells a matrix holds.
 type PlanOptions struct {
@@ -86,7 +86,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 	for _, b := range selected {
 		info, _, err := backends.Lookup(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: --backends: %w", ErrPlan, err)
+			return nil, nil, fmt.Errorf("%w: --backends: %w", errPlan, err)
 		}
 		infos[b] = info
 	}
@@ -96,14 +96,14 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 	for _, name := range names {
 		src, err := sourceFor(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: --scenarios: %w", ErrPlan, err)
+			return nil, nil, fmt.Errorf("%w: --scenarios: %w", errPlan, err)
 		}
 		base, err := src.load()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
+			return nil, nil, fmt.Errorf("%w: %w", errPlan, err)
 		}
 		if seenScenario[base.Name] {
-			return nil, nil, fmt.Errorf("%w: --scenarios: %s named twice", ErrPlan, base.Name)
+			return nil, nil, fmt.Errorf("%w: --scenarios: %s named twice", errPlan, base.Name)
 		}
 		seenScenario[base.Name] = true
 		m.Scenarios = append(m.Scenarios, base.Name)
@@ -143,7 +143,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		if len(m.Skipped) > 0 {
 			why = fmt.Sprintf(" (%s × %s: %s)", m.Skipped[0].Scenario, m.Skipped[0].Backend, m.Skipped[0].Why)
 		}
-		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", ErrPlan, why)
+		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", errPlan, why)
 	}
 	return m, cells, nil
 }
@@ -165,7 +165,7 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 	for i := range seeds {
 		sc, err := src.load()
 		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrPlan, err)
+			return out, fmt.Errorf("%w: %w", errPlan, err)
 		}
 		o := opt.Overrides
 		bb, seed := b, base.Seed+int64(i)
@@ -194,7 +194,7 @@ func ParseShard(s string) (i, n int, err error) {
 		}
 	}
 	if !ok || err != nil || n < 1 || i < 1 || i > n {
-		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", ErrPlan, s)
+		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", errPlan, s)
 	}
 	return i, n, nil
 }
