@@ -3,8 +3,6 @@ package backends
 import (
 	"context"
 	"fmt"
-
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // pg-advisory is PostgreSQL's session-level advisory lock: each client holds
@@ -22,36 +20,11 @@ import (
 // fence: a resource outside PostgreSQL cannot tell a stale holder's write
 // from the current holder's.
 func init() {
-	Register(Info{
+	registerPG(Info{
 		Name:        "pg-advisory",
 		Description: "PostgreSQL session-level advisory lock (pg_try_advisory_lock / pg_advisory_unlock), one connection per client",
-		Servers:     "1 postgres",
-		Kinds:       []string{"postgres"},
-	}, newPGAdvisory)
+	}, nil, func(s *pgSession) Client { return &pgAdvisoryClient{pgSession: s} })
 }
-
-type pgAdvisory struct {
-	env Env
-	pg  *cluster.Postgres
-}
-
-func newPGAdvisory(ctx context.Context, env Env) (Backend, error) {
-	pg, err := startPostgres(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return &pgAdvisory{env: env, pg: pg}, nil
-}
-
-func (b *pgAdvisory) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	s, err := newPGSession(ctx, b.env, c.Process, b.pg)
-	if err != nil {
-		return nil, err
-	}
-	return &pgAdvisoryClient{pgSession: s}, nil
-}
-
-func (b *pgAdvisory) Close() error { return nil }
 
 type pgAdvisoryClient struct {
 	*pgSession

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // pg-advisory-xact is PostgreSQL's transaction-level advisory lock: BEGIN;
@@ -26,37 +24,12 @@ import (
 // COMMIT: the history marks it `tx`, and the checkers judge it by that
 // release's outcome (a failed COMMIT rolled it back).
 func init() {
-	Register(Info{
+	registerPG(Info{
 		Name:        "pg-advisory-xact",
 		InTx:        true,
 		Description: "PostgreSQL transaction-level advisory lock held in an open transaction; with the postgres resource the write commits with the release",
-		Servers:     "1 postgres",
-		Kinds:       []string{"postgres"},
-	}, newPGAdvisoryXact)
+	}, nil, func(s *pgSession) Client { return &pgAdvisoryXactClient{pgSession: s} })
 }
-
-type pgAdvisoryXact struct {
-	env Env
-	pg  *cluster.Postgres
-}
-
-func newPGAdvisoryXact(ctx context.Context, env Env) (Backend, error) {
-	pg, err := startPostgres(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return &pgAdvisoryXact{env: env, pg: pg}, nil
-}
-
-func (b *pgAdvisoryXact) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	s, err := newPGSession(ctx, b.env, c.Process, b.pg)
-	if err != nil {
-		return nil, err
-	}
-	return &pgAdvisoryXactClient{pgSession: s}, nil
-}
-
-func (b *pgAdvisoryXact) Close() error { return nil }
 
 type pgAdvisoryXactClient struct {
 	*pgSession

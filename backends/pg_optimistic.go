@@ -2,8 +2,6 @@ package backends
 
 import (
 	"context"
-
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // pg-optimistic takes no lock at all: the lock-free comparator. Acquire
@@ -21,42 +19,14 @@ import (
 // not apply — nor progress: under contention many writes are rejected. Its
 // fence is the row version read at acquire.
 func init() {
-	Register(Info{
+	registerPG(Info{
 		Name:        "pg-optimistic",
 		Description: "no lock: read the row's version, write with a compare-and-set on it (the lock-free comparator)",
-		Servers:     "1 postgres",
-		Kinds:       []string{"postgres"},
 		Fencing:     true,
 		LockFree:    true,
 		Resources:   []string{"postgres"},
-	}, newPGOptimistic)
+	}, PGSetupResource, func(s *pgSession) Client { return &pgOptimisticClient{pgSession: s} })
 }
-
-type pgOptimistic struct {
-	env Env
-	pg  *cluster.Postgres
-}
-
-func newPGOptimistic(ctx context.Context, env Env) (Backend, error) {
-	pg, err := startPostgres(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	if err := PGSetupResource(ctx, pg, env.Keys); err != nil {
-		return nil, err
-	}
-	return &pgOptimistic{env: env, pg: pg}, nil
-}
-
-func (b *pgOptimistic) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	s, err := newPGSession(ctx, b.env, c.Process, b.pg)
-	if err != nil {
-		return nil, err
-	}
-	return &pgOptimisticClient{pgSession: s}, nil
-}
-
-func (b *pgOptimistic) Close() error { return nil }
 
 type pgOptimisticClient struct {
 	*pgSession

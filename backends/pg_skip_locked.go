@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/locktorture/locktorture/cluster"
 )
 
 // pg-skip-locked is the job-queue claim: a table (PGLocksTable) with one
@@ -23,40 +21,12 @@ import (
 // outside the transaction from a holder whose session died unnoticed. No
 // lease, no fence.
 func init() {
-	Register(Info{
+	registerPG(Info{
 		Name:        "pg-skip-locked",
 		InTx:        true,
 		Description: "claim the key's row with SELECT ... FOR UPDATE SKIP LOCKED in a transaction held for the critical section",
-		Servers:     "1 postgres",
-		Kinds:       []string{"postgres"},
-	}, newPGSkipLocked)
+	}, pgSetupLocks, func(s *pgSession) Client { return &pgSkipLockedClient{pgSession: s} })
 }
-
-type pgSkipLocked struct {
-	env Env
-	pg  *cluster.Postgres
-}
-
-func newPGSkipLocked(ctx context.Context, env Env) (Backend, error) {
-	pg, err := startPostgres(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	if err := pgSetupLocks(ctx, pg, env.Keys); err != nil {
-		return nil, err
-	}
-	return &pgSkipLocked{env: env, pg: pg}, nil
-}
-
-func (b *pgSkipLocked) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	s, err := newPGSession(ctx, b.env, c.Process, b.pg)
-	if err != nil {
-		return nil, err
-	}
-	return &pgSkipLockedClient{pgSession: s}, nil
-}
-
-func (b *pgSkipLocked) Close() error { return nil }
 
 type pgSkipLockedClient struct {
 	*pgSession

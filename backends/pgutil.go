@@ -57,6 +57,45 @@ func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
 	return pg, nil
 }
 
+// registerPG registers a PostgreSQL backend: every one runs over the
+// run's one server (Servers and Kinds say so), sets it up once with setup
+// (nil: nothing), and gives each client a session of its own that
+// newClient wraps in the backend's way of locking.
+func registerPG(info Info, setup func(ctx context.Context, pg *cluster.Postgres, keys []string) error, newClient func(*pgSession) Client) {
+	info.Servers, info.Kinds = "1 postgres", []string{"postgres"}
+	Register(info, func(ctx context.Context, env Env) (Backend, error) {
+		pg, err := startPostgres(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if setup != nil {
+			if err := setup(ctx, pg, env.Keys); err != nil {
+				return nil, err
+			}
+		}
+		return &pgBackend{env: env, pg: pg, newClient: newClient}, nil
+	})
+}
+
+// pgBackend is a PostgreSQL backend (registerPG).
+type pgBackend struct {
+	env       Env
+	pg        *cluster.Postgres
+	newClient func(*pgSession) Client
+}
+
+// Client connects process c.Process's session.
+func (b *pgBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	s, err := newPGSession(ctx, b.env, c.Process, b.pg)
+	if err != nil {
+		return nil, err
+	}
+	return b.newClient(s), nil
+}
+
+// Close leaves the server to the cluster.
+func (b *pgBackend) Close() error { return nil }
+
 // PGSetupResource creates the postgres resource's table with a row (value
 // 0, no fence, version 0) for each key; it runs once per server and set
 // of keys.
