@@ -16,8 +16,16 @@ import (
 // a nemesis op now and then, until n ops are recorded; then it reads every
 // key once more (final-read).
 func Realistic(seed uint64, procs, keys, n int) []history.Op {
-	r := rand.New(rand.NewPCG(seed, 1))
 	ops := make([]history.Op, 0, n+2*keys)
+	Each(seed, procs, keys, n, func(op *history.Op) { ops = append(ops, *op) })
+	return ops
+}
+
+// Each is Realistic one op at a time, for histories too long to hold:
+// yield gets each op in turn (valid only during the call).
+func Each(seed uint64, procs, keys, n int, yield func(*history.Op)) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var count int64
 	type client struct {
 		next  int64 // when its next event happens
 		step  int   // 0 invoke acquire, 1 complete acquire, 2..7 read/write/release
@@ -33,11 +41,12 @@ func Realistic(seed uint64, procs, keys, n int) []history.Op {
 	values := map[string]int64{}
 	var fence, now int64
 	emit := func(o history.Op) {
-		o.Index, o.Time = int64(len(ops)), now
-		ops = append(ops, o)
+		o.Index, o.Time = count, now
+		count++
+		yield(&o)
 	}
 	lat := func() int64 { return 50000 + r.Int64N(950000) }
-	for len(ops) < n {
+	for count < int64(n) {
 		p := 0
 		for i := range cs {
 			if cs[i].next < cs[p].next {
@@ -124,5 +133,4 @@ func Realistic(seed uint64, procs, keys, n int) []history.Op {
 		now += lat()
 		emit(history.Op{Process: 0, Type: history.OK, F: history.FinalRead, Key: key, Value: history.IntValue(values[key])})
 	}
-	return ops
 }
