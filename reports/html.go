@@ -192,6 +192,12 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 		{FileLatency, "latency of every client op over time"},
 		{FileRate, "completed ops per second"},
 	}
+	if info.Density != nil {
+		v.Plots = append([][2]string{{FileDensity, "the whole run: holds and overlaps per key over time, faults shaded"}}, v.Plots...)
+		v.Plots[1][1] += " (" + info.Excerpt + ")"
+		v.Plots[2][1] += " (" + info.Excerpt + ")"
+		v.Plots[3][1] += " over the whole run"
+	}
 	v.Links = [][2]string{
 		{FileHistory, "the history, one op per line"},
 		{FileResults, "the checkers' results"},

@@ -77,6 +77,9 @@ type RunInfo struct {
 	// Excerpt, for a run too long to draw whole, says which stretch of
 	// it the plots show; the checkers and their counts cover it all.
 	Excerpt string `json:"-"`
+	// Density, for such a run, counts all of it: WriteRun draws it as
+	// density.png, and rate.png from it.
+	Density *Density `json:"-"`
 }
 
 // heading names the run for titles: "scenario / backend — VERDICT".
@@ -116,7 +119,13 @@ func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Re
 	w := &fileWriter{ctx: ctx, dir: dir}
 	w.write(FileTimeline, func() ([]byte, error) { return timelinePNG(ops, res, head) })
 	w.write(FileLatency, func() ([]byte, error) { return latencyPNG(ops, head) })
-	w.write(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
+	if info.Density != nil {
+		whole := heading(res, RunInfo{Scenario: info.Scenario, Backend: info.Backend})
+		w.write(FileDensity, func() ([]byte, error) { return densityPNG(info.Density, whole) })
+		w.write(FileRate, func() ([]byte, error) { return densityRatePNG(info.Density, whole) })
+	} else {
+		w.write(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
+	}
 	w.write(FileLinearizability, func() ([]byte, error) { return linearizabilityHTML(ctx, ops, head), nil })
 	w.write(FileJUnit, func() ([]byte, error) { return junitXML(res, info) })
 	w.write(FileIndex, func() ([]byte, error) { return indexHTML(ops, res, info) })

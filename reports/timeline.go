@@ -67,6 +67,7 @@ func (m marker) Thumbnail(c *draw.Canvas) { m.draw(c, c.Center()) }
 type timelineData struct {
 	procs     []int       // client processes, top row first
 	row       map[int]int // process -> y value
+	from      int64       // first op time (0, unless the ops are a stretch of a longer history)
 	span      int64       // last op time
 	bars      [][]bar     // per row index (same order as procs)
 	holds     int
@@ -84,6 +85,9 @@ type timelineData struct {
 func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) *timelineData {
 	d := &timelineData{row: map[int]int{}}
 	seen := map[int]bool{}
+	if len(ops) > 0 && ops[0].Index > 0 {
+		d.from = ops[0].Time
+	}
 	for i := range ops {
 		op := &ops[i]
 		if op.Time > d.span {
@@ -255,20 +259,28 @@ func (d *timelineData) bar(holds []checker.Hold, h rowHold, n int) bar {
 const maxBars = 3000
 
 // timelinePNG draws holds per process over time, overlaps in red on both
-// rows involved, fault windows shaded, and fencing marks.
+// rows involved, fault windows shaded, and fencing marks: the plot, then
+// each layer, then the legend.
 func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte, error) {
 	const width = 10 * vg.Inch
 	d := buildTimeline(ops, res, 96*7.2)
-	n := len(d.procs)
-	height := vg.Inch*1.3 + vg.Inch*0.45*vg.Length(n)
+	height := vg.Inch*1.3 + vg.Inch*0.45*vg.Length(len(d.procs))
 	height = min(max(height, 3*vg.Inch), 14*vg.Inch)
+	p := d.plot(heading)
+	cols := faultColourMap(d.faults)
+	p.Add(d.backdrop(cols), d.holdBars(), d.overlapMarks(), d.fencingMarks(), d.captions())
+	return renderPNG(p, d.legend(cols), width, height)
+}
 
+// plot makes the timeline's plot: its title, time axis and a row per process.
+func (d *timelineData) plot(heading string) *plot.Plot {
+	n := len(d.procs)
 	title := heading + " — holds per process"
 	if d.merged {
 		title += fmt.Sprintf(" (%s holds as %s bars: holds <1px apart merged)", thousands(d.holds), thousands(d.nbars))
 	}
 	p := newPlot(title, "seconds since start", "")
-	p.X.Min, p.X.Max = 0, sec(d.span)
+	p.X.Min, p.X.Max = sec(d.from), sec(max(d.span, d.from+1))
 	p.Y.Min, p.Y.Max = -0.5, float64(max(n, 1))-0.5
 	every := max(1, n/40)
 	var ticks []plot.Tick
@@ -281,17 +293,22 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Tick.Label.Font.Size = 10
+	return p
+}
 
-	cols := faultColourMap(d.faults)
-	keyCol := func(k string) color.RGBA {
-		if len(d.keys) <= 1 || k == "" {
-			return colHold
-		}
-		return keyColours[slices.Index(d.keys, k)%len(keyColours)]
+// keyColour is the colour of a key's holds (one colour for one key, or for
+// a bar of several).
+func (d *timelineData) keyColour(k string) color.RGBA {
+	if len(d.keys) <= 1 || k == "" {
+		return colHold
 	}
+	return keyColours[slices.Index(d.keys, k)%len(keyColours)]
+}
 
-	// Row backgrounds and fault shading.
-	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+// backdrop draws the rows' alternating backgrounds and the faults' shading (on the rows of the processes they hit, else across).
+func (d *timelineData) backdrop(cols map[string]color.RGBA) plot.Plotter {
+	n := len(d.procs)
+	return plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		for i := range d.procs {
 			if i%2 == 1 {
@@ -324,16 +341,19 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				rect(&c, withAlpha(col, bandAlpha), x0, s[0], x1, s[1])
 			}
 		}
-	}))
+	})
+}
 
-	// Hold bars.
-	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+// holdBars draws the hold bars, in their key's colour, paler past the lease.
+func (d *timelineData) holdBars() plot.Plotter {
+	n := len(d.procs)
+	return plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		for i, bs := range d.bars {
 			y := float64(n - 1 - i)
 			y0, y1 := trY(y-barHalf), trY(y+barHalf)
 			for _, b := range bs {
-				col := keyCol(b.key)
+				col := d.keyColour(b.key)
 				x0, x1 := trX(sec(b.start)), trX(sec(b.end))
 				if x1-x0 < vg.Points(0.8) {
 					x1 = x0 + vg.Points(0.8)
@@ -353,10 +373,12 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				}
 			}
 		}
-	}))
+	})
+}
 
-	// Overlaps: red on both rows, joined by a dashed line.
-	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+// overlapMarks draws the overlaps: red on both rows, joined by a dashed line.
+func (d *timelineData) overlapMarks() plot.Plotter {
+	return plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		for _, o := range d.overlaps {
 			ra, oka := d.row[o.Earlier.Process]
@@ -385,10 +407,12 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				}
 			}
 		}
-	}))
+	})
+}
 
-	// Fencing marks.
-	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+// fencingMarks draws the fencing marks: stale writes rejected and accepted.
+func (d *timelineData) fencingMarks() plot.Plotter {
+	return plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		for _, r := range d.rejected {
 			if y, ok := d.row[r.Process]; ok {
@@ -400,11 +424,13 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 				markStale.draw(&c, vg.Point{X: trX(sec(s.Time)), Y: trY(float64(y))})
 			}
 		}
-	}))
+	})
+}
 
-	// Fence tokens above the bars (when there are few holds) and overlap
-	// captions (when there are few overlaps), placed so they do not collide.
-	p.Add(plotFunc(func(c draw.Canvas, pl *plot.Plot) {
+// captions draws fence tokens above the bars (when there are few holds) and overlap captions (when there are few overlaps), placed so they do not collide.
+func (d *timelineData) captions() plot.Plotter {
+	n := len(d.procs)
+	return plotFunc(func(c draw.Canvas, pl *plot.Plot) {
 		trX, trY := pl.Transforms(&c)
 		var taken []vg.Rectangle
 		free := func(r vg.Rectangle) bool {
@@ -487,15 +513,17 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 			rect(&c, color.NRGBA{R: 255, G: 255, B: 255, A: 225}, box.Min.X, box.Min.Y, box.Max.X, box.Max.Y)
 			c.FillText(sty, pt, txt)
 		}
-	}))
+	})
+}
 
-	// Legend.
+// legend lists what the timeline shows.
+func (d *timelineData) legend(cols map[string]color.RGBA) []legendEntry {
 	var leg []legendEntry
 	if len(d.keys) <= 1 {
 		leg = append(leg, legendEntry{"hold", rectThumb{colHold}})
 	} else if len(d.keys) <= len(keyColours) {
 		for _, k := range d.keys {
-			leg = append(leg, legendEntry{"hold " + k, rectThumb{keyCol(k)}})
+			leg = append(leg, legendEntry{"hold " + k, rectThumb{d.keyColour(k)}})
 		}
 		if d.mixedKeys {
 			leg = append(leg, legendEntry{"holds of several keys", rectThumb{colHold}})
@@ -516,5 +544,5 @@ func timelinePNG(ops []history.Op, res *checker.Results, heading string) ([]byte
 		leg = append(leg, legendEntry{"stale write rejected", markRejected})
 	}
 	leg = append(leg, faultLegend(d.faults, cols)...)
-	return renderPNG(p, leg, width, height)
+	return leg
 }

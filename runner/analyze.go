@@ -65,13 +65,14 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			names, skipped = applicable(names, binfo)
 		}
 	}
-	res, first, truncErr, err := checkFile(ctx, hpath, names, opt)
+	fc, err := checkFile(ctx, hpath, names, opt)
 	if err != nil {
 		return nil, err
 	}
-	truncated := truncErr != nil
+	res := fc.res
+	truncated := fc.truncated != nil
 	if truncated {
-		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", truncErr, res.Ops))
+		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", fc.truncated, res.Ops))
 	}
 	for i, w := range res.Warnings {
 		if i == maxWarningLines {
@@ -101,11 +102,11 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	}
 	out.Results = res
 	out.Summary = reports.Summary(res, 3)
-	ops, excerpt, err := reportOps(ctx, hpath, res.Ops, res, first)
+	ops, long, err := reportOps(ctx, hpath, res, fc)
 	if err != nil {
 		return out, fmt.Errorf("%w: %w", ErrReport, err)
 	}
-	if err := drawReport(ctx, dir, ops, excerpt, res, sc); err != nil {
+	if err := drawReport(ctx, dir, ops, long, res, sc); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrReport, err)
 	}
 	return out, nil
@@ -159,13 +160,13 @@ func analyzeCheckers(dir string, named []string, warn func(string)) ([]string, *
 }
 
 // drawReport writes the report files, turning a panic into an error.
-func drawReport(ctx context.Context, dir string, ops []history.Op, excerpt string, res *checker.Results, sc *scenarios.Scenario) (err error) {
+func drawReport(ctx context.Context, dir string, ops []history.Op, long *longRun, res *checker.Results, sc *scenarios.Scenario) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", reports.ErrDraw, r)
 		}
 	}()
-	return writeRunReport(ctx, dir, ops, excerpt, res, sc)
+	return writeRunReport(ctx, dir, ops, long, res, sc)
 }
 
 // storedServers reads where a stored run's servers came from (results.json's

@@ -11,7 +11,19 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/reports"
 )
+
+// fileCheck is what checkFile finds.
+type fileCheck struct {
+	res *checker.Results
+	// first are the history's first maxReportOps ops, for reportOps;
+	// density counts all of it, for a long run's report.
+	first   []history.Op
+	density *reports.Density
+	// truncated is the error of a last line cut off and dropped.
+	truncated error
+}
 
 // checkFile checks the history in path in one streaming pass (see
 // checker.Stream), in memory bounded by its keys and clients rather than
@@ -20,21 +32,24 @@ import (
 // was killed) is dropped and truncated says so. A history the stream
 // cannot take (one the harness never records: a process with two ops in
 // flight, time going backwards) is read whole and checked by check.
-// first has the history's first maxReportOps ops, for reportOps.
-func checkFile(ctx context.Context, path string, names []string, opt Options) (res *checker.Results, first []history.Op, truncated, err error) {
+// The report's ops come from the same pass (see fileCheck).
+func checkFile(ctx context.Context, path string, names []string, opt Options) (fc fileCheck, err error) {
 	copt := checker.Options{LinearizableTimeout: opt.LinearizableTimeout}
 	st, err := checker.NewStream(ctx, names, copt)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		return fc, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	lint := history.Linter{Max: checker.MaxWarnings}
+	density := reports.NewDensity()
 	var n int
 	var checked, finalReads bool
-	truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
+	var first []history.Op
+	truncated, err := readOps(ctx, path, -1, func(op *history.Op) {
 		if n < maxReportOps {
 			first = append(first, *op)
 		}
 		n++
+		density.Add(op)
 		st.Add(op)
 		lint.Add(op)
 		if op.Type == history.OK && (op.F == history.Acquire || op.F == history.Write) {
@@ -43,7 +58,7 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (r
 		finalReads = finalReads || op.F == history.FinalRead
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return fc, err
 	}
 	cs, err := st.Result(func(add func(*history.Op)) error {
 		_, err := readOps(ctx, path, n, add)
@@ -52,20 +67,20 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (r
 	if errors.Is(err, checker.ErrNotStreamable) {
 		ops, rerr := history.ReadFileContract(path)
 		if rerr != nil && !errors.Is(rerr, history.ErrTruncated) {
-			return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadInput, rerr)
+			return fc, fmt.Errorf("%w: %w", ErrBadInput, rerr)
 		}
 		res, err := check(ctx, ops, names, opt)
-		return res, first, truncated, err
+		return fileCheck{res, first, density, truncated}, err
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return fc, err
 	}
 	r := &checker.Results{Checkers: cs, Ops: n}
 	for _, p := range lint.Problems() {
 		r.Warnings = append(r.Warnings, p.String())
 	}
 	r.WarningCount = lint.Count()
-	return judge(r, checked, finalReads), first, truncated, nil
+	return fileCheck{judge(r, checked, finalReads), first, density, truncated}, nil
 }
 
 // readOps feeds the first limit ops of the history in path (every one when
@@ -156,12 +171,16 @@ var maxReportOps = 100_000
 // reportOps returns the ops the report of the history in path (of n ops)
 // is drawn from: all of them when there are at most maxReportOps; else
 // maxReportOps of them around the first violation res lists (or from the
-// start), and a line saying which stretch it is. first holds the
-// history's first ops (as checkFile returns them): when the stretch is
-// among them, the file is not read again.
-func reportOps(ctx context.Context, path string, n int, res *checker.Results, first []history.Op) ([]history.Op, string, error) {
+// start), and what the report says of the whole run (nil for a history
+// drawn whole). When the stretch is among the first ops checkFile kept
+// (fc), the file is not read again.
+func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCheck) ([]history.Op, *longRun, error) {
+	n, first := res.Ops, fc.first
 	if n <= len(first) {
-		return first[:n], "", nil
+		return first[:n], nil, nil
+	}
+	long := func(ops []history.Op, seen int, what string) *longRun {
+		return &longRun{excerpt: excerptLine(ops, seen, what), density: fc.density}
 	}
 	at, what := firstViolation(res)
 	half := maxReportOps / 2
@@ -172,7 +191,7 @@ func reportOps(ctx context.Context, path string, n int, res *checker.Results, fi
 			from, to = max(0, i-half), max(0, i-half)+maxReportOps
 		}
 		if to <= len(first) {
-			return first[from:to], excerptLine(first[from:to], n, what), nil
+			return first[from:to], long(first[from:to], n, what), nil
 		}
 	}
 	ring := make([]history.Op, 0, maxReportOps)
@@ -200,15 +219,29 @@ func reportOps(ctx context.Context, path string, n int, res *checker.Results, fi
 		}
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if after < 0 && what != "" { // the violation was past the end: the last ops
 		ring = append(ring[start:], ring[:start]...)
 	}
 	if len(ring) == 0 {
-		return nil, "", nil
+		return nil, nil, nil
 	}
-	return ring, excerptLine(ring, seen, what), nil
+	return ring, long(ring, seen, what), nil
+}
+
+// longRun is what the report of a run too long to draw op by op says of
+// all of it.
+type longRun struct {
+	excerpt string           // which stretch the op-by-op plots show
+	density *reports.Density // the whole run, counted
+}
+
+// apply puts it in the report's info (nothing for a run drawn whole).
+func (l *longRun) apply(info *reports.RunInfo) {
+	if l != nil {
+		info.Excerpt, info.Density = l.excerpt, l.density
+	}
 }
 
 // excerptLine says which stretch of a history of n ops the report shows.

@@ -54,10 +54,11 @@ func TestCheckFileMatchesCheck(t *testing.T) {
 	for name, ops := range map[string][]history.Op{"healthy": healthy, "invokes twice": twice} {
 		t.Run(name, func(t *testing.T) {
 			path := writeHistory(t, ops)
-			got, _, trunc, err := checkFile(context.Background(), path, nil, Options{})
-			if err != nil || trunc != nil {
-				t.Fatal(err, trunc)
+			fc, err := checkFile(context.Background(), path, nil, Options{})
+			if err != nil || fc.truncated != nil {
+				t.Fatal(err, fc.truncated)
 			}
+			got := fc.res
 			want, err := check(context.Background(), ops, nil, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -84,22 +85,23 @@ func TestReportOpsExcerpt(t *testing.T) {
 	defer func() { maxReportOps = saved }()
 	ops := histgen.Realistic(5, 4, 2, 1000)
 	path := writeHistory(t, ops)
-	_, first, _, err := checkFile(context.Background(), path, nil, Options{})
-	if err != nil || len(first) != maxReportOps {
-		t.Fatalf("kept %d ops, want %d (%v)", len(first), maxReportOps, err)
+	fc, err := checkFile(context.Background(), path, nil, Options{})
+	if err != nil || len(fc.first) != maxReportOps {
+		t.Fatalf("kept %d ops, want %d (%v)", len(fc.first), maxReportOps, err)
 	}
 	for _, at := range []int{0, 30, 700} {
-		res := &checker.Results{}
+		res := &checker.Results{Ops: len(ops)}
 		if at > 0 {
 			res.Checkers.Mutex = &checker.MutexResult{Violations: []checker.Overlap{{Later: checker.Hold{Start: ops[at].Time}, Start: ops[at].Time}}}
 		}
-		got, line, err := reportOps(context.Background(), path, len(ops), res, first)
+		got, long, err := reportOps(context.Background(), path, res, fc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != maxReportOps || line == "" {
-			t.Fatalf("violation at op %d: %d ops (%q), want %d", at, len(got), line, maxReportOps)
+		if len(got) != maxReportOps || long == nil || long.density == nil {
+			t.Fatalf("violation at op %d: %d ops (%+v), want %d", at, len(got), long, maxReportOps)
 		}
+		line := long.excerpt
 		t.Logf("violation at op %d: %s", at, line)
 		lo, hi := got[0].Index, got[len(got)-1].Index
 		if hi-lo != int64(maxReportOps-1) {
@@ -113,9 +115,9 @@ func TestReportOpsExcerpt(t *testing.T) {
 		}
 	}
 	// A short history is drawn whole.
-	got, line, err := reportOps(context.Background(), path, 50, &checker.Results{}, first)
-	if err != nil || len(got) != 50 || line != "" {
-		t.Fatalf("short history: %d ops, %q, %v", len(got), line, err)
+	got, long, err := reportOps(context.Background(), path, &checker.Results{Ops: 50}, fc)
+	if err != nil || len(got) != 50 || long != nil {
+		t.Fatalf("short history: %d ops, %+v, %v", len(got), long, err)
 	}
 }
 

@@ -492,19 +492,19 @@ func reportRun(ctx context.Context, dir string, warn func(string)) error {
 	if data, err := os.ReadFile(filepath.Join(dir, reports.FileScenario)); err == nil {
 		sc, _ = scenarios.Parse(data, filepath.Join(dir, reports.FileScenario))
 	}
-	return writeRunReport(ctx, dir, ops, "", res, sc)
+	return writeRunReport(ctx, dir, ops, nil, res, sc)
 }
 
 // writeRunReport draws a stored run's report with the RunInfo it was
 // first drawn with (run.json), or, for a run stored without one, with what
 // its scenario says.
-func writeRunReport(ctx context.Context, dir string, ops []history.Op, excerpt string, res *checker.Results, sc *scenarios.Scenario) error {
+func writeRunReport(ctx context.Context, dir string, ops []history.Op, long *longRun, res *checker.Results, sc *scenarios.Scenario) error {
 	info, err := reports.ReadRunInfo(dir)
 	if err != nil {
 		info = fallbackInfo(dir, res, sc)
 	}
 	info.Summary = reports.Summary(res, 3)
-	info.Excerpt = excerpt
+	long.apply(&info)
 	return reports.WriteRun(ctx, dir, ops, res, info)
 }
 

@@ -75,7 +75,7 @@ type run struct {
 	backend backends.Backend
 	res     workload.Resource
 	rec     *history.Recorder
-	first   []history.Op // the history's first ops, kept by check for the report
+	checked fileCheck    // what check found, for the report
 	live    reports.Live // the verdict so far, for run.log
 	procs   *workload.Procs
 	engine  *nemesis.Engine
@@ -394,8 +394,9 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	sc := r.sc
 	r.lg.Printf("history: %d ops; checking", r.rec.Len())
 	names, skipped := applicable(sc.Checkers, r.binfo)
-	results, first, _, err := checkFile(ctx, r.historyPath(), names, r.opt)
-	r.first = first
+	fc, err := checkFile(ctx, r.historyPath(), names, r.opt)
+	results := fc.res
+	r.checked = fc
 	if ctx.Err() != nil {
 		return nil, r.interrupted()
 	}
@@ -436,9 +437,9 @@ func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, e
 		Servers: r.servers,
 	}
 	var rerr error
-	ops, excerpt, err := reportOps(ctx, r.historyPath(), results.Ops, results, r.first)
-	r.first = nil
-	info.Excerpt = excerpt
+	ops, long, err := reportOps(ctx, r.historyPath(), results, r.checked)
+	r.checked = fileCheck{}
+	long.apply(&info)
 	if err == nil {
 		err = reports.WriteRun(ctx, r.dir, ops, results, info)
 	}

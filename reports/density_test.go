@@ -1,0 +1,65 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/histgen"
+)
+
+// TestDensity: a long run's buckets stay bounded (they widen as it goes
+// on) and keep every hold and overlap the checkers count; a long run's
+// report draws density.png and lists it first.
+func TestDensity(t *testing.T) {
+	ops := histgen.Realistic(7, 6, 3, 200000)
+	// Stretch the history's clock to an hour, and let one key be granted
+	// twice at once.
+	granted := false
+	for i := range ops {
+		ops[i].Time *= 100
+		if !granted && i > len(ops)/2 && ops[i].F == history.Acquire && ops[i].Type == history.Fail {
+			ops[i].Type, ops[i].Error, granted = history.OK, "", true // held from here to the end
+		}
+	}
+	d := NewDensity()
+	for i := range ops {
+		d.Add(&ops[i])
+	}
+	if len(d.done) > densityBuckets || d.width <= 1e7 {
+		t.Fatalf("%d buckets of %d ns over %d ns", len(d.done), d.width, d.last)
+	}
+	m := checker.Mutex(ops)
+	var holds, overlaps int32
+	for _, k := range d.keys {
+		for _, v := range k.holds {
+			holds += v
+		}
+		for _, v := range k.overlaps {
+			overlaps += v
+		}
+	}
+	if int(holds) != m.Holds || int(overlaps) != m.Count || m.Count == 0 {
+		t.Fatalf("density counted %d holds and %d overlaps, the mutex checker %d and %d", holds, overlaps, m.Holds, m.Count)
+	}
+	png, err := densityPNG(d, "test")
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("density.png: %v", err)
+	}
+	dir := t.TempDir()
+	res := &checker.Results{Valid: checker.Valid, Ops: len(ops)}
+	if err := WriteRun(context.Background(), dir, ops[:1000], res, RunInfo{Excerpt: "a long run: the plots show ops 0–999", Density: d}); err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, FileIndex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileDensity)); err != nil || !bytes.Contains(index, []byte(FileDensity)) || !bytes.Contains(index, []byte("the plots show ops 0–999")) {
+		t.Fatalf("density.png %v; index:\n%s", err, index)
+	}
+}
