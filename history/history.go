@@ -95,9 +95,6 @@ func (o *Op) FenceOr(def int64) int64 {
 // IsNemesis reports whether the op was recorded by the nemesis.
 func (o *Op) IsNemesis() bool { return o.Process == NemesisProcess }
 
-// IsCompletion reports whether the op completes an invocation.
-func (o *Op) IsCompletion() bool { return o.Type != Invoke }
-
 // IntValue encodes an integer as an op Value.
 func IntValue(v int64) json.RawMessage {
 	return json.RawMessage(strconv.AppendInt(nil, v, 10))
