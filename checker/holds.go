@@ -133,7 +133,7 @@ type holdKey struct {
 // LeaseEnd to its own time plus that lease, and so does an acquire ok by a
 // process that already holds the key (its hold goes on). Each hold keeps its
 // lease's history too, so a checker can ask how the lease stood at any
-// moment (LeaseEndAt): a later extension does not rewrite the past. Nemesis
+// moment (leaseAt): a later extension does not rewrite the past. Nemesis
 // ops are ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
 	ops = resolveTx(ops)
@@ -340,16 +340,6 @@ func (h *Hold) leaseAt(t int64) (l leaseSpan, ok bool) {
 		return leaseSpan{at: h.Start, end: *h.LeaseEnd, ms: ms}, true
 	}
 	return leaseSpan{}, false
-}
-
-// LeaseEndAt returns when h's lease ran out as it stood at time t (by the
-// grant or extension last completed at or before t), or nil when h had no
-// lease by then.
-func (h *Hold) LeaseEndAt(t int64) *int64 {
-	if l, ok := h.leaseAt(t); ok {
-		return history.Int64(l.end)
-	}
-	return nil
 }
 
 // grantNodes reads the servers that granted a quorum lock from an acquire
