@@ -180,7 +180,7 @@ func benchBare(b *testing.B, tmp string) float64 {
 	}
 	ctx := context.Background()
 	return parallelCycles(b, func(p int) error {
-		key := fmt.Sprintf("%sbench%d", redisKeyPrefix, p)
+		key := fmt.Sprintf("%sbench%d", redisLockPrefix, p)
 		ok, err := rcs[p].SetNX(ctx, key, tokens[p], 10*time.Second).Result()
 		if err != nil || !ok {
 			return fmt.Errorf("acquire: %v %w", ok, err)

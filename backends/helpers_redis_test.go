@@ -63,7 +63,7 @@ func keyExists(t testing.TB, addr, key string) bool {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rc.Close()
-	n, err := rc.Exists(context.Background(), redisKeyPrefix+key).Result()
+	n, err := rc.Exists(context.Background(), defaultRedisKeys.of(key)).Result()
 	if err != nil {
 		t.Fatalf("exists on %s: %v", addr, err)
 	}

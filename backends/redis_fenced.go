@@ -96,7 +96,7 @@ type redisFencedClient struct {
 func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
 	token := randomToken()
-	keys := []string{redisKeyPrefix + key, "locktorture:fence:" + key}
+	keys := []string{c.target.keys.of(key), "locktorture:fence:" + key}
 	fence, err := fencedAcquireScript.Run(ctx, c.rc, keys, token, c.ttl.Milliseconds(), c.fenceStart, fenceTTL.Milliseconds()).Int64()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire %s: %w", key, err)
@@ -111,7 +111,7 @@ func (c *redisFencedClient) Acquire(ctx context.Context, key string) (Grant, err
 }
 
 func (c *redisFencedClient) Release(ctx context.Context, key string, g Grant) error {
-	return redisTokenRelease(ctx, c.rc, key, g.Token)
+	return c.target.keys.release(ctx, c.rc, key, g.Token)
 }
 
 func (c *redisFencedClient) Close() error { return c.rc.Close() }

@@ -24,8 +24,8 @@ func init() {
 }
 
 // plainDelete releases with DEL, whoever holds the key now.
-func plainDelete(ctx context.Context, rc *redis.Client, key, token string) error {
-	n, err := rc.Del(ctx, redisKeyPrefix+key).Result()
+func plainDelete(k redisKeys, ctx context.Context, rc *redis.Client, key, token string) error {
+	n, err := rc.Del(ctx, k.of(key)).Result()
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, err)
 	}

@@ -61,6 +61,7 @@ func newRedisRenew(ctx context.Context, env Env) (Backend, error) {
 func (b *redisRenew) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	return &redisRenewClient{
 		rc:      b.target.client(c),
+		keys:    b.target.keys,
 		ttl:     b.env.TTL,
 		timeout: b.env.OpTimeout,
 		env:     c,
@@ -73,6 +74,7 @@ func (b *redisRenew) Close() error { return nil }
 
 type redisRenewClient struct {
 	rc      *redis.Client
+	keys    redisKeys
 	ttl     time.Duration
 	timeout time.Duration
 	env     ClientEnv
@@ -93,7 +95,7 @@ type watchdog struct {
 func (c *redisRenewClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.env.Clock.Now()
 	token := randomToken()
-	if err := setNX(ctx, c.rc, key, token, c.ttl); err != nil {
+	if err := c.keys.setNX(ctx, c.rc, key, token, c.ttl); err != nil {
 		return Grant{}, err
 	}
 	g := Grant{Lease: leaseLeft(c.env.Clock, c.ttl, start), HasLease: true, Token: token}
@@ -170,7 +172,7 @@ func (c *redisRenewClient) watch(ctx context.Context, key, token string, lost ch
 func (c *redisRenewClient) extend(ctx context.Context, key, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	n, err := extendScript.Run(ctx, c.rc, []string{redisKeyPrefix + key}, token, c.ttl.Milliseconds()).Int()
+	n, err := extendScript.Run(ctx, c.rc, []string{c.keys.of(key)}, token, c.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("extend %s: %w", key, err)
 	}
@@ -182,7 +184,7 @@ func (c *redisRenewClient) extend(ctx context.Context, key, token string) error 
 
 func (c *redisRenewClient) Release(ctx context.Context, key string, g Grant) error {
 	c.stop(g.Token)
-	return redisTokenRelease(ctx, c.rc, key, g.Token)
+	return c.keys.release(ctx, c.rc, key, g.Token)
 }
 
 func (c *redisRenewClient) Close() error {

@@ -14,5 +14,5 @@ func init() {
 		Lease:       true,
 		Sentinel:    true,
 		Options:     newRedisOptions,
-	}, newSetNXBackend(redisTokenRelease))
+	}, newSetNXBackend(redisKeys.release))
 }

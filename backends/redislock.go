@@ -51,13 +51,14 @@ func newRedislock(ctx context.Context, env Env) (Backend, error) {
 
 func (b *redislockBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	rc := b.target.client(c)
-	return &redislockClient{rc: rc, lc: redislock.New(rc), ttl: b.env.TTL, clock: c.Clock, locks: map[string]*redislock.Lock{}}, nil
+	return &redislockClient{rc: rc, keys: b.target.keys, lc: redislock.New(rc), ttl: b.env.TTL, clock: c.Clock, locks: map[string]*redislock.Lock{}}, nil
 }
 
 func (b *redislockBackend) Close() error { return nil }
 
 type redislockClient struct {
 	rc    *redis.Client
+	keys  redisKeys
 	lc    *redislock.Client
 	ttl   time.Duration
 	clock *clientsim.Clock
@@ -68,7 +69,7 @@ type redislockClient struct {
 
 func (c *redislockClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
-	l, err := c.lc.Obtain(ctx, redisKeyPrefix+key, c.ttl, nil)
+	l, err := c.lc.Obtain(ctx, c.keys.of(key), c.ttl, nil)
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
 		return Grant{}, fmt.Errorf("%w: redislock: obtain %s: %w", ErrBusy, key, err)

@@ -29,6 +29,8 @@ type redisTarget struct {
 	opt    RedisOptions
 	server *cluster.Redis
 	group  *cluster.SentinelGroup
+	// keys name the locks' keys in Redis (defaultRedisKeys).
+	keys redisKeys
 }
 
 // RedisOptions are the backend_options of the single-Redis backends
@@ -67,7 +69,7 @@ func (quietLogger) Printf(ctx context.Context, format string, v ...any) {}
 
 // startRedisTarget starts the servers of env.Redis's setup.
 func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
-	t := &redisTarget{env: env}
+	t := &redisTarget{env: env, keys: defaultRedisKeys}
 	if o, ok := env.Options.(interface{ redisOptions() RedisOptions }); ok {
 		t.opt = o.redisOptions()
 	}
@@ -131,7 +133,7 @@ func (t *redisTarget) confirm(ctx context.Context, rc *redis.Client, key, token 
 	if got >= int64(n) {
 		return nil
 	}
-	if err := redisTokenRelease(ctx, rc, key, token); err != nil && err != ErrNotHeld {
+	if err := t.keys.release(ctx, rc, key, token); err != nil && err != ErrNotHeld {
 		return fmt.Errorf("acquire %s: only %d of %d replicas acknowledged, and giving the lock back failed: %w", key, got, n, err)
 	}
 	return Certain(fmt.Errorf("acquire %s: only %d of %d replicas acknowledged the lock", key, got, n))
@@ -141,11 +143,11 @@ func (t *redisTarget) confirm(ctx context.Context, rc *redis.Client, key, token 
 // backends built on it differ in how they release.
 type setNXBackend struct {
 	target  *redisTarget
-	release func(ctx context.Context, rc *redis.Client, key, token string) error
+	release func(k redisKeys, ctx context.Context, rc *redis.Client, key, token string) error
 }
 
 // newSetNXBackend returns the factory of a SET NX PX lock with this release.
-func newSetNXBackend(release func(ctx context.Context, rc *redis.Client, key, token string) error) Factory {
+func newSetNXBackend(release func(k redisKeys, ctx context.Context, rc *redis.Client, key, token string) error) Factory {
 	return func(ctx context.Context, env Env) (Backend, error) {
 		t, err := startRedisTarget(ctx, env)
 		if err != nil {
@@ -171,7 +173,7 @@ func (c *setNXClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
 	token := randomToken()
 	ttl := c.b.target.env.TTL
-	if err := setNX(ctx, c.rc, key, token, ttl); err != nil {
+	if err := c.b.target.keys.setNX(ctx, c.rc, key, token, ttl); err != nil {
 		return Grant{}, err
 	}
 	if err := c.b.target.confirm(ctx, c.rc, key, token); err != nil {
@@ -181,7 +183,7 @@ func (c *setNXClient) Acquire(ctx context.Context, key string) (Grant, error) {
 }
 
 func (c *setNXClient) Release(ctx context.Context, key string, g Grant) error {
-	return c.b.release(ctx, c.rc, key, g.Token)
+	return c.b.release(c.b.target.keys, ctx, c.rc, key, g.Token)
 }
 
 func (c *setNXClient) Close() error { return c.rc.Close() }

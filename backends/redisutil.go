@@ -12,8 +12,24 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// redisKeyPrefix namespaces the harness's keys in Redis.
-const redisKeyPrefix = "locktorture:lock:"
+// redisLockPrefix namespaces the harness's lock keys in Redis: the
+// prefix of every built-in Redis backend (redisKeys).
+const redisLockPrefix = "locktorture:lock:"
+
+// redisKeys is how a Redis backend names a lock's key in Redis: Prefix
+// and the run's key. Taking, giving back and confirming a lock all use
+// it, so a backend whose keys have another shape says so once (its
+// redisTarget's keys) and every step acts on its keys.
+type redisKeys struct {
+	// Prefix comes before the run's key ("locktorture:lock:").
+	Prefix string
+}
+
+// defaultRedisKeys are the built-in backends' keys.
+var defaultRedisKeys = redisKeys{Prefix: redisLockPrefix}
+
+// of is the Redis key of the run's key.
+func (k redisKeys) of(key string) string { return k.Prefix + key }
 
 // lockClientOptions are the go-redis settings of every lock client, the
 // one place they are written: no retries (a retried SET can run twice, so
@@ -87,9 +103,9 @@ if redis.call("get", KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// redisTokenRelease runs the compare-and-delete script.
-func redisTokenRelease(ctx context.Context, rc *redis.Client, key, token string) error {
-	n, err := releaseScript.Run(ctx, rc, []string{redisKeyPrefix + key}, token).Int()
+// release runs the compare-and-delete script on key's lock.
+func (k redisKeys) release(ctx context.Context, rc *redis.Client, key, token string) error {
+	n, err := releaseScript.Run(ctx, rc, []string{k.of(key)}, token).Int()
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, err)
 	}
@@ -99,9 +115,10 @@ func redisTokenRelease(ctx context.Context, rc *redis.Client, key, token string)
 	return nil
 }
 
-// setNX runs SET key token NX PX ttl, returning ErrBusy when the key exists.
-func setNX(ctx context.Context, rc *redis.Client, key, token string, ttl time.Duration) error {
-	ok, err := rc.SetNX(ctx, redisKeyPrefix+key, token, ttl).Result()
+// setNX runs SET on key's lock with token NX PX ttl, returning ErrBusy
+// when the lock is taken.
+func (k redisKeys) setNX(ctx context.Context, rc *redis.Client, key, token string, ttl time.Duration) error {
+	ok, err := rc.SetNX(ctx, k.of(key), token, ttl).Result()
 	if err != nil {
 		return fmt.Errorf("acquire %s: %w", key, err)
 	}

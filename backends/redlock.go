@@ -107,6 +107,7 @@ func redlockNodeTimeout(ttl, opTimeout time.Duration) time.Duration {
 
 type redlockClient struct {
 	nodes       []*redis.Client
+	keys        redisKeys
 	ttl         time.Duration
 	drift       time.Duration
 	nodeTimeout time.Duration
@@ -118,6 +119,7 @@ type redlockClient struct {
 
 func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clientsim.Clock, name string) *redlockClient {
 	c := &redlockClient{
+		keys:        defaultRedisKeys,
 		ttl:         ttl,
 		drift:       ttl/100 + 2*time.Millisecond,
 		nodeTimeout: redlockNodeTimeout(ttl, opTimeout),
@@ -201,7 +203,7 @@ func (c *redlockClient) Acquire(ctx context.Context, key string) (Grant, error) 
 	token := randomToken()
 	start := c.clock.Now()
 	got, res := c.each(ctx, func(ctx context.Context, rc *redis.Client) error {
-		return setNX(ctx, rc, key, token, c.ttl)
+		return c.keys.setNX(ctx, rc, key, token, c.ttl)
 	})
 	validity := c.ttl - c.clock.Since(start) - c.drift
 	if got.n[nodeYes] >= c.quorum && validity > 0 {
@@ -217,7 +219,7 @@ func (c *redlockClient) Acquire(ctx context.Context, key string) (Grant, error) 
 	// answer (a timed-out SET may have landed). The cleanup runs even when
 	// the caller's deadline has passed.
 	un, _ := c.each(context.WithoutCancel(ctx), func(ctx context.Context, rc *redis.Client) error {
-		return redisTokenRelease(ctx, rc, key, token)
+		return c.keys.release(ctx, rc, key, token)
 	})
 	if got.n[nodeYes] >= c.quorum {
 		err := fmt.Errorf("redlock: acquire %s: %d of %d locked, but the acquire took %s of the %s ttl (drift %s): no validity left; unlocked: %s",
@@ -240,7 +242,7 @@ func (c *redlockClient) Acquire(ctx context.Context, key string) (Grant, error) 
 
 func (c *redlockClient) Release(ctx context.Context, key string, g Grant) error {
 	t, _ := c.each(ctx, func(ctx context.Context, rc *redis.Client) error {
-		return redisTokenRelease(ctx, rc, key, g.Token)
+		return c.keys.release(ctx, rc, key, g.Token)
 	})
 	if t.n[nodeYes] >= c.quorum {
 		return nil

@@ -54,7 +54,7 @@ func newRedsync(ctx context.Context, env Env) (Backend, error) {
 }
 
 func (b *redsyncBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	rc := &redsyncClient{ttl: b.env.TTL, mutexes: map[string]*redsync.Mutex{}}
+	rc := &redsyncClient{keys: defaultRedisKeys, ttl: b.env.TTL, mutexes: map[string]*redsync.Mutex{}}
 	for _, s := range b.servers {
 		rc.conns = append(rc.conns, newRedisClient(b.env.Cluster.ClientAddr(c.Process, s), b.env.OpTimeout, cluster.RedisClientName(c.Process)))
 	}
@@ -75,6 +75,7 @@ func (b *redsyncBackend) Close() error { return nil }
 
 type redsyncClient struct {
 	conns []*redis.Client
+	keys  redisKeys
 	rs    *redsync.Redsync
 	ttl   time.Duration
 
@@ -87,7 +88,7 @@ func (c *redsyncClient) mutex(key string) *redsync.Mutex {
 	defer c.mu.Unlock()
 	m, ok := c.mutexes[key]
 	if !ok {
-		m = c.rs.NewMutex(redisKeyPrefix+key, redsync.WithExpiry(c.ttl), redsync.WithTries(1))
+		m = c.rs.NewMutex(c.keys.of(key), redsync.WithExpiry(c.ttl), redsync.WithTries(1))
 		c.mutexes[key] = m
 	}
 	return m
