@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed python/redis_py_lock.py
+//go:embed python/redis_py_lock.py python/redis_py_try_lock.py
 var adapters embed.FS
 
 // Resolve returns command with each argument that names a shipped adapter

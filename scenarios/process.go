@@ -134,6 +134,10 @@ func (s *Scenario) validateClients() error {
 
 // splitCommand splits a command line as a POSIX shell would split plain
 // words and quoted ones ('...', "...", backslash escapes): --exec's value.
+// SplitCommand splits a command line as --exec does: plain and quoted
+// words, as a shell splits them, with no expansion.
+func SplitCommand(line string) ([]string, error) { return splitCommand(line) }
+
 func splitCommand(line string) ([]string, error) {
 	var out []string
 	var cur strings.Builder

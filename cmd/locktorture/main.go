@@ -52,6 +52,8 @@ Usage:
   locktorture merge    MATRIX...   join a matrix's shards into one report
   locktorture report   PATH        redraw a stored run's or matrix's report (no servers needed)
   locktorture shrink   RUN         shrink a failing run to the smallest scenario that still fails
+  locktorture client-check --exec 'COMMAND ARGS'
+                                   drive your adapter through the client protocol's corners; say each rule it breaks
   locktorture list     backends|scenarios|nemeses
   locktorture COMMAND --help
 
@@ -84,13 +86,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReport(args[1:], stdout, stderr)
 	case "client":
 		return cmdClient(args[1:], stdout, stderr)
+	case "client-check":
+		return cmdClientCheck(args[1:], stdout, stderr)
 	case "shrink":
 		return cmdShrink(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, client-check)\n", args[0])
 	return exitBadArgs
 }
 

@@ -1,0 +1,636 @@
+package clientproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/links"
+)
+
+// CheckOptions say which adapter Check drives and against what.
+type CheckOptions struct {
+	// Command is the adapter and its arguments; Env adds to the
+	// environment.
+	Command []string
+	Env     map[string]string
+	// Servers are the kinds of server to start, as exec.servers names
+	// them (default: one redis).
+	Servers []string
+	// Options are sent as the open request's options.
+	Options map[string]any
+	// TTL and Timeout are the open request's ttl_ms and timeout_ms
+	// (defaults 10s and 300ms: a long lease, so that a lock the adapter
+	// keeps is still there when the check looks).
+	TTL, Timeout time.Duration
+	// Dir receives the servers' and the adapter copies' logs (a temporary
+	// directory, removed after, when empty).
+	Dir string
+	// Progress, when set, is told each step as it starts.
+	Progress func(step string)
+}
+
+// Finding is one rule of the protocol, checked: whether the adapter kept
+// it, and what happened, in plain words.
+type Finding struct {
+	Rule   string `json:"rule"`
+	Broken bool   `json:"broken"`
+	Says   string `json:"says"`
+}
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	Findings []Finding `json:"findings"`
+	// Logs are the adapter copies' stderr logs (empty when Dir was not
+	// given: they are removed with the temporary directory).
+	Logs []string `json:"logs,omitempty"`
+}
+
+// Broken returns the findings whose rule the adapter broke.
+func (r *CheckReport) Broken() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Broken {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ErrCheck is wrapped when the check itself could not run (a server would
+// not start, the adapter could not be started at all).
+var ErrCheck = errors.New("client-check")
+
+// Check drives an adapter through the corners of the client protocol
+// against real servers it starts: open; acquire of a free key (ok) and of
+// a held one (fail busy); release (ok) and release of a key not held
+// (fail "not held"); a request whose server is slow past timeout_ms,
+// followed at once by the next request; a grant that arrives after the
+// harness gave up on it (it must be given back); a link cut and healed
+// (timeouts are info, never fail; the adapter reconnects); close; and
+// stdin closed without close. Two copies run as clients 0 and 1, each
+// through its own link to each server. It returns each rule checked and
+// whether the adapter kept it; an error only when the check could not run.
+func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
+	if len(opt.Command) == 0 {
+		return nil, fmt.Errorf("%w: no command", ErrCheck)
+	}
+	if opt.TTL <= 0 {
+		opt.TTL = 10 * time.Second
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 300 * time.Millisecond
+	}
+	if opt.Progress == nil {
+		opt.Progress = func(string) {}
+	}
+	dir := opt.Dir
+	keepLogs := dir != ""
+	if dir == "" {
+		d, err := os.MkdirTemp("", "locktorture-client-check-")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	cl, err := cluster.New(cluster.Options{LogDir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	defer cl.Close()
+	cl.EnableLinks()
+	opt.Progress("starting servers: " + strings.Join(orRedis(opt.Servers), ", "))
+	_, factory, err := backends.Lookup("exec")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	b, err := factory(ctx, backends.Env{Cluster: cl, TTL: opt.TTL, OpTimeout: opt.Timeout, ExecServers: opt.Servers})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	defer b.Close()
+	ck := &checker{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{},
+		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6)}
+	defer ck.killAll()
+	ck.run()
+	if keepLogs {
+		for _, a := range ck.adapters {
+			ck.rep.Logs = append(ck.rep.Logs, a.logPath)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return ck.rep, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	return ck.rep, nil
+}
+
+func orRedis(kinds []string) []string {
+	if len(kinds) == 0 {
+		return []string{"redis"}
+	}
+	return kinds
+}
+
+// checker is one run of Check.
+type checker struct {
+	ctx      context.Context
+	opt      CheckOptions
+	dir      string
+	cl       *cluster.Cluster
+	rep      *CheckReport
+	prefix   string // of the keys, so a server someone reuses does not matter
+	adapters []*adapter
+}
+
+func (k *checker) key(s string) string { return k.prefix + s }
+
+// kept and broke record a finding.
+func (k *checker) kept(rule, format string, args ...any) {
+	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Says: fmt.Sprintf(format, args...)})
+}
+func (k *checker) broke(rule, format string, args ...any) {
+	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Broken: true, Says: fmt.Sprintf(format, args...)})
+}
+
+func (k *checker) killAll() {
+	for _, a := range k.adapters {
+		a.kill()
+	}
+}
+
+// adapter is one running copy of the program under check.
+type adapter struct {
+	p       int
+	name    string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	logPath string
+	lines   chan line // what it writes, as it comes
+	exited  chan struct{}
+	nextID  int64
+	// replies that came after the check stopped waiting, by id
+	late map[int64]line
+}
+
+// line is one line the adapter wrote, when it came, and what it says.
+type line struct {
+	at  time.Time
+	m   Message
+	err error // not a message of the protocol
+	raw string
+}
+
+// start starts copy p and returns it, or records why it could not run.
+func (k *checker) start(p int) (*adapter, error) {
+	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, LogName(p)),
+		lines: make(chan line, 256), exited: make(chan struct{}), late: map[int64]line{}}
+	logf, err := os.Create(a.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	cmd := exec.Command(k.opt.Command[0], k.opt.Command[1:]...)
+	cmd.Env = os.Environ()
+	envKeys := make([]string, 0, len(k.opt.Env))
+	for e := range k.opt.Env {
+		envKeys = append(envKeys, e)
+	}
+	sort.Strings(envKeys)
+	for _, e := range envKeys {
+		cmd.Env = append(cmd.Env, e+"="+k.opt.Env[e])
+	}
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%w: start %s: %w", ErrCheck, k.opt.Command[0], err)
+	}
+	a.cmd, a.stdin = cmd, stdin
+	k.adapters = append(k.adapters, a)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64*1024), maxLine)
+		for sc.Scan() {
+			raw := strings.TrimSpace(sc.Text())
+			if raw == "" {
+				continue
+			}
+			m, err := parseMessage([]byte(raw))
+			a.lines <- line{at: time.Now(), m: m, err: err, raw: raw}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(a.exited)
+	}()
+	return a, nil
+}
+
+// kill ends the copy's whole process group.
+func (a *adapter) kill() {
+	if a.cmd == nil || a.cmd.Process == nil {
+		return
+	}
+	pg := a.cmd.Process.Pid
+	_ = syscall.Kill(-pg, syscall.SIGCONT)
+	_ = syscall.Kill(-pg, syscall.SIGKILL)
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+	case <-t.C:
+	}
+}
+
+// send writes one request and returns its id.
+func (a *adapter) send(req map[string]any) (int64, error) {
+	id := a.nextID
+	a.nextID++
+	req["id"] = id
+	b, err := json.Marshal(req)
+	if err != nil {
+		return id, err
+	}
+	_, err = a.stdin.Write(append(b, '\n'))
+	return id, err
+}
+
+// reply is what came back to one request: the reply (ok is false when
+// none came within the wait), how long after the request, and the
+// protocol breaks seen on the way.
+type reply struct {
+	ok    bool
+	m     Message
+	after time.Duration
+}
+
+// wait waits up to d for the reply to id, setting aside events and late
+// replies to earlier requests; lines that break the protocol are recorded.
+func (k *checker) wait(a *adapter, id int64, sent time.Time, d time.Duration) reply {
+	if l, ok := a.late[id]; ok {
+		delete(a.late, id)
+		return reply{ok: true, m: l.m, after: l.at.Sub(sent)}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case l := <-a.lines:
+			switch {
+			case l.err != nil:
+				k.broke("lines", "%s wrote a line that is not a message of the protocol: %v", a.name, l.err)
+			case l.m.Event != "":
+				// extend and lost events are allowed at any time
+			case *l.m.ID == id:
+				return reply{ok: true, m: l.m, after: l.at.Sub(sent)}
+			case *l.m.ID >= a.nextID || *l.m.ID < 0:
+				k.broke("ids", "%s answered id %d, which no request had", a.name, *l.m.ID)
+			default:
+				a.late[*l.m.ID] = l
+			}
+		case <-t.C:
+			return reply{}
+		case <-k.ctx.Done():
+			return reply{}
+		}
+	}
+}
+
+// call sends a request and waits up to d for its reply.
+func (k *checker) call(a *adapter, req map[string]any, d time.Duration) (int64, time.Time, reply) {
+	sent := time.Now()
+	id, err := a.send(req)
+	if err != nil {
+		return id, sent, reply{}
+	}
+	return id, sent, k.wait(a, id, sent, d)
+}
+
+// describe writes a reply in plain words.
+func describe(r reply) string {
+	if !r.ok {
+		return "no reply"
+	}
+	s := r.m.Type
+	if r.m.Error != "" {
+		s += fmt.Sprintf(" (%q)", r.m.Error)
+	}
+	return s + " after " + r.after.Round(time.Millisecond).String()
+}
+
+// open opens copy p; false when it did not (recorded).
+func (k *checker) open(a *adapter) bool {
+	req := map[string]any{"op": OpOpen, "process": a.p, "ttl_ms": k.opt.TTL.Milliseconds(), "timeout_ms": k.opt.Timeout.Milliseconds(),
+		"servers": k.cl.ClientServers(a.p), "options": orEmpty(k.opt.Options)}
+	_, _, r := k.call(a, req, defaultOpenTimeout)
+	switch {
+	case !r.ok:
+		why := "no reply to open within " + defaultOpenTimeout.String()
+		select {
+		case <-a.exited:
+			why = "it exited before answering open"
+			if tail := logTail(a.logPath, 3); tail != "" {
+				why += "; its stderr ended: " + tail
+			}
+		default:
+		}
+		k.broke("open", "%s: %s", a.name, why)
+		return false
+	case r.m.Type != TypeOK:
+		k.broke("open", "%s answered open with %s: it must answer ok once connected", a.name, describe(r))
+		return false
+	}
+	k.kept("open", "%s answered open ok after %s", a.name, r.after.Round(time.Millisecond))
+	return true
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// links returns copy p's links to every server, made on first use.
+func (k *checker) links(p int) []*links.Link {
+	var out []*links.Link
+	for _, s := range k.cl.Servers() {
+		if l, err := k.cl.Link(links.ClientName(p), s); err == nil && l != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fault puts a fault on every link of copy p; heal removes it.
+func (k *checker) fault(p int, add func(l *links.Link) (string, error)) (heal func()) {
+	type made struct {
+		l *links.Link
+		h string
+	}
+	var ms []made
+	for _, l := range k.links(p) {
+		if h, err := add(l); err == nil {
+			ms = append(ms, made{l, h})
+		}
+	}
+	return func() {
+		for _, m := range ms {
+			_ = m.l.Heal(context.Background(), m.h)
+		}
+	}
+}
+
+// acquire and release are the lock requests.
+func (k *checker) acquire(a *adapter, key string) (int64, time.Time, reply) {
+	return k.call(a, map[string]any{"op": OpAcquire, "key": key}, k.opt.Timeout)
+}
+func (k *checker) release(a *adapter, key string) (int64, time.Time, reply) {
+	return k.call(a, map[string]any{"op": OpRelease, "key": key}, k.opt.Timeout)
+}
+
+// settle waits for the late replies of ids (up to d in all) and returns
+// them by id: what the harness would have dropped.
+func (k *checker) settle(a *adapter, ids map[int64]time.Time, d time.Duration) map[int64]reply {
+	out := map[int64]reply{}
+	end := time.Now().Add(d)
+	for id, sent := range ids {
+		left := time.Until(end)
+		if left < 0 {
+			left = 0
+		}
+		out[id] = k.wait(a, id, sent, left)
+	}
+	return out
+}
+
+func (k *checker) run() {
+	to := k.opt.Timeout
+	k.opt.Progress("starting two copies of the adapter")
+	a, err := k.start(0)
+	if err != nil {
+		k.broke("start", "%v", err)
+		return
+	}
+	b, err := k.start(1)
+	if err != nil {
+		k.broke("start", "%v", err)
+		return
+	}
+	if !k.open(a) || !k.open(b) {
+		return
+	}
+
+	k.opt.Progress("acquire and release")
+	k0 := k.key("k0")
+	if _, _, r := k.acquire(a, k0); !r.ok || r.m.Type != TypeOK {
+		k.broke("acquire", "client 0's acquire of a free key got %s within timeout_ms (%s): want ok", describe(r), to)
+		return
+	}
+	k.kept("acquire", "an acquire of a free key was answered ok")
+	switch _, _, r := k.acquire(b, k0); {
+	case r.ok && r.m.Type == TypeOK:
+		k.broke("busy", "client 1 was granted %s while client 0 held it: a double grant with no fault at all", k0)
+		k.release(b, k0)
+	case r.ok && r.m.Type == TypeFail:
+		k.kept("busy", "an acquire of a key another client holds was answered fail (%q)", r.m.Error)
+	default:
+		k.broke("busy", "client 1's acquire of a key client 0 holds got %s: want fail \"busy\" (try once, do not wait for the lock)", describe(r))
+	}
+	if _, _, r := k.release(a, k0); !r.ok || r.m.Type != TypeOK {
+		k.broke("release", "client 0's release of the key it held got %s: want ok", describe(r))
+	} else {
+		k.kept("release", "a release of a held key was answered ok")
+	}
+	switch _, _, r := k.release(a, k0); {
+	case r.ok && r.m.Type == TypeFail:
+		k.kept("not held", "a release of a key not held was answered fail (%q)", r.m.Error)
+	default:
+		k.broke("not held", "client 0's release of a key it no longer held got %s: want fail \"not held\"", describe(r))
+	}
+	if _, _, r := k.acquire(b, k0); r.ok && r.m.Type == TypeOK {
+		k.release(b, k0)
+	} else {
+		k.broke("release", "after client 0 released %s, client 1's acquire got %s: the release did not free the lock", k0, describe(r))
+	}
+
+	// A server slow past timeout_ms, and the next request sent at once:
+	// it queues behind the slow one. Both replies come late; a late ok is
+	// a grant the harness dropped, which the adapter must give back.
+	k.opt.Progress("a reply slower than timeout_ms, then the next request")
+	slow := 3 * to
+	heal := k.fault(0, func(l *links.Link) (string, error) {
+		return l.Delay(context.Background(), links.Downstream, slow.Milliseconds(), 0)
+	})
+	k1, k2 := k.key("k1"), k.key("k2")
+	id1, sent1, r1 := k.acquire(a, k1)
+	id2, sent2, r2 := k.acquire(a, k2)
+	pending := map[int64]time.Time{}
+	if !r1.ok {
+		pending[id1] = sent1
+	}
+	if !r2.ok {
+		pending[id2] = sent2
+	}
+	lateAll := k.settle(a, pending, 2*slow+2*to+2*time.Second)
+	heal()
+	if !r1.ok {
+		r1 = lateAll[id1]
+	}
+	if !r2.ok {
+		r2 = lateAll[id2]
+	}
+	k.judgeSlow(a, b, "delayed by "+slow.String(), []slowReq{{k1, r1}, {k2, r2}})
+
+	// A link cut: requests get no answer from the server; then healed,
+	// the adapter must work again.
+	k.opt.Progress("a cut link, then healed")
+	heal = k.fault(0, func(l *links.Link) (string, error) { return l.Cut(context.Background(), links.Both) })
+	k3 := k.key("k3")
+	id3, sent3, r3 := k.acquire(a, k3)
+	if !r3.ok {
+		r3 = k.settle(a, map[int64]time.Time{id3: sent3}, 2*to+2*time.Second)[id3]
+	}
+	heal()
+	k.judgeSlow(a, b, "cut", []slowReq{{k3, r3}})
+	k4 := k.key("k4")
+	var last reply
+	for range 5 {
+		var id int64
+		var sent time.Time
+		id, sent, last = k.acquire(a, k4)
+		if !last.ok {
+			last = k.settle(a, map[int64]time.Time{id: sent}, time.Second)[id]
+			last.ok = false
+		}
+		if last.ok && last.m.Type == TypeOK {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if last.ok && last.m.Type == TypeOK {
+		k.kept("reconnect", "after its link was cut and healed, client 0 acquired again")
+		k.release(a, k4)
+	} else {
+		k.broke("reconnect", "after its link was cut and healed, client 0's acquires still got %s: an adapter must reconnect (or its client library must)", describe(last))
+	}
+
+	// close: answered ok, then the program exits.
+	k.opt.Progress("close")
+	_, _, rc := k.call(a, map[string]any{"op": OpClose}, 2*time.Second)
+	if !rc.ok || rc.m.Type != TypeOK {
+		k.broke("close", "client 0 was sent close and gave %s within 2s: answer ok, then exit", describe(rc))
+	} else {
+		k.kept("close", "close was answered ok")
+	}
+	if !exitsWithin(a, 2*time.Second) {
+		k.broke("exit after close", "client 0 was still running 2s after close: exit once you have answered it")
+	} else if rc.ok {
+		k.kept("exit after close", "client 0 exited after close")
+	}
+
+	// stdin closed with no close request: the harness is gone.
+	k.opt.Progress("stdin closed")
+	_ = b.stdin.Close()
+	if !exitsWithin(b, 2*time.Second) {
+		k.broke("stdin closed", "client 1 was still running 2s after its stdin closed: when stdin ends, exit (the harness is gone)")
+	} else {
+		k.kept("stdin closed", "client 1 exited when its stdin closed")
+	}
+}
+
+// slowReq is one acquire made while the link was slow or cut, and what
+// came back (at any time).
+type slowReq struct {
+	key string
+	r   reply
+}
+
+// judgeSlow judges the acquires made while client a's link was slow or
+// cut: a fail is wrong (the outcome is unknown: info); a late ok is a
+// grant the harness dropped, and must have been given back, which client
+// b checks by acquiring the key.
+func (k *checker) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
+	to := k.opt.Timeout
+	for _, q := range reqs {
+		r := q.r
+		switch {
+		case r.ok && r.m.Type == TypeFail:
+			k.broke("timeout is info", "client 0 answered fail (%q) after %s to an acquire its server could not answer within timeout_ms (%s; the link was %s): an outcome nobody knows is info, never fail — the server may have granted it",
+				r.m.Error, r.after.Round(time.Millisecond), to, how)
+		case !r.ok:
+			k.broke("answer every request", "client 0 never answered an acquire made while its link was %s (waited well past timeout_ms): answer every request, in order, info when you do not know", how)
+		case r.m.Type == TypeOK && r.after > to:
+			// A late grant: the harness recorded info and dropped it. It
+			// never releases a timed-out acquire: the adapter must.
+			time.Sleep(500 * time.Millisecond)
+			_, _, rb := k.acquire(b, q.key)
+			if rb.ok && rb.m.Type == TypeOK {
+				k.kept("late grant", "client 0's grant of %s came %s after timeout_ms and was given back (client 1 could take the key)", q.key, (r.after - to).Round(time.Millisecond))
+				k.release(b, q.key)
+			} else {
+				k.broke("late grant", "client 0 answered ok %s after timeout_ms (%s, the link was %s): the harness had given up and recorded info, and never releases it — but the adapter kept the lock (client 1 then got %s). Give a grant that comes too late back at once",
+					(r.after - to).Round(time.Millisecond), to, how, describe(rb))
+			}
+		default:
+			k.kept("timeout is info", "an acquire made while the link was %s got %s", how, describe(r))
+		}
+	}
+}
+
+// exitsWithin reports whether the copy exits within d.
+func exitsWithin(a *adapter, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Text writes the report: one line per finding, the broken first, then a
+// last line counting them.
+func (r *CheckReport) Text() string {
+	var sb strings.Builder
+	broken := r.Broken()
+	for _, f := range broken {
+		fmt.Fprintf(&sb, "BROKEN  %-20s %s\n", f.Rule, f.Says)
+	}
+	for _, f := range r.Findings {
+		if !f.Broken {
+			fmt.Fprintf(&sb, "ok      %-20s %s\n", f.Rule, f.Says)
+		}
+	}
+	if len(broken) == 0 {
+		sb.WriteString("the adapter kept every rule checked (" + strconv.Itoa(len(r.Findings)) + ")\n")
+	} else {
+		fmt.Fprintf(&sb, "the adapter broke %d of the protocol's rules: fix them before trusting any verdict\n", len(broken))
+	}
+	return sb.String()
+}

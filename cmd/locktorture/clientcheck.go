@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clients"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// cmdClientCheck is `locktorture client-check --exec CMD`: it drives an
+// adapter through the corners of the client protocol against real
+// servers and says in plain words each rule it breaks. Exit 0 when it
+// kept every rule, 1 when it broke one, 254 for bad arguments, 255 when
+// the check could not run.
+func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("client-check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	execCmd := fs.String("exec", "", "the adapter: `COMMAND ARGS`, split as a shell splits plain and quoted words (required)")
+	servers := fs.String("servers", "redis", "comma-separated kinds of server to start for it, as exec.servers: "+strings.Join(cluster.KindNames(), ", "))
+	ttl := fs.Duration("ttl", 10*time.Second, "the open request's ttl_ms: long, so that a lock the adapter keeps is still there when the check looks")
+	timeout := fs.Duration("timeout", 300*time.Millisecond, "the open request's timeout_ms")
+	dir := fs.String("dir", "", "keep the adapter copies' and servers' logs in `DIR` (default: a temporary directory, removed)")
+	quiet := fs.Bool("quiet", false, "print only the findings")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: locktorture client-check --exec 'COMMAND ARGS' [flags]\n\nDrives an adapter (a program speaking the client protocol, docs/client-protocol.md)\nthrough the protocol's corners against real servers it starts, and says in plain\nwords each rule the adapter breaks. Exit 0: every rule kept; 1: a rule broken.\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
+	}
+	if *execCmd == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "locktorture client-check: --exec 'COMMAND ARGS' is required, and nothing else (see: locktorture client-check --help)")
+		return exitBadArgs
+	}
+	argv, err := scenarios.SplitCommand(*execCmd)
+	if err != nil || len(argv) == 0 {
+		fmt.Fprintf(stderr, "locktorture client-check: --exec: %v\n", err)
+		return exitBadArgs
+	}
+	var kinds []string
+	for _, k := range strings.Split(*servers, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if _, known := cluster.LookupKind(k); !known {
+			fmt.Fprintf(stderr, "locktorture client-check: --servers: unknown kind %q (known: %s)\n", k, strings.Join(cluster.KindNames(), ", "))
+			return exitBadArgs
+		}
+		kinds = append(kinds, k)
+	}
+	if *timeout <= 0 || *ttl <= 0 {
+		fmt.Fprintln(stderr, "locktorture client-check: --ttl and --timeout must be positive")
+		return exitBadArgs
+	}
+	work := *dir
+	if work != "" {
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			fmt.Fprintf(stderr, "locktorture client-check: --dir: %v\n", err)
+			return exitBadArgs
+		}
+	}
+	tmp, err := os.MkdirTemp("", "locktorture-client-check-cmd-")
+	if err != nil {
+		return fail(stderr, "client-check", err)
+	}
+	defer os.RemoveAll(tmp)
+	if argv, err = clients.Resolve(argv, tmp); err != nil {
+		return fail(stderr, "client-check", err)
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	opt := clientproc.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work}
+	if !*quiet {
+		opt.Progress = func(s string) { fmt.Fprintf(stderr, "client-check: %s\n", s) }
+	}
+	rep, err := clientproc.Check(ctx, opt)
+	if rep != nil {
+		fmt.Fprint(stdout, rep.Text())
+		for _, l := range rep.Logs {
+			fmt.Fprintf(stdout, "log:     %s\n", l)
+		}
+	}
+	switch {
+	case err != nil && errors.Is(err, clientproc.ErrCheck):
+		return fail(stderr, "client-check", err)
+	case err != nil:
+		return fail(stderr, "client-check", err)
+	case len(rep.Broken()) > 0:
+		return exitInvalid
+	}
+	return exitValid
+}
