@@ -258,9 +258,15 @@ func (s *Stream) check(key string, seg *segment, last bool) {
 func (s *Stream) linearizable(key string, ops []history.Op) {
 	left := time.Until(s.deadline)
 	worst := s.linKeys[key]
+	undecided := func(limit string) {
+		if len(s.lin.Undecided) < maxListed {
+			s.lin.Undecided = append(s.lin.Undecided, Undecided{Key: key, From: ops[0].Time, To: ops[len(ops)-1].Time, Ops: len(ops), Limit: limit})
+		}
+	}
 	if left <= 0 || s.ctx.Err() != nil {
 		if hasLockOp(ops) {
 			s.linKeys[key] = max(worst, 1)
+			undecided(fmt.Sprintf("the %s time limit was spent on the segments before it", time.Duration(s.lin.TimeoutMS)*time.Millisecond))
 		}
 		if err := s.ctx.Err(); err != nil && s.lin.Error == "" {
 			s.lin.Error = fmt.Errorf("linearizable: %w", err).Error()
@@ -277,6 +283,7 @@ func (s *Stream) linearizable(key string, ops []history.Op) {
 		worst = 2
 	case len(r.UnknownKeys) > 0:
 		worst = max(worst, 1)
+		undecided(fmt.Sprintf("porcupine ran out of the %s time limit", time.Duration(s.lin.TimeoutMS)*time.Millisecond))
 	}
 	s.linKeys[key] = worst
 	if r.Error != "" && s.lin.Error == "" {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -142,5 +144,34 @@ func TestLatencyHistogram(t *testing.T) {
 		if diff := p[0] - p[1]; diff < 0 && -diff > p[1]/1000+1 || diff > p[1]/1000+1 {
 			t.Errorf("percentile %d, want %d within 0.1%% (%+v vs %+v)", p[0], p[1], got, want)
 		}
+	}
+}
+
+// TestStreamUndecided: a segment the linearizable checker cannot decide in
+// its time limit makes it unknown, naming the segment's key, time span and
+// the limit — never invalid, never skipped in silence.
+func TestStreamUndecided(t *testing.T) {
+	saved := minSegment
+	minSegment = 64
+	defer func() { minSegment = saved }()
+	ops := realisticHistory(9, 6, 3, 20000)
+	s, err := NewStream(context.Background(), []string{NameLinearizable}, Options{LinearizableTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		s.Add(&ops[i])
+	}
+	c, err := s.Result(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Linearizable
+	if l.Valid != Unknown || len(l.UnknownKeys) == 0 || len(l.Undecided) == 0 {
+		t.Fatalf("%+v", l)
+	}
+	u := l.Undecided[0]
+	if u.Key == "" || u.To < u.From || u.Ops == 0 || !strings.Contains(u.Limit, "time limit") {
+		t.Fatalf("undecided segment %+v", u)
 	}
 }

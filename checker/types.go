@@ -81,8 +81,24 @@ type LinearizableResult struct {
 	// Ops is the number of lock operations given to porcupine.
 	Ops int `json:"ops"`
 	// TimeoutMS is the time limit used.
-	TimeoutMS int64  `json:"timeout_ms"`
-	Error     string `json:"error,omitempty"`
+	TimeoutMS int64 `json:"timeout_ms"`
+	// Undecided lists the stretches of a key's history (segments, when
+	// checked as a stream) porcupine could not decide within the limit:
+	// what made a key unknown. Never skipped silently.
+	Undecided []Undecided `json:"undecided,omitempty"`
+	Error     string      `json:"error,omitempty"`
+}
+
+// Undecided is a stretch of one key's history the linearizable checker
+// could not decide.
+type Undecided struct {
+	Key string `json:"key"`
+	// From and To are the stretch's first and last op times; Ops its ops.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	Ops  int   `json:"ops"`
+	// Limit says which limit it hit.
+	Limit string `json:"limit"`
 }
 
 // StaleWrite is an accepted write whose fence was below one already accepted.

@@ -95,6 +95,13 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 			d = fmt.Sprintf("%d of %s not linearizable (%s); %s checked", len(l.BadKeys), plural(l.Keys, "key", "keys"), keyList(l.BadKeys), plural(l.Ops, "lock op", "lock ops"))
 		case len(l.UnknownKeys) > 0:
 			d = fmt.Sprintf("undecided on %d of %s (%s) within %s", len(l.UnknownKeys), plural(l.Keys, "key", "keys"), keyList(l.UnknownKeys), fmtDur(l.TimeoutMS*1e6))
+			if len(l.Undecided) > 0 {
+				u := l.Undecided[0]
+				d += fmt.Sprintf(": %s from %s to %s (%s): %s", u.Key, fmtDur(u.From), fmtDur(u.To), plural(u.Ops, "op", "ops"), u.Limit)
+				if len(l.Undecided) > 1 {
+					d += fmt.Sprintf(", and %d more", len(l.Undecided)-1)
+				}
+			}
 		default:
 			d = fmt.Sprintf("%s, %s linearizable", plural(l.Keys, "key", "keys"), plural(l.Ops, "lock op", "lock ops"))
 		}
