@@ -48,6 +48,15 @@
 // paused client, waking, deletes the next holder's lock, and locktest
 // reports a double grant.
 //
+// A claim is judged both ways: Safe fails on two holders at once or a lost
+// update; StaleHolderPossible fails when a scenario whose pause (or delay)
+// outlasts the lease shows no stale holder, and on a double grant;
+// FencedWrites also wants the stale holder's writes rejected. Suite.Claims
+// sets a claim per scenario; Suite.Like takes a built-in backend's
+// expectations instead. Result.Meets judges a finished run against another
+// claim. A lock that renews its lease itself reports each renewal with
+// Config.Extended and a lock it gave up with Config.Lost.
+//
 // Each scenario is a subtest (go test -run 'TestSetNX/kleppmann-pause').
 // Scenarios are built-in names (locktorture list scenarios) or scenario
 // files; left out, every built-in one that applies to the lock's servers
@@ -56,7 +65,9 @@
 // Servers are local processes (redis-server, postgres, etcd, zookeeper on
 // PATH) by default; LOCKTEST_SERVERS=docker runs them in containers (the
 // test must import _ "github.com/locktorture/locktorture/cluster/docker"),
-// and LOCKTEST_SERVERS=path/to/servers.yaml uses servers someone else runs.
+// LOCKTEST_IMAGES (all=REF, or KIND=REF,...) names their images, and
+// LOCKTEST_SERVERS=path/to/servers.yaml uses servers someone else runs
+// (a locktorture servers file: docs/servers-file.md in its repository).
 // Servers start once per test binary where a scenario allows it (its
 // faults act on clients only) and are shared by the subtests, each run in
 // a key namespace of its own; a scenario with server faults starts its own.
