@@ -202,5 +202,8 @@ func givenServers(g cluster.Given) Servers {
 	if dsn := g.Addrs("postgres"); len(dsn) > 0 {
 		sv.Postgres = dsn[0]
 	}
+	if sg := g.Sentinel; sg != nil {
+		sv.Sentinel = &Sentinel{Master: sg.Master, Addrs: sg.Addrs}
+	}
 	return sv
 }

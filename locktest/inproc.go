@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ func inprocBackend(s Suite, n int) string {
 	_, execFactory, _ := backends.Lookup("exec")
 	backends.Register(backends.Info{
 		Name: name, Description: "a lock under go test (locktest, in-process clients)",
-		Servers: strings.Join(kinds, ", "), Kinds: kinds, Lease: true,
+		Servers: strings.Join(kinds, ", "), Kinds: kinds, Lease: true, Sentinel: slices.Contains(kinds, "redis"),
 		Options: func() backends.Options { return backends.FreeOptions{} },
 	}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
 		env.ExecServers = kinds

@@ -77,12 +77,24 @@ type Config struct {
 type Servers struct {
 	// Redis are Redis servers' host:port.
 	Redis []string
+	// Sentinel is a Sentinel group watching a primary and its replica
+	// (scenarios with redis: sentinel, such as failover); the primary and
+	// replica are then in Redis, primary first.
+	Sentinel *Sentinel
 	// Postgres is a PostgreSQL connection string (postgres://...).
 	Postgres string
 	// Etcd are etcd members' client host:port.
 	Etcd []string
 	// ZooKeeper are ZooKeeper servers' host:port.
 	ZooKeeper []string
+}
+
+// Sentinel is a Redis Sentinel group.
+type Sentinel struct {
+	// Master is the name the Sentinels monitor the primary under.
+	Master string
+	// Addrs are the Sentinels' host:port.
+	Addrs []string
 }
 
 // Credentials are what a server asks a client to prove.
