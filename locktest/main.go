@@ -39,8 +39,9 @@ var (
 	// protoOut is the client protocol's stdout in a client process (the
 	// test binary's own output goes to stderr there).
 	protoOut *os.File
-	// calls counts Run calls per test, so a client process finds its own.
-	calls = map[string]int{}
+	// calls counts Run calls per test (per run of it: go test -count=N
+	// runs a test N times), so a client process finds its own.
+	calls = map[*testing.T]int{}
 )
 
 // Main is the TestMain hook that lets the suite run the test binary itself
@@ -87,8 +88,8 @@ func installed() bool {
 func callID(t *testing.T) string {
 	mainMu.Lock()
 	defer mainMu.Unlock()
-	n := calls[t.Name()]
-	calls[t.Name()] = n + 1
+	n := calls[t]
+	calls[t] = n + 1
 	return t.Name() + "#" + strconv.Itoa(n)
 }
 
