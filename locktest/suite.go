@@ -28,9 +28,13 @@ type Suite struct {
 	// one redis-server), "postgres", "etcd", "zookeeper".
 	Kinds []string
 	// Scenarios are built-in scenario names ("kleppmann-pause") or paths
-	// of scenario files (ending in .yaml or .yml). Empty: every built-in
-	// scenario that applies to the lock's servers (with Like set, to
-	// that backend) and needs one server of each kind.
+	// of scenario files (ending in .yaml or .yml). Empty: baseline and
+	// every built-in scenario written for a backend over the lock's
+	// servers (with Like set, for that backend) that needs one server of
+	// each kind. The fault families written for every backend (pause,
+	// delay, partition, restart, lost-reply, kill-session, clock) run when
+	// named; clock is refused, since a client process's clock is its
+	// own, and kill-session finds only sessions the harness names.
 	Scenarios []string
 	// Claim is what the lock promises (default Safe); Claims, by scenario
 	// name, override it for some scenarios. Like, when set, replaces both
@@ -182,16 +186,20 @@ func (s Suite) scenarioNames() ([]string, error) {
 }
 
 // applies reports whether a built-in scenario suits a lock over kinds: it
-// is written for every backend, or for a backend over those kinds only
-// (for like, with like set), needs one server of each kind, and follows a
-// script (no random faults).
+// is written for every backend with no fault (baseline), or for a backend
+// over those kinds only (for like, with like set), needs one server of
+// each kind, and follows a script (no random faults).
 func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 	if sc.Backend == scenarios.ExecBackend || sc.Nemesis.Random != nil || sc.Redis == backends.RedisSentinel ||
 		sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 {
 		return false
 	}
 	if len(sc.Backends) == 0 {
-		return true // written for every backend (baseline)
+		// Written for every backend: baseline, and the fault families
+		// (pause, partition, ...), some of whose faults need more of a
+		// client than the protocol carries (its named session, its
+		// clock): those run when named.
+		return len(sc.Nemesis.Script) == 0
 	}
 	if like != "" {
 		return slices.Contains(sc.Backends, like)
