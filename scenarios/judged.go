@@ -12,7 +12,7 @@ import (
 // scenario as loaded, after the same with o applied. An expectation is
 // about one lock, resource, fencing mode, fault plan and lease: changing
 // the backend to one the scenario does not apply to (its backends list),
-// running another program (--exec), or changing the resource, the fencing
+// running a program (--exec) on a scenario that lists its backends, or changing the resource, the fencing
 // mode, the faults or the TTL makes the expectation about another run,
 // which must not be called "as expected". The clients' number, the keys,
 // the hold, the duration, the seed, the client mode and where the servers
@@ -22,9 +22,11 @@ func (o Overrides) Unjudged(before, after *Scenario) string {
 		return "" // nothing was expected
 	}
 	var why []string
-	if o.Exec != nil {
+	applies := len(before.Backends) == 0 || slices.Contains(before.Backends, after.Backend)
+	if o.Exec != nil && !applies {
+		// A scenario for any backend (baseline) judges your program too.
 		why = append(why, fmt.Sprintf("--exec runs your program, not the %s lock the expectation was written for", before.Backend))
-	} else if after.Backend != before.Backend && len(before.Backends) > 0 && !slices.Contains(before.Backends, after.Backend) {
+	} else if o.Exec == nil && after.Backend != before.Backend && !applies {
 		why = append(why, fmt.Sprintf("--backend %s is not one of the backends the scenario applies to (%s)", after.Backend, strings.Join(before.Backends, ", ")))
 	}
 	if o.Resource != nil && after.Resource != before.Resource {

@@ -27,6 +27,7 @@ func TestUnjudged(t *testing.T) {
 		{"kleppmann-pause", Overrides{Nemesis: str("partition")}, "--nemesis partition"},
 		{"kleppmann-pause", Overrides{Duration: dur(time.Second), Clients: n(3), Keys: n(2), ClientMode: str("process")}, ""},
 		{"baseline", Overrides{Backend: str("etcd")}, ""},
+		{"baseline", Overrides{Exec: str("/usr/bin/python3 clients/python/redis_py_try_lock.py")}, ""},
 	}
 	for _, c := range cases {
 		before, err := Builtin(c.scenario)
