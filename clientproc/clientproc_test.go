@@ -367,3 +367,23 @@ func TestReapOrphans(t *testing.T) {
 		t.Error("a live harness's client process was killed")
 	}
 }
+
+// TestDeafClient: a client that stops reading its stdin cannot block the
+// harness: a request that cannot be written within the grace makes it
+// wedged (it hung for ever before).
+func TestDeafClient(t *testing.T) {
+	dir := t.TempDir()
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/deaf.sh"}, Dir: dir, TTL: time.Second, Timeout: 100 * time.Millisecond, ReplyGrace: 300 * time.Millisecond})
+	defer l.Close()
+	ctx := context.Background()
+	if err := l.Start(ctx, procsOf(1, rec)); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
+	// One request larger than a pipe's buffer.
+	_, err := c.Acquire(ctx, strings.Repeat("k", 200_000))
+	if !errors.Is(err, backends.ErrAbort) || !errors.Is(l.Err(), ErrWedged) || !strings.Contains(l.Err().Error(), "read nothing of its stdin") {
+		t.Fatalf("Acquire: %v; launcher: %v; want ErrWedged: it read nothing of its stdin", err, l.Err())
+	}
+}

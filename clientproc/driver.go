@@ -29,7 +29,7 @@ type child struct {
 	logPath string
 	cmd     *exec.Cmd
 	pgid    int
-	stdin   io.WriteCloser
+	stdin   *os.File
 	given   cluster.Given
 	gate    *clientsim.Gate
 	clock   *clientsim.Clock
@@ -305,6 +305,8 @@ func (c *child) write(v any) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// A child that reads nothing for ReplyGrace is wedged (call says so).
+	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.l.opt.ReplyGrace))
 	_, err = c.stdin.Write(append(b, '\n'))
 	return err
 }
@@ -323,7 +325,10 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 	id := c.nextID
 	c.cur, c.curCh = id, ch
 	c.mu.Unlock()
-	if err := c.write(req(id)); err != nil {
+	if err := c.write(req(id)); errors.Is(err, os.ErrDeadlineExceeded) {
+		c.die(fmt.Errorf("%w: it read nothing of its stdin for %s (a request could not be written)", ErrWedged, c.l.opt.ReplyGrace))
+		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
+	} else if err != nil {
 		// The child is gone or going: how it exited says more than the
 		// broken pipe, so that is what it dies of, when wait learns it soon.
 		t := time.NewTimer(2 * pipeGrace)

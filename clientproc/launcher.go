@@ -249,11 +249,15 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	// A process group of its own, so a pause stops everything the client
 	// started and a kill ends it all; and it dies with the harness.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	// stdin too: a write to it can then have a deadline (a child that
+	// stops reading it cannot block the harness).
+	inR, stdin, err := os.Pipe()
 	if err != nil {
 		closeReaders()
 		return nil, fmt.Errorf("clientproc: %w", err)
 	}
+	defer inR.Close()
+	cmd.Stdin = inR
 	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given, tag: tag,
 		gate: procs.Gates[p], clock: procs.Clocks[p], hist: procs.History[p],
 		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
@@ -263,6 +267,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 		nextID: -1}
 	if err := cmd.Start(); err != nil {
 		closeReaders()
+		stdin.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", c.name(), l.opt.Command[0], err)
 	}
 	c.pgid = cmd.Process.Pid
