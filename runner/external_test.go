@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -203,5 +204,43 @@ func TestExternalTooFewServers(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(store); len(ents) > 0 {
 		t.Errorf("the store holds %v after a refused run", ents)
+	}
+}
+
+// TestLaterRunReplaysJournal: a harness killed before it cleaned up leaves
+// its journal; the next run, of any mode (here local), undoes it before
+// anything else — here, removes the dead run's keys from someone else's
+// Redis — and the journal is gone.
+func TestLaterRunReplaysJournal(t *testing.T) {
+	requireRedis(t)
+	jdir := t.TempDir()
+	t.Setenv("LOCKTORTURE_JOURNAL_DIR", jdir)
+	file, addr, _ := ownServers(t, false)
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	for _, k := range []string{"locktorture:fence:ltdead0001:k0", "locktorture:lock:ltdead0001:k1", "user:1"} {
+		if err := rc.Set(ctx, k, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := journal.Create(jdir, "2147483 1", "a run killed with kill -9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Add(cluster.NamespaceUndo(file, "ltdead0001", []string{"redis"})); err != nil {
+		t.Fatal(err)
+	}
+	_ = j.Close() // an undo is left: the file stays
+	sc := builtin(t, "baseline", scenarios.Overrides{Duration: ptr(300 * time.Millisecond)})
+	if _, err := Run(ctx, sc, Options{Store: t.TempDir(), TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rc.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 1 || keys[0] != "user:1" {
+		t.Errorf("keys %v (%v), want only the owner's user:1", keys, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(jdir, "*")); len(left) > 0 {
+		t.Errorf("journal left: %v", left)
 	}
 }
