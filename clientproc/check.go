@@ -123,7 +123,7 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	defer b.Close()
-	ck := &checker{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{},
+	ck := &conformance{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{},
 		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6)}
 	defer ck.killAll()
 	ck.run()
@@ -145,8 +145,8 @@ func orRedis(kinds []string) []string {
 	return kinds
 }
 
-// checker is one run of Check.
-type checker struct {
+// conformance is one run of Check.
+type conformance struct {
 	ctx      context.Context
 	opt      CheckOptions
 	dir      string
@@ -156,17 +156,17 @@ type checker struct {
 	adapters []*adapter
 }
 
-func (k *checker) key(s string) string { return k.prefix + s }
+func (k *conformance) key(s string) string { return k.prefix + s }
 
 // kept and broke record a finding.
-func (k *checker) kept(rule, format string, args ...any) {
+func (k *conformance) kept(rule, format string, args ...any) {
 	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Says: fmt.Sprintf(format, args...)})
 }
-func (k *checker) broke(rule, format string, args ...any) {
+func (k *conformance) broke(rule, format string, args ...any) {
 	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Broken: true, Says: fmt.Sprintf(format, args...)})
 }
 
-func (k *checker) killAll() {
+func (k *conformance) killAll() {
 	for _, a := range k.adapters {
 		a.kill()
 	}
@@ -195,7 +195,7 @@ type line struct {
 }
 
 // start starts copy p and returns it, or records why it could not run.
-func (k *checker) start(p int) (*adapter, error) {
+func (k *conformance) start(p int) (*adapter, error) {
 	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, LogName(p)),
 		lines: make(chan line, 256), exited: make(chan struct{}), late: map[int64]line{}}
 	logf, err := os.Create(a.logPath)
@@ -290,7 +290,7 @@ type reply struct {
 
 // wait waits up to d for the reply to id, setting aside events and late
 // replies to earlier requests; lines that break the protocol are recorded.
-func (k *checker) wait(a *adapter, id int64, sent time.Time, d time.Duration) reply {
+func (k *conformance) wait(a *adapter, id int64, sent time.Time, d time.Duration) reply {
 	if l, ok := a.late[id]; ok {
 		delete(a.late, id)
 		return reply{ok: true, m: l.m, after: l.at.Sub(sent)}
@@ -321,7 +321,7 @@ func (k *checker) wait(a *adapter, id int64, sent time.Time, d time.Duration) re
 }
 
 // call sends a request and waits up to d for its reply.
-func (k *checker) call(a *adapter, req map[string]any, d time.Duration) (int64, time.Time, reply) {
+func (k *conformance) call(a *adapter, req map[string]any, d time.Duration) (int64, time.Time, reply) {
 	sent := time.Now()
 	id, err := a.send(req)
 	if err != nil {
@@ -343,7 +343,7 @@ func describe(r reply) string {
 }
 
 // open opens copy p; false when it did not (recorded).
-func (k *checker) open(a *adapter) bool {
+func (k *conformance) open(a *adapter) bool {
 	req := map[string]any{"op": OpOpen, "process": a.p, "ttl_ms": k.opt.TTL.Milliseconds(), "timeout_ms": k.opt.Timeout.Milliseconds(),
 		"servers": k.cl.ClientServers(a.p), "options": orEmpty(k.opt.Options)}
 	_, _, r := k.call(a, req, defaultOpenTimeout)
@@ -376,7 +376,7 @@ func orEmpty(m map[string]any) map[string]any {
 }
 
 // links returns copy p's links to every server, made on first use.
-func (k *checker) links(p int) []*links.Link {
+func (k *conformance) links(p int) []*links.Link {
 	var out []*links.Link
 	for _, s := range k.cl.Servers() {
 		if l, err := k.cl.Link(links.ClientName(p), s); err == nil && l != nil {
@@ -387,7 +387,7 @@ func (k *checker) links(p int) []*links.Link {
 }
 
 // fault puts a fault on every link of copy p; heal removes it.
-func (k *checker) fault(p int, add func(l *links.Link) (string, error)) (heal func()) {
+func (k *conformance) fault(p int, add func(l *links.Link) (string, error)) (heal func()) {
 	type made struct {
 		l *links.Link
 		h string
@@ -406,16 +406,16 @@ func (k *checker) fault(p int, add func(l *links.Link) (string, error)) (heal fu
 }
 
 // acquire and release are the lock requests.
-func (k *checker) acquire(a *adapter, key string) (int64, time.Time, reply) {
+func (k *conformance) acquire(a *adapter, key string) (int64, time.Time, reply) {
 	return k.call(a, map[string]any{"op": OpAcquire, "key": key}, k.opt.Timeout)
 }
-func (k *checker) release(a *adapter, key string) (int64, time.Time, reply) {
+func (k *conformance) release(a *adapter, key string) (int64, time.Time, reply) {
 	return k.call(a, map[string]any{"op": OpRelease, "key": key}, k.opt.Timeout)
 }
 
 // settle waits for the late replies of ids (up to d in all) and returns
 // them by id: what the harness would have dropped.
-func (k *checker) settle(a *adapter, ids map[int64]time.Time, d time.Duration) map[int64]reply {
+func (k *conformance) settle(a *adapter, ids map[int64]time.Time, d time.Duration) map[int64]reply {
 	out := map[int64]reply{}
 	end := time.Now().Add(d)
 	for id, sent := range ids {
@@ -428,7 +428,7 @@ func (k *checker) settle(a *adapter, ids map[int64]time.Time, d time.Duration) m
 	return out
 }
 
-func (k *checker) run() {
+func (k *conformance) run() {
 	to := k.opt.Timeout
 	k.opt.Progress("starting two copies of the adapter")
 	a, err := k.start(0)
@@ -574,7 +574,7 @@ type slowReq struct {
 // cut: a fail is wrong (the outcome is unknown: info); a late ok is a
 // grant the harness dropped, and must have been given back, which client
 // b checks by acquiring the key.
-func (k *checker) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
+func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 	to := k.opt.Timeout
 	for _, q := range reqs {
 		r := q.r

@@ -46,6 +46,12 @@ type child struct {
 	curCh     chan Message // nil when no request waits
 	abandoned map[int64]bool
 	lost      map[string]chan struct{} // the current grant's, by key
+	// acqKey and acqLost are the key and Lost channel of the acquire
+	// outstanding: deliver registers the channel in lost when its ok
+	// comes, on the reading goroutine, so a lost event right behind the
+	// reply finds it.
+	acqKey  string
+	acqLost chan struct{}
 	closing   bool
 	signalled bool // the harness killed it: its exit is expected
 
@@ -238,6 +244,9 @@ func (c *child) deliver(m Message) error {
 	defer c.mu.Unlock()
 	switch {
 	case c.curCh != nil && id == c.cur:
+		if c.acqLost != nil && m.Type == TypeOK {
+			c.lost[c.acqKey] = c.acqLost
+		}
 		c.curCh <- m
 		c.curCh = nil
 		return nil
@@ -444,7 +453,14 @@ func (c *child) freeze(paused bool) {
 
 // Acquire implements backends.Client.
 func (c *child) Acquire(ctx context.Context, key string) (backends.Grant, error) {
+	lost := make(chan struct{})
+	c.mu.Lock()
+	c.acqKey, c.acqLost = key, lost
+	c.mu.Unlock()
 	m, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpAcquire, Key: key} })
+	c.mu.Lock()
+	c.acqKey, c.acqLost = "", nil
+	c.mu.Unlock()
 	if err != nil {
 		return backends.Grant{}, err
 	}
@@ -470,11 +486,7 @@ func (c *child) Acquire(ctx context.Context, key string) (backends.Grant, error)
 			g.Conn = backends.PGVersion{Version: *m.Conn.PGVersion}
 		}
 	}
-	lost := make(chan struct{})
-	g.Lost = lost
-	c.mu.Lock()
-	c.lost[key] = lost
-	c.mu.Unlock()
+	g.Lost = lost // registered in lost by deliver
 	return g, nil
 }
 
