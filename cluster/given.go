@@ -122,9 +122,26 @@ type GivenSentinel struct {
 
 // givenState is what a given cluster has handed out so far.
 type givenState struct {
-	g     Given
-	mu    sync.Mutex
-	redis int // Redis servers handed out
+	g    Given
+	mu   sync.Mutex
+	used map[string]int // servers handed out, by kind
+}
+
+// next is the next given server of kind and how many were handed out
+// before it.
+func (s *givenState) next(kind string) (addr string, n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used == nil {
+		s.used = map[string]int{}
+	}
+	n = s.used[kind]
+	s.used[kind]++
+	given := s.g.Addrs(kind)
+	if n >= len(given) {
+		return "", n, fmt.Errorf("cluster: %w: the backend wants %s server %d, but only %d were given", ErrStart, kind, n+1, len(given))
+	}
+	return given[n], n, nil
 }
 
 // NewGiven returns a cluster that starts no server: it hands out the
@@ -178,19 +195,14 @@ func (c *Cluster) givenUnit(name, addr string) Unit {
 
 // givenRedis hands out the next given Redis server.
 func (c *Cluster) givenRedis(opt RedisOptions) (*Redis, error) {
-	s := c.given
-	s.mu.Lock()
-	n := s.redis
-	s.redis++
-	s.mu.Unlock()
-	given := s.g.Addrs(redisKind)
-	if n >= len(given) {
-		return nil, fmt.Errorf("cluster: %w: the backend wants Redis server %d, but only %d were given", ErrStart, n+1, len(given))
+	addr, n, err := c.given.next(redisKind)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	return c.givenRedisAt(opt, given[n]), nil
+	return c.givenRedisAt(opt, addr), nil
 }
 
 // givenRedisAt lists the given Redis server at addr among the cluster's.

@@ -1,6 +1,10 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
 
 // program is what every server of the cluster has, whatever its kind and
 // wherever it runs: a name, the address clients dial, and the unit that
@@ -65,4 +69,137 @@ func (s *faultable) Kill(ctx context.Context) error { return s.p.Kill(ctx) }
 // type.
 func (s *faultable) Restart(ctx context.Context) error {
 	return restartUnit(ctx, s.name, s.p, s.ready)
+}
+
+// ProgramSpec is a server of a kind that runs as one program on one
+// port: what StartProgram needs to start it (local processes and
+// containers alike) or to hand out one someone else runs.
+type ProgramSpec struct {
+	// Kind is the name of the server's kind (its image, its servers-file
+	// key); servers are named "<kind>-<n>" unless Name says otherwise.
+	Kind string
+	// Name is the server's name; empty means "<kind>-<n>".
+	Name string
+	// Program is the program to run; Package the Debian package that
+	// installs it (named when it is missing).
+	Program, Package string
+	// Port is the kind's usual port (a container's; a local process gets
+	// a free one).
+	Port int
+	// Args is the command line for a server listening on host:port with
+	// its files in dir.
+	Args func(host string, port int, dir string) []string
+	// Ready reports (as an error) whether the server at addr serves.
+	Ready func(ctx context.Context, addr string) error
+	// Version asks the server at addr its version (nil: it cannot say).
+	Version func(ctx context.Context, addr string) (string, error)
+}
+
+// Program is a server of a kind started by StartProgram.
+type Program struct {
+	faultable
+	version func(ctx context.Context, addr string) (string, error)
+}
+
+// Version is the server's version, as it reports it.
+func (s *Program) Version(ctx context.Context) (string, error) {
+	if s.version == nil {
+		return "", fmt.Errorf("%s: no way to ask its version", s.name)
+	}
+	return s.version(ctx, s.Addr())
+}
+
+// StartProgram starts one more server of spec's kind and waits until it
+// serves; on a cluster of servers someone else runs it hands out the next
+// one of that kind instead. Every mode serves it: a kind needs no more
+// than its spec.
+func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program, error) {
+	s := &Program{version: spec.Version}
+	s.kind = spec.Kind
+	s.ready = func(ctx context.Context) error { return spec.Ready(ctx, s.Addr()) }
+	name := func(n int) string {
+		if spec.Name != "" {
+			return spec.Name
+		}
+		return fmt.Sprintf("%s-%d", spec.Kind, n)
+	}
+	if c.given != nil {
+		addr, n, err := c.given.next(spec.Kind)
+		if err != nil {
+			return nil, err
+		}
+		s.name, s.given, s.p = name(n), addr, c.givenUnit(name(n), addr)
+		c.AddServer(s)
+		return s, nil
+	}
+	s.name = name(c.started(spec.Kind))
+	err := c.startOne(ctx, &s.faultable, spec.Kind, spec.Program, spec.Package, spec.Port, spec.Args)
+	if err != nil {
+		return nil, err
+	}
+	c.AddServer(s)
+	return s, nil
+}
+
+// started is how many servers of kind the cluster runs so far.
+func (c *Cluster) started(kind string) int {
+	n := 0
+	for _, s := range c.Servers() {
+		if KindOf(s) == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// startOne starts s (its name set) as program on the kind's usual port
+// (a free one locally), with the command line args gives, and waits until
+// s.ready. A local free port can be taken by someone else before the
+// server binds it: where the provider says so, it tries again on another.
+func (c *Cluster) startOne(ctx context.Context, s *faultable, kind, program, pkg string, usual int, args func(host string, port int, dir string) []string) error {
+	pv := c.provider()
+	bin, err := pv.Program(program, pkg)
+	if err != nil {
+		return err
+	}
+	dir, err := pv.Dir(s.name)
+	if err != nil {
+		return err
+	}
+	if s.host, err = pv.Host(ctx, s.name); err != nil {
+		return err
+	}
+	attempts := 1
+	if r, ok := pv.(portRacer); ok && r.PortsRace() {
+		attempts = 3
+	}
+	var lastErr error
+	for range attempts {
+		if s.port, err = pv.Port(usual); err != nil {
+			return err
+		}
+		s.p, err = c.launch(ctx, Spec{Name: s.name, Kind: kind, Program: bin, Args: args(s.host, s.port, dir), Dir: dir,
+			LogPath: filepath.Join(c.opt.LogDir, s.name+".log")})
+		if err != nil {
+			return err
+		}
+		if err := s.p.Start(ctx); err != nil {
+			return err
+		}
+		if lastErr = waitUnit(ctx, s.name, s.p, s.ready); lastErr == nil {
+			return nil
+		}
+		_ = s.p.Kill(ctx)
+		_ = s.p.Stop(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("cluster: %w", lastErr)
+}
+
+// portRacer is a provider whose ports are free ports of a machine shared
+// with others: one can be taken between its choice and its use.
+type portRacer interface {
+	PortsRace() bool
 }

@@ -258,6 +258,10 @@ func (localProvider) Mode() string { return ServersLocal }
 
 func (localProvider) Host(context.Context, string) (string, error) { return "127.0.0.1", nil }
 
+// PortsRace: a free port of this machine can be taken before the server
+// binds it.
+func (localProvider) PortsRace() bool { return true }
+
 func (localProvider) Port(int) (int, error) { return FreePort() }
 
 func (l localProvider) Dir(name string) (string, error) {

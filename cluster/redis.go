@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,66 +37,24 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	if c.given != nil {
 		return c.givenRedis(opt)
 	}
-	pv := c.provider()
-	bin, err := pv.Program("redis-server", "redis-server")
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
 	n := len(c.redis)
 	c.mu.Unlock()
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	dir, err := pv.Dir(opt.Name)
+	r := newRedis(program{name: opt.Name}, opt, "")
+	err := c.startOne(ctx, &r.faultable, redisKind, "redis-server", "redis-server", 6379, func(host string, port int, dir string) []string {
+		return redisArgs(host, port, dir, opt)
+	})
 	if err != nil {
 		return nil, err
 	}
-	host, err := pv.Host(ctx, opt.Name)
-	if err != nil {
-		return nil, err
-	}
-	var lastErr error
-	// Locally a free port can be taken before the server binds it: try
-	// again on another. Elsewhere each server has an address of its own.
-	attempts := 1
-	if pv.Mode() == ServersLocal {
-		attempts = 3
-	}
-	for attempt := 0; attempt < attempts; attempt++ {
-		port, err := pv.Port(6379)
-		if err != nil {
-			return nil, err
-		}
-		r := newRedis(program{name: opt.Name, host: host, port: port}, opt, "")
-		r.p, err = c.launch(ctx, Spec{
-			Name:    opt.Name,
-			Kind:    "redis",
-			Program: bin,
-			Args:    redisArgs(host, port, dir, opt),
-			Dir:     dir,
-			LogPath: filepath.Join(c.opt.LogDir, opt.Name+".log"),
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := r.p.Start(ctx); err != nil {
-			return nil, err
-		}
-		if lastErr = waitUnit(ctx, opt.Name, r.p, r.ping); lastErr == nil {
-			c.mu.Lock()
-			c.redis = append(c.redis, r)
-			c.mu.Unlock()
-			c.AddServer(r)
-			return r, nil
-		}
-		_ = r.p.Kill(ctx)
-		_ = r.p.Stop(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, fmt.Errorf("cluster: %w", lastErr)
+	c.mu.Lock()
+	c.redis = append(c.redis, r)
+	c.mu.Unlock()
+	c.AddServer(r)
+	return r, nil
 }
 
 func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
@@ -241,17 +198,20 @@ func init() {
 			_, err := c.StartRedis(ctx, RedisOptions{Persistence: o.Persistence})
 			return err
 		},
-		Check: checkRedisPrimary,
-		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
-			var errs []error
-			for _, a := range addrs {
-				if err := redisDeleteMatching(ctx, a, "*"+namespace+":k*"); err != nil {
-					errs = append(errs, fmt.Errorf("redis %s: %w", a, err))
-				}
-			}
-			return errors.Join(errs...)
-		},
+		Check:   checkRedisPrimary,
+		Cleanup: cleanupRedis,
 	})
+}
+
+// cleanupRedis deletes the run's keys ("*<namespace>:k*") on every server.
+func cleanupRedis(ctx context.Context, addrs []string, namespace string) error {
+	var errs []error
+	for _, a := range addrs {
+		if err := redisDeleteMatching(ctx, a, "*"+namespace+":k*"); err != nil {
+			errs = append(errs, fmt.Errorf("redis %s: %w", a, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkRedisPrimary asks a Redis server its ROLE: a run's locks need a
