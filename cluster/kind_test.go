@@ -21,8 +21,10 @@ func init() {
 				Args: func(host string, port int, dir string) []string {
 					return redisArgs(host, port, dir, RedisOptions{})
 				},
-				Ready:   pingRedis,
-				Version: func(ctx context.Context, addr string) (string, error) { return redisVersion(ctx, givenServer{testProgramKind, addr}) },
+				Ready: pingRedis,
+				Version: func(ctx context.Context, addr string) (string, error) {
+					return redisVersion(ctx, givenServer{testProgramKind, addr})
+				},
 			})
 			return err
 		},
