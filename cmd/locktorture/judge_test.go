@@ -52,3 +52,18 @@ func TestRunOverrideLeavesExpectationUnjudged(t *testing.T) {
 		t.Errorf("want the expectation not judged, naming --fencing none:\n%s", out)
 	}
 }
+
+// TestClientCheckArguments: client-check without a program, or with a
+// kind of server it cannot start, is refused (254) in one line.
+func TestClientCheckArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"client-check"},
+		{"client-check", "--exec", "/usr/bin/python3 a.py", "--servers", "mongodb"},
+		{"client-check", "--exec", "/usr/bin/python3 a.py", "extra"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitBadArgs || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "client-check") {
+			t.Errorf("%v: exit %d, stderr %q: want 254 and one line", args, code, stderr)
+		}
+	}
+}
