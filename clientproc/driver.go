@@ -531,8 +531,17 @@ func (c *child) shutdown() {
 		// A paused child cannot answer: it is resumed first (the run is over).
 		c.freeze(false)
 		ctx, cancel := context.WithTimeout(context.Background(), max(c.l.opt.Timeout, 500*time.Millisecond))
-		_, _ = c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpClose} })
+		_, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpClose} })
+		timedOut := err != nil && ctx.Err() != nil
 		cancel()
+		c.mu.Lock()
+		unanswered := len(c.abandoned) - 1 // the close itself
+		c.mu.Unlock()
+		if timedOut && unanswered > 0 {
+			// Silent since a request it never answered, before the grace
+			// ran out (a short run): wedged all the same.
+			c.die(fmt.Errorf("%w: it answered neither close nor %d earlier request(s) that timed out", ErrWedged, unanswered))
+		}
 		_ = c.stdin.Close()
 		t := time.NewTimer(time.Second)
 		select {

@@ -59,8 +59,9 @@ type Options struct {
 	OpenTimeout time.Duration
 	// ReplyGrace is how long past a request's timeout a reply may come
 	// before the child counts as wedged, a harness failure (zero: the
-	// request timeout, at least 2s). Time the child spends paused by the
-	// harness does not count.
+	// request timeout, at least 3s). Time the child spends paused by the
+	// harness does not count. A child that answers neither close nor a
+	// request that timed out before it is wedged too.
 	ReplyGrace time.Duration
 	// LogCap caps each client's log (zero: LogCap).
 	LogCap int64
@@ -104,7 +105,7 @@ func New(opt Options) *Launcher {
 		opt.OpenTimeout = defaultOpenTimeout
 	}
 	if opt.ReplyGrace <= 0 {
-		opt.ReplyGrace = max(opt.Timeout, 2*time.Second)
+		opt.ReplyGrace = max(opt.Timeout, 3*time.Second)
 	}
 	if opt.LogCap <= 0 {
 		opt.LogCap = LogCap
