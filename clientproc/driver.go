@@ -50,8 +50,8 @@ type child struct {
 	// outstanding: deliver registers the channel in lost when its ok
 	// comes, on the reading goroutine, so a lost event right behind the
 	// reply finds it.
-	acqKey  string
-	acqLost chan struct{}
+	acqKey    string
+	acqLost   chan struct{}
 	closing   bool
 	signalled bool // the harness killed it: its exit is expected
 
