@@ -51,7 +51,10 @@ func TestJudgeClaims(t *testing.T) {
 		{"fenced, rejected stale write", FencedWrites, pause, results(I, 1, 0, V, V), ""},
 		{"fenced, update lost", FencedWrites, pause, results(I, 1, 0, V, I), `less safe than the claim "fenced writes reject stale holders"`},
 		{"stale possible, delay past the lease", StaleHolderPossible, delay, results(I, 1, 0, V, I), ""},
-		{"stale possible, delay, none seen", StaleHolderPossible, delay, results(V, 0, 0, V, V), `safer than the claim "stale holder possible": expected invalid, got valid (mutex too) — a 1s delay of a client's traffic, past the 500ms lease`},
+		{"stale possible, delay, none seen (it may not bite)", StaleHolderPossible, delay, results(V, 0, 0, V, V), ""},
+		{"stale possible, delay, double grant", StaleHolderPossible, delay, results(I, 0, 1, V, I), `less safe than the claim "stale holder possible": 1 double grant`},
+		{"safe, delay, stale holder", Safe, delay, results(I, 1, 0, V, I), `less safe than the claim "safe"`},
+		{"stale possible, pause, none seen: the fault's name", StaleHolderPossible, pause, results(V, 0, 0, V, V), `safer than the claim "stale holder possible": expected invalid, got valid (mutex too) — a 2.5s pause, past the 1s lease`},
 		{"undecided", Safe, baseline, results(U, 0, 0, V, V), "undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

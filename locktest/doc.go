@@ -23,7 +23,7 @@
 //		if err == nil && !ok {
 //			err = locktest.ErrBusy
 //		}
-//		return locktest.Grant{Lease: l.cfg.TTL - time.Since(start)}, err
+//		return locktest.Grant{Lease: l.cfg.TTL*9/10 - time.Since(start)}, err
 //	}
 //	func (l lock) Release(ctx context.Context, key string) error {
 //		n, err := unlock.Run(ctx, l.rdb, []string{key}, l.cfg.Process).Int()
@@ -49,8 +49,9 @@
 // reports a double grant.
 //
 // A claim is judged both ways: Safe fails on two holders at once or a lost
-// update; StaleHolderPossible fails when a scenario whose pause (or delay)
-// outlasts the lease shows no stale holder, and on a double grant;
+// update; StaleHolderPossible fails when a scenario whose pause outlasts
+// the lease shows no stale holder (a delay past it may or may not make
+// one), and on a double grant;
 // FencedWrites also wants the stale holder's writes rejected. Suite.Claims
 // sets a claim per scenario; Suite.Like takes a built-in backend's
 // expectations instead. Result.Meets judges a finished run against another

@@ -37,8 +37,12 @@ type Lock interface {
 type Grant struct {
 	// Lease is how long, from Acquire's return, the client may assume it
 	// holds the lock by its own reckoning (usually the TTL less the time
-	// the acquire took; negative when it ran out before Acquire returned);
-	// zero for a lock without a lease.
+	// the acquire took, less a margin; negative when it ran out before
+	// Acquire returned); zero for a lock without a lease. The checkers
+	// count it from the moment the harness hears of the grant, a little
+	// after Acquire returns (longer on a loaded machine): a lease with no
+	// margin can make a stale holder look like a double grant. Leave one,
+	// as Redlock does (a tenth of the TTL is plenty).
 	Lease time.Duration
 	// Fence is the grant's fencing token when Fenced is set: a number that
 	// grows with every grant of the key, which the protected resource

@@ -31,6 +31,14 @@ func client(cfg locktest.Config) *redis.Client {
 		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout})
 }
 
+// lease is how long a client may count on a lock it asked for at start:
+// the TTL less the time the request took, less a tenth of the TTL for
+// what no clock sees (drift, the time until the caller hears of the grant),
+// as Redlock leaves a margin.
+func lease(ttl time.Duration, start time.Time) time.Duration {
+	return ttl - ttl/10 - time.Since(start)
+}
+
 // TokenLock is SET NX PX with a random token, released only by its owner.
 type TokenLock struct {
 	rdb    *redis.Client
@@ -54,7 +62,7 @@ func (l *TokenLock) Acquire(ctx context.Context, key string) (locktest.Grant, er
 		return locktest.Grant{}, locktest.ErrBusy
 	}
 	l.tokens[key] = token
-	return locktest.Grant{Lease: l.ttl - time.Since(start)}, nil
+	return locktest.Grant{Lease: lease(l.ttl, start)}, nil
 }
 
 // Release deletes key if it still holds our token.
@@ -122,7 +130,7 @@ func (l *WatchdogLock) watch(key, token string, stop chan struct{}) {
 			l.cfg.Lost(key)
 			return
 		default:
-			l.cfg.Extended(key, l.ttl-time.Since(start), nil)
+			l.cfg.Extended(key, lease(l.ttl, start), nil)
 		}
 	}
 }
@@ -158,5 +166,5 @@ func (l *FencedLock) Acquire(ctx context.Context, key string) (locktest.Grant, e
 		return locktest.Grant{}, err
 	}
 	l.tokens[key] = token
-	return locktest.Grant{Lease: l.ttl - time.Since(start), Fence: fence, Fenced: true}, nil
+	return locktest.Grant{Lease: lease(l.ttl, start), Fence: fence, Fenced: true}, nil
 }
