@@ -142,17 +142,10 @@ type Env struct {
 	Keys    []string
 	// Seed seeds any randomness the backend uses.
 	Seed int64
-	// Persistence asks Redis servers to keep their keys across a kill.
-	Persistence bool
-	// Redis is the setup of single-Redis backends: single (default) or
-	// sentinel (primary, replica, three Sentinels).
-	Redis string
-	// Postgres are the PostgreSQL server's settings (timeouts, keepalives).
-	Postgres cluster.PostgresOptions
-	// EtcdMembers is the size of the etcd cluster (0 means 1).
-	EtcdMembers int
-	// ZooKeeperMembers is the size of the ZooKeeper ensemble (0 means 1).
-	ZooKeeperMembers int
+	// Servers are the run's settings for the servers it starts, whatever
+	// their kind: Redis persistence, a Sentinel group for single-Redis
+	// backends, ensembles' sizes by kind, PostgreSQL's timeouts.
+	Servers cluster.StartOptions
 	// ExecServers are the servers the exec backend starts for its program,
 	// by kind, one entry per server (the scenario's exec.servers).
 	ExecServers []string
@@ -160,12 +153,6 @@ type Env struct {
 	// backend_options block for it, decoded by DecodeOptions), of the type
 	// its Info.Options returns; nil means its defaults.
 	Options Options
-}
-
-// StartOptions are the run's settings for the servers a kind starts.
-func (e Env) StartOptions() cluster.StartOptions {
-	return cluster.StartOptions{Persistence: e.Persistence, Sentinel: e.Redis == RedisSentinel, Postgres: e.Postgres,
-		Members: map[string]int{"etcd": e.EtcdMembers, "zookeeper": e.ZooKeeperMembers}}
 }
 
 // Info describes a backend for `locktorture list backends`.

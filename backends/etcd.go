@@ -91,7 +91,7 @@ type etcdBackend struct {
 }
 
 func newEtcd(ctx context.Context, env Env) (Backend, error) {
-	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.EtcdMembers})
+	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.Servers.Members["etcd"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

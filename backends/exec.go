@@ -37,7 +37,7 @@ func newExec(ctx context.Context, env Env) (Backend, error) {
 		kinds = []string{"redis"}
 	}
 	for _, k := range kinds {
-		if err := env.Cluster.StartKind(ctx, k, env.StartOptions()); err != nil {
+		if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
 			return nil, fmt.Errorf("backends: exec: %w", err)
 		}
 	}

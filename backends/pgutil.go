@@ -50,7 +50,7 @@ func PGLockID(key string) int64 {
 
 // startPostgres starts (or joins) the run's PostgreSQL.
 func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
-	pg, err := env.Cluster.Postgres(ctx, env.Postgres)
+	pg, err := env.Cluster.Postgres(ctx, env.Servers.Postgres)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

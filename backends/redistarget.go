@@ -45,7 +45,7 @@ type RedisOptions struct {
 
 // Validate refuses a negative count, and replicas without Sentinel.
 func (o *RedisOptions) Validate(env Env) error {
-	if o.WaitReplicas < 0 || (o.WaitReplicas > 0 && env.Redis != RedisSentinel) {
+	if o.WaitReplicas < 0 || (o.WaitReplicas > 0 && !env.Servers.Sentinel) {
 		return fmt.Errorf("wait_replicas needs `redis: sentinel` (there is no replica otherwise) and a count of 0 or more, not %d", o.WaitReplicas)
 	}
 	return nil
@@ -67,28 +67,26 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(ctx context.Context, format string, v ...any) {}
 
-// startRedisTarget starts the servers of env.Redis's setup.
+// startRedisTarget starts one Redis, or a Sentinel group when the run
+// asks for one.
 func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 	t := &redisTarget{env: env, keys: defaultRedisKeys}
 	if o, ok := env.Options.(interface{ redisOptions() RedisOptions }); ok {
 		t.opt = o.redisOptions()
 	}
-	switch env.Redis {
-	case "", RedisSingle:
-		r, err := startOneRedis(ctx, env)
-		if err != nil {
-			return nil, err
-		}
-		t.server = r
-	case RedisSentinel:
-		g, err := env.Cluster.StartSentinelGroup(ctx, env.Persistence)
+	if env.Servers.Sentinel {
+		g, err := env.Cluster.StartSentinelGroup(ctx, env.Servers.Persistence)
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
 		t.group = g
-	default:
-		return nil, fmt.Errorf("backends: unknown redis setup %q (single, sentinel)", env.Redis)
+		return t, nil
 	}
+	r, err := startOneRedis(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	t.server = r
 	return t, nil
 }
 

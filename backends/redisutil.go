@@ -82,7 +82,7 @@ func newRedisClient(addr string, timeout time.Duration, name string) *redis.Clie
 
 // startOneRedis starts the single redis-server of a single-Redis backend.
 func startOneRedis(ctx context.Context, env Env) (*cluster.Redis, error) {
-	r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Persistence: env.Persistence})
+	r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Persistence: env.Servers.Persistence})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -63,7 +63,7 @@ var errNoQuorum = errors.New("redlock: no quorum")
 func startRedisNodes(ctx context.Context, env Env, n int) ([]*cluster.Redis, error) {
 	out := make([]*cluster.Redis, 0, n)
 	for i := range n {
-		r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Name: "redis-" + string(rune('a'+i)), Persistence: env.Persistence})
+		r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Name: "redis-" + string(rune('a'+i)), Persistence: env.Servers.Persistence})
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}

@@ -81,7 +81,7 @@ type zkBackend struct {
 }
 
 func newZooKeeper(ctx context.Context, env Env) (Backend, error) {
-	z, err := env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.ZooKeeperMembers})
+	z, err := env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -247,8 +247,9 @@ func (s *server) open(ctx context.Context, r inbound) error {
 	}
 	env := backends.Env{
 		Cluster: cluster.NewGiven(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
-		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Persistence: s.cfg.Persistence,
-		Redis: s.cfg.Redis, Postgres: s.cfg.Postgres, EtcdMembers: s.cfg.EtcdMembers, Options: opts,
+		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Options: opts,
+		Servers: cluster.StartOptions{Persistence: s.cfg.Persistence, Sentinel: s.cfg.Redis == backends.RedisSentinel,
+			Postgres: s.cfg.Postgres, Members: map[string]int{"etcd": s.cfg.EtcdMembers}},
 	}
 	b, err := factory(ctx, env)
 	if err != nil {

@@ -81,14 +81,10 @@ func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
 		Clients:     sc.Clients,
 		Keys:        sc.KeyNames(),
 		Seed:        sc.Seed,
-		Persistence: sc.Persistence,
-		Redis:       sc.Redis,
+		Servers:     sc.StartOptions(),
 		Options:     sc.Options(sc.Backend),
-		EtcdMembers: sc.EtcdMembers,
-		Postgres:    sc.PostgresOptions(),
 		ExecServers: sc.ExecServers(),
 	}
-	env.ZooKeeperMembers = sc.ZooKeeperMembers
 	return env
 }
 

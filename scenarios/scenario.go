@@ -66,6 +66,14 @@ type PostgresSettings struct {
 	Settings map[string]string `yaml:"settings,omitempty"`
 }
 
+// StartOptions are the scenario's settings for the servers a run starts:
+// Redis persistence, redis: sentinel, the ensembles' sizes by kind
+// (etcd_members, zookeeper_members), PostgreSQL's timeouts.
+func (s *Scenario) StartOptions() cluster.StartOptions {
+	return cluster.StartOptions{Persistence: s.Persistence, Sentinel: s.Redis == backends.RedisSentinel, Postgres: s.PostgresOptions(),
+		Members: map[string]int{"etcd": s.EtcdMembers, "zookeeper": s.ZooKeeperMembers}}
+}
+
 // PostgresOptions converts the settings for the cluster (zero when unset).
 func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
 	p := s.Postgres
