@@ -66,9 +66,9 @@ func (c LiveCounts) Line(planned time.Duration, overlaps bool) string {
 	if c.Elapsed > 0 {
 		fmt.Fprintf(&b, " (%s/s)", thousands(int(float64(c.Ops)/c.Elapsed.Seconds())))
 	}
-	fmt.Fprintf(&b, ", %s", plural(c.Holds, "hold", "holds"))
+	fmt.Fprintf(&b, ", %s", count(c.Holds, "hold", "holds"))
 	if overlaps {
-		fmt.Fprintf(&b, ", %s, %s", plural(c.Overlaps, "overlap", "overlaps"), plural(c.Stale, "stale holder", "stale holders"))
+		fmt.Fprintf(&b, ", %s, %s", count(c.Overlaps, "overlap", "overlaps"), count(c.Stale, "stale holder", "stale holders"))
 	}
 	fmt.Fprintf(&b, ", RSS %d MB", procmem.RSS()>>20)
 	return b.String()
@@ -82,10 +82,18 @@ func (c LiveCounts) short(planned time.Duration, overlaps bool) string {
 	if c.Elapsed > 0 {
 		fmt.Fprintf(&b, " · %s/s", thousands(int(float64(c.Ops)/c.Elapsed.Seconds())))
 	}
-	fmt.Fprintf(&b, " · %s", plural(c.Holds, "hold", "holds"))
+	fmt.Fprintf(&b, " · %s", count(c.Holds, "hold", "holds"))
 	if overlaps {
-		fmt.Fprintf(&b, " · %s · %d stale", plural(c.Overlaps, "overlap", "overlaps"), c.Stale)
+		fmt.Fprintf(&b, " · %s · %s stale", count(c.Overlaps, "overlap", "overlaps"), thousands(c.Stale))
 	}
 	fmt.Fprintf(&b, " · %d MB", procmem.RSS()>>20)
 	return b.String()
+}
+
+// count is n (with thousands separators) and the word for it.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return thousands(n) + " " + many
 }
