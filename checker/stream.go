@@ -27,8 +27,8 @@ var minSegment = 4096
 // COMMIT: nothing before such a moment can overlap, be linearized against
 // or be rolled back by anything after it. So each key's history is cut
 // there into segments (of at least minSegment ops), and mutex,
-// linearizable and the holds of stats judge each segment as they would
-// the whole history; fencing and lost-update carry their per-key state
+// linearizable (within its time limit per segment) and the holds of stats
+// judge each segment as they would the whole history; fencing and lost-update carry their per-key state
 // from one segment to the next; the rest of stats counts op by op, its
 // latency percentiles from a histogram past the first latencyExact
 // samples. The result equals Check's on every history it accepts (see
@@ -53,7 +53,7 @@ type Stream struct {
 	mutexV   map[string][]Overlap // the first maxListed of each key, in order
 	lin      *LinearizableResult
 	linKeys  map[string]int // worst porcupine outcome by key: 0 ok, 1 unknown, 2 illegal
-	deadline time.Time
+	linLimit time.Duration  // the time limit of each segment
 	fence    *fencing
 	lost     *lostStream
 	stats    *statsStream
@@ -100,8 +100,7 @@ func NewStream(ctx context.Context, names []string, opt Options) (*Stream, error
 			timeout = DefaultLinearizableTimeout
 		}
 		s.lin = &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
-		s.linKeys = map[string]int{}
-		s.deadline = time.Now().Add(timeout)
+		s.linKeys, s.linLimit = map[string]int{}, timeout
 	}
 	if s.runs[NameFencing] {
 		s.fence = newFencing()
@@ -254,26 +253,28 @@ func (s *Stream) check(key string, seg *segment, last bool) {
 	seg.ops, seg.pos = seg.ops[:0], seg.pos[:0]
 }
 
-// linearizable checks one segment of a key with what is left of the time limit.
+// linearizable checks one segment of a key within the time limit: the
+// limit bounds each segment, so that a long run is not unknown for its
+// length alone.
 func (s *Stream) linearizable(key string, ops []history.Op) {
-	left := time.Until(s.deadline)
 	worst := s.linKeys[key]
 	undecided := func(limit string) {
 		if len(s.lin.Undecided) < maxListed {
 			s.lin.Undecided = append(s.lin.Undecided, Undecided{Key: key, From: ops[0].Time, To: ops[len(ops)-1].Time, Ops: len(ops), Limit: limit})
 		}
 	}
-	if left <= 0 || s.ctx.Err() != nil {
+	if err := s.ctx.Err(); err != nil {
 		if hasLockOp(ops) {
 			s.linKeys[key] = max(worst, 1)
-			undecided(fmt.Sprintf("the %s time limit was spent on the segments before it", time.Duration(s.lin.TimeoutMS)*time.Millisecond))
+			undecided("the check was stopped: " + err.Error())
 		}
-		if err := s.ctx.Err(); err != nil && s.lin.Error == "" {
+		if s.lin.Error == "" {
 			s.lin.Error = fmt.Errorf("linearizable: %w", err).Error()
 		}
 		return
 	}
-	r := Linearizable(s.ctx, ops, left)
+	limit := s.linLimit
+	r := Linearizable(s.ctx, ops, limit)
 	s.lin.Ops += r.Ops
 	if r.Keys == 0 {
 		return
@@ -283,7 +284,7 @@ func (s *Stream) linearizable(key string, ops []history.Op) {
 		worst = 2
 	case len(r.UnknownKeys) > 0:
 		worst = max(worst, 1)
-		undecided(fmt.Sprintf("porcupine ran out of the %s time limit", time.Duration(s.lin.TimeoutMS)*time.Millisecond))
+		undecided(fmt.Sprintf("porcupine ran out of the %s time limit on it", limit))
 	}
 	s.linKeys[key] = worst
 	if r.Error != "" && s.lin.Error == "" {
