@@ -34,6 +34,10 @@ type PlanOptions struct {
 	Overrides scenarios.Overrides
 	// Command repeats the matrix, for its report.
 	Command string
+	// OneSeed names scenarios planned with their own seed only, whatever
+	// Seeds says (a comparison's baseline, which gives each backend's
+	// speed and decides no verdict that seeds could change much).
+	OneSeed []string
 	// Fenced adds, for each backend a scenario states a fenced
 	// expectation for (expect.fenced), the same cells again with the
 	// resource checking tokens (fencing all): a comparison's fenced cells.
@@ -123,8 +127,12 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 			if _, ok := base.Expect.Fenced[b]; ok && opt.Fenced {
 				modes = append(modes, FencedMode)
 			}
+			n := seeds
+			if slices.Contains(opt.OneSeed, base.Name) {
+				n = 1
+			}
 			for _, mode := range modes {
-				planned, err := planPair(opt, src, base, b, mode, seeds, infos[b].LockFree)
+				planned, err := planPair(opt, src, base, b, mode, n, infos[b].LockFree)
 				if err != nil {
 					return nil, nil, err
 				}

@@ -61,7 +61,7 @@ td.cell a{color:inherit}
 <p>Each cell sums the seeds of one backend under one fault (like with like; nothing is averaged across backends or faults).
 Green: safe. Blue: stale holders, every stale write rejected by fencing. Red: unsafe (stale holders, double grants, lost updates, stale writes accepted).
 Grey: not run (hover for the reason). Yellow: unknown or a harness error.
-Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the baseline scenario), medians over its seeds.
+Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the baseline scenario, its first seed).
 Recovery: median time from the fault's end to the next grant (a lock its holder could not release stays taken until it expires).</p>
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
 {{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
@@ -187,7 +187,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	}
 	gy := top - rowH*vg.Length(len(cmp.Rows)) - vg.Points(6)
 	dc.FillText(noteSty, vg.Point{X: x0, Y: gy}, "green: safe · blue: stale holders, every stale write rejected by fencing · red: unsafe · grey: not run (reason in compare.html) · yellow: unknown or harness error")
-	dc.FillText(noteSty, vg.Point{X: x0, Y: gy - vg.Points(12)}, "each cell sums the seeds of one backend under one fault; speed: no-fault baseline medians; recovery: median time from the fault's end to the next grant")
+	dc.FillText(noteSty, vg.Point{X: x0, Y: gy - vg.Points(12)}, "each cell sums the seeds of one backend under one fault; speed: the no-fault baseline; recovery: median time from the fault's end to the next grant")
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("encode png: %w", err)

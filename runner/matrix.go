@@ -66,6 +66,9 @@ type MatrixOptions struct {
 	// Parallel is how many cells run at once (zero means 1). Each cell
 	// starts its own servers on free ports; results keep the plan's order.
 	Parallel int
+	// OneSeed names scenarios run with their own seed only (see
+	// matrix.PlanOptions.OneSeed).
+	OneSeed []string
 	// Compare makes the matrix a backend comparison (locktorture compare):
 	// fenced cells beside the plain ones where a scenario states a fenced
 	// expectation, each cell's recovery after the faults measured, and
@@ -103,7 +106,7 @@ type MatrixOutcome struct {
 
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
-	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare})
+	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
