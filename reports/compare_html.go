@@ -28,6 +28,7 @@ var compareColours = map[string]struct{ fill, txt color.RGBA }{
 func cssColour(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
 var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncMap{
+	"trimNotRun": func(s string) string { return strings.TrimPrefix(s, "not run: ") },
 	"fill": func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].fill)) },
 	"ink":  func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].txt)) },
 	"speed": func(r compareRow) []string {
@@ -65,7 +66,7 @@ Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the 
 Recovery: median time from the fault's end to the next grant (a lock its holder could not release stays taken until it expires).</p>
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
 {{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
-{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} <a href="{{.Dir}}/index.html">{{.Seed}}</a>{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{.NotRun}}</div>{{end}}</td>{{end}}
+{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} <a href="{{.Dir}}/index.html">{{.Seed}}</a>{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
 <td>{{.AsExpected}}/{{.Judged}}</td></tr>
 {{end}}</table>
 <p><a href="index.html">the matrix (every run, its verdict and expectation)</a> · <a href="compare.png">compare.png</a> · <a href="compare.txt">compare.txt</a></p>
@@ -119,6 +120,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		if ok, n := c.Expected(); n > 0 && ok < n {
 			out = append(out, fmt.Sprintf("NOT as expected: %d/%d", n-ok, n))
 		}
+		if c.NotRun != "" {
+			out = append(out, wrapWords(strings.TrimPrefix(c.NotRun, "not run: "), 30)...)
+		}
 		return out, c.Class()
 	}
 	colW := make([]vg.Length, len(heads))
@@ -131,7 +135,11 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 			ls, _ := lines(r, j)
 			maxLines = max(maxLines, len(ls))
 			for _, l := range ls {
-				colW[j] = max(colW[j], cellSty.Width(l)+vg.Points(10))
+				sty := cellSty
+				if j == 0 {
+					sty = hdr
+				}
+				colW[j] = max(colW[j], sty.Width(l)+vg.Points(12))
 			}
 		}
 	}
@@ -141,7 +149,12 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	for _, w := range colW {
 		gridW += w
 	}
-	width := gridW + 2*margin
+	title := fmt.Sprintf("locktorture compare %s — %s", m.Started, oneLine(MatrixTotals(m)))
+	notes := []string{
+		"green: safe · blue: stale holders, every stale write rejected by fencing · red: unsafe · grey: not run (reason in compare.html) · yellow: unknown or harness error",
+		"each cell sums the seeds of one backend under one fault; speed: the no-fault baseline; recovery: median time from the fault's end to the next grant",
+	}
+	width := max(gridW, titleSty.Width(title), noteSty.Width(notes[0]), noteSty.Width(notes[1])) + 2*margin
 	height := titleH + headH + rowH*vg.Length(len(cmp.Rows)) + noteH + 2*margin
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
@@ -149,7 +162,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	dc.Fill(dc.Rectangle.Path())
 	top := dc.Max.Y - margin
 	x0 := dc.Min.X + margin
-	dc.FillText(titleSty, vg.Point{X: x0, Y: top}, fmt.Sprintf("locktorture compare %s — %s", m.Started, oneLine(MatrixTotals(m))))
+	dc.FillText(titleSty, vg.Point{X: x0, Y: top}, title)
 	top -= titleH
 	line := draw.LineStyle{Color: colBorder, Width: vg.Points(0.8)}
 	x := x0
@@ -186,8 +199,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		dc.StrokeLine2(line, x, y0, x, y1)
 	}
 	gy := top - rowH*vg.Length(len(cmp.Rows)) - vg.Points(6)
-	dc.FillText(noteSty, vg.Point{X: x0, Y: gy}, "green: safe · blue: stale holders, every stale write rejected by fencing · red: unsafe · grey: not run (reason in compare.html) · yellow: unknown or harness error")
-	dc.FillText(noteSty, vg.Point{X: x0, Y: gy - vg.Points(12)}, "each cell sums the seeds of one backend under one fault; speed: the no-fault baseline; recovery: median time from the fault's end to the next grant")
+	for k, n := range notes {
+		dc.FillText(noteSty, vg.Point{X: x0, Y: gy - vg.Points(12)*vg.Length(k)}, n)
+	}
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("encode png: %w", err)
