@@ -30,7 +30,7 @@ type child struct {
 	cmd     *exec.Cmd
 	pgid    int
 	stdin   *os.File
-	given   cluster.Given
+	given   cluster.ServerSet
 	gate    *clientsim.Gate
 	clock   *clientsim.Clock
 	hist    *history.Proc

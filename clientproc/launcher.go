@@ -281,9 +281,9 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 
 // given is what process p dials: the address of its own link to every
 // server (Aliases map each server's real address to it).
-func (l *Launcher) given(p int) cluster.Given {
+func (l *Launcher) given(p int) cluster.ServerSet {
 	if l.opt.Cluster == nil {
-		return cluster.Given{Aliases: map[string]string{}}
+		return cluster.ServerSet{Aliases: map[string]string{}}
 	}
 	return l.opt.Cluster.ClientServers(p)
 }

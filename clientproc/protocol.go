@@ -74,13 +74,13 @@ const (
 // timeout, the addresses of its own links to every server, and the
 // backend's options.
 type Open struct {
-	ID        int64          `json:"id"`
-	Op        string         `json:"op"`
-	Process   int            `json:"process"`
-	TTLMS     int64          `json:"ttl_ms"`
-	TimeoutMS int64          `json:"timeout_ms"`
-	Servers   cluster.Given  `json:"servers"`
-	Options   map[string]any `json:"options"`
+	ID        int64             `json:"id"`
+	Op        string            `json:"op"`
+	Process   int               `json:"process"`
+	TTLMS     int64             `json:"ttl_ms"`
+	TimeoutMS int64             `json:"timeout_ms"`
+	Servers   cluster.ServerSet `json:"servers"`
+	Options   map[string]any    `json:"options"`
 }
 
 // Request is an acquire, release or close request.

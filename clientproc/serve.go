@@ -40,16 +40,16 @@ type ChildConfig struct {
 
 // inbound is any line the harness writes.
 type inbound struct {
-	ID        *int64         `json:"id"`
-	Op        string         `json:"op"`
-	Key       string         `json:"key"`
-	Process   int            `json:"process"`
-	TTLMS     int64          `json:"ttl_ms"`
-	TimeoutMS int64          `json:"timeout_ms"`
-	Servers   cluster.Given  `json:"servers"`
-	Options   map[string]any `json:"options"`
-	OffsetNS  int64          `json:"offset_ns"`
-	Rate      float64        `json:"rate"`
+	ID        *int64            `json:"id"`
+	Op        string            `json:"op"`
+	Key       string            `json:"key"`
+	Process   int               `json:"process"`
+	TTLMS     int64             `json:"ttl_ms"`
+	TimeoutMS int64             `json:"timeout_ms"`
+	Servers   cluster.ServerSet `json:"servers"`
+	Options   map[string]any    `json:"options"`
+	OffsetNS  int64             `json:"offset_ns"`
+	Rate      float64           `json:"rate"`
 }
 
 // server is the child side of the protocol for a built-in backend.
@@ -246,7 +246,7 @@ func (s *server) open(ctx context.Context, r inbound) error {
 		return err
 	}
 	env := backends.Env{
-		Cluster: cluster.NewGiven(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
+		Cluster: cluster.NewExternal(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
 		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Options: opts,
 		Servers: cluster.StartOptions{Persistence: s.cfg.Persistence, Sentinel: s.cfg.Redis == backends.RedisSentinel,
 			Postgres: s.cfg.Postgres, Members: map[string]int{"etcd": s.cfg.EtcdMembers}},

@@ -75,9 +75,9 @@ type Cluster struct {
 	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
-	// given, when set, makes the cluster start nothing: its starters hand
-	// out the servers it names (given.go).
-	given *givenState
+	// external, when set, makes the cluster start nothing: its starters hand
+	// out the servers it names (serverset.go).
+	external *externalState
 }
 
 // New makes a cluster with its own temporary directory, and removes those
@@ -112,9 +112,9 @@ func (c *Cluster) provider() Provider {
 }
 
 // Mode is where the cluster's servers run: local, docker, or external
-// (a given cluster: servers someone else runs).
+// (an external cluster: servers someone else runs).
 func (c *Cluster) Mode() string {
-	if c.given != nil {
+	if c.external != nil {
 		return ServersExternal
 	}
 	return c.provider().Mode()

@@ -87,8 +87,8 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 		}
 		return e, nil
 	}
-	if c.given != nil {
-		return c.givenEtcd()
+	if c.external != nil {
+		return c.externalEtcd()
 	}
 	if opt.Members == 0 {
 		opt.Members = 1
@@ -438,7 +438,7 @@ func init() {
 			return err
 		},
 		Check: func(ctx context.Context, addr string) error {
-			return newEtcdMember(program{name: "etcd " + addr, given: addr}).health(ctx)
+			return newEtcdMember(program{name: "etcd " + addr, external: addr}).health(ctx)
 		},
 		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
 			var errs []error

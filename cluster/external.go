@@ -26,10 +26,10 @@ func NewNamespace() string {
 // Prepare makes what the run's namespace needs on the servers the run
 // uses (each kind's Prepare: PostgreSQL's schema of the run's own, which
 // CREATE SCHEMA never adopts from someone else) and returns the servers as
-// a given cluster takes them — at the addresses the kinds' Prepare gave —
+// an external cluster takes them — at the addresses the kinds' Prepare gave —
 // with the controls the file names.
-func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []string) (Given, error) {
-	g := f.Given()
+func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []string) (ServerSet, error) {
+	g := f.ServerSet()
 	g.Controls = f.Controls()
 	g.KeyMatch = "*" + namespace + ":k*"
 	for _, kind := range kinds {
@@ -40,7 +40,7 @@ func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []str
 		for i, a := range g.Servers[kind] {
 			run, err := k.Prepare(ctx, a, namespace)
 			if err != nil {
-				return Given{}, err
+				return ServerSet{}, err
 			}
 			if c, ok := g.Controls[a]; ok && run != a {
 				delete(g.Controls, a)

@@ -23,7 +23,7 @@ func init() {
 				},
 				Ready: pingRedis,
 				Version: func(ctx context.Context, addr string) (string, error) {
-					return redisVersion(ctx, givenServer{testProgramKind, addr})
+					return redisVersion(ctx, externalServer{testProgramKind, addr})
 				},
 			})
 			return err
@@ -82,7 +82,7 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ext := NewGiven(g)
+	ext := NewExternal(g)
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestAKindIsOneFile(t *testing.T) {
 		t.Fatalf("the external cluster handed out %v", got)
 	}
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err == nil {
-		t.Fatal("a second server was handed out, but one was given")
+		t.Fatal("a second server was handed out, but one was external")
 	}
 	if err := f.Cleanup(ctx, "ltkind", []string{testProgramKind}); err != nil {
 		t.Fatal(err)

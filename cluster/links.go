@@ -46,8 +46,8 @@ func (c *Cluster) ClientAddr(p int, s Server) string {
 // as PostgreSQL's DSN), and the Sentinel group's Sentinels; Aliases map
 // each server's real address to p's link. For p < 0 the addresses are
 // the servers' own (no link), as a servers file would name them.
-func (c *Cluster) ClientServers(p int) Given {
-	g := Given{Aliases: map[string]string{}}
+func (c *Cluster) ClientServers(p int) ServerSet {
+	g := ServerSet{Aliases: map[string]string{}}
 	addr := func(s Server) string {
 		if p < 0 {
 			return s.Addr()
@@ -67,7 +67,7 @@ func (c *Cluster) ClientServers(p int) Given {
 		g.Add(kind, a)
 	}
 	if sg := c.SentinelGroup(); sg != nil {
-		g.Sentinel = &GivenSentinel{Master: sg.MasterName()}
+		g.Sentinel = &SentinelSet{Master: sg.MasterName()}
 		for _, s := range sg.Sentinels {
 			a := addr(s)
 			g.Aliases[s.Addr()] = a

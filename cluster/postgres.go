@@ -137,8 +137,8 @@ type postgresSlot struct {
 // after a kill it runs crash recovery and comes back with its data.
 type Postgres struct {
 	faultable
-	// givenDSN is the connection string of a server someone else runs.
-	givenDSN string
+	// externalDSN is the connection string of a server someone else runs.
+	externalDSN string
 	// password is the run's own password for PostgresUser over TCP (set
 	// at start, random per run): no one else on the machine can log in.
 	password string
@@ -169,8 +169,8 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 		return pg, nil
 	}
 	start := c.startPostgres
-	if c.given != nil {
-		start = c.givenPostgres
+	if c.external != nil {
+		start = c.externalPostgres
 	}
 	pg, err := start(ctx, opt)
 	if err != nil {
@@ -288,11 +288,11 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 func (pg *Postgres) DSN() string { return pg.ClientDSN(pg.Addr(), "locktorture") }
 
 // ClientDSN is the connection string a client dials at addr (its own link
-// to the server) under application name: the server's own DSN (a given
+// to the server) under application name: the server's own DSN (an external
 // one keeps its user, password, database and settings) with the host
 // replaced.
 func (pg *Postgres) ClientDSN(addr, application string) string {
-	if pg.givenDSN == "" {
+	if pg.externalDSN == "" {
 		dsn := PostgresDSN(addr, application)
 		if pg.password == "" {
 			return dsn
@@ -304,7 +304,7 @@ func (pg *Postgres) ClientDSN(addr, application string) string {
 		u.User = url.UserPassword(PostgresUser, pg.password)
 		return u.String()
 	}
-	u, err := url.Parse(pg.givenDSN)
+	u, err := url.Parse(pg.externalDSN)
 	if err != nil {
 		return PostgresDSN(addr, application)
 	}
@@ -710,8 +710,8 @@ func copyFile(src, dst string, perm os.FileMode) error {
 	return out.Close()
 }
 
-// postgresFirstStart is the script a PostgreSQL started elsewhere (in a
-// container) runs as its own user: on the first start it makes the data
+// postgresFirstStart is the script a PostgreSQL started in a
+// container runs as its own user: on the first start it makes the data
 // directory as the local template is made (initdb with the harness's role
 // and the run's password from "$D.pw", that password required over TCP
 // from anywhere on the run's network, the harness's database), then it

@@ -11,12 +11,12 @@ import (
 // runs it (for a server someone else runs, a unit that can at most be
 // controlled through docker). The kinds' types embed it.
 type program struct {
-	p     Unit
-	kind  string // the name of its Kind
-	name  string
-	host  string
-	port  int    // the port clients dial
-	given string // the address of a server someone else runs (given.go)
+	p        Unit
+	kind     string // the name of its Kind
+	name     string
+	host     string
+	port     int    // the port clients dial
+	external string // the address of a server someone else runs (serverset.go)
 }
 
 // Name is the server's name in logs and nemesis targets ("redis-0").
@@ -26,7 +26,7 @@ func (s *program) Name() string { return s.name }
 func (s *program) Kind() string { return s.kind }
 
 // Addr is the address clients dial, host:port.
-func (s *program) Addr() string { return hostPort(s.given, s.host, s.port) }
+func (s *program) Addr() string { return hostPort(s.external, s.host, s.port) }
 
 // Port is the port clients dial.
 func (s *program) Port() int { return s.port }
@@ -123,12 +123,12 @@ func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program,
 		}
 		return fmt.Sprintf("%s-%d", spec.Kind, n)
 	}
-	if c.given != nil {
-		addr, n, err := c.given.next(spec.Kind)
+	if c.external != nil {
+		addr, n, err := c.external.next(spec.Kind)
 		if err != nil {
 			return nil, err
 		}
-		s.name, s.given, s.p = name(n), addr, c.givenUnit(name(n), addr)
+		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
 		c.AddServer(s)
 		return s, nil
 	}

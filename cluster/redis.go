@@ -34,8 +34,8 @@ type Redis struct {
 
 // StartRedis starts a redis-server on a free port and waits until it answers PING.
 func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
-	if c.given != nil {
-		return c.givenRedis(opt)
+	if c.external != nil {
+		return c.externalRedis(opt)
 	}
 	c.mu.Lock()
 	n := len(c.redis)
@@ -89,7 +89,7 @@ func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 // than d left expire now. It runs as one script, so it is atomic. (A real
 // clock jump cannot be injected: libfaketime hangs Debian's redis-server.)
 // On a server someone else runs it acts only on the run's keys (see
-// Given.KeyMatch). It returns how many keys it changed.
+// ServerSet.KeyMatch). It returns how many keys it changed.
 func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
 	match := r.match
 	if match == "" {

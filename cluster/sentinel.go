@@ -83,8 +83,8 @@ func (c *Cluster) SentinelGroup() *SentinelGroup {
 
 // ServerByAddr finds a server (or Sentinel) by its real address.
 func (c *Cluster) ServerByAddr(addr string) Server {
-	if a := c.givenAlias(addr); a != "" {
-		return givenServer{name: addr, addr: a}
+	if a := c.externalAlias(addr); a != "" {
+		return externalServer{name: addr, addr: a}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,8 +110,8 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if g := c.SentinelGroup(); g != nil {
 		return g, nil
 	}
-	if c.given != nil {
-		return c.givenSentinelGroup()
+	if c.external != nil {
+		return c.externalSentinelGroup()
 	}
 	bin, err := c.provider().Program("redis-sentinel", "redis-sentinel")
 	if err != nil {

@@ -309,16 +309,16 @@ func addrs(es []ServerEntry) []string {
 	return out
 }
 
-// Given is what the file names, as a given cluster takes it.
-func (f *ServersFile) Given() Given {
-	var g Given
+// ServerSet is what the file names, as an external cluster takes it.
+func (f *ServersFile) ServerSet() ServerSet {
+	var g ServerSet
 	for kind, es := range f.Servers {
 		for _, a := range addrs(es) {
 			g.Add(kind, a)
 		}
 	}
 	if f.Sentinel != nil {
-		g.Sentinel = &GivenSentinel{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs), Servers: addrs(f.Sentinel.Servers)}
+		g.Sentinel = &SentinelSet{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs), Servers: addrs(f.Sentinel.Servers)}
 	}
 	return g
 }

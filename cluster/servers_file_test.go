@@ -44,8 +44,8 @@ func TestParseServersFile(t *testing.T) {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if g := f.Given(); len(g.Addrs("redis")) == 0 && len(g.Addrs("postgres")) == 0 {
-					t.Errorf("Given() = %+v: the servers are lost", g)
+				if g := f.ServerSet(); len(g.Addrs("redis")) == 0 && len(g.Addrs("postgres")) == 0 {
+					t.Errorf("ServerSet() = %+v: the servers are lost", g)
 				}
 				return
 			}

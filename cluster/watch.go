@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// WatchGiven makes a given cluster (servers someone else runs) notice a
-// server that goes away mid-run, as a cluster that runs its own servers
-// notices one that exits: every interval it dials each given server that
+// WatchExternal makes an external cluster (servers someone else runs)
+// notice a server that goes away mid-run, as a cluster that runs its own
+// servers notices one that exits: every interval it dials each server that
 // no fault can act on (no control names it), and a server that refuses two
 // dials in a row is listed in Died. It returns the function that stops
 // watching; on a cluster that starts its own servers it does nothing.
-func (c *Cluster) WatchGiven(interval time.Duration) (stop func()) {
-	if c.given == nil {
+func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
+	if c.external == nil {
 		return func() {}
 	}
 	type target struct{ name, addr string }
@@ -22,15 +22,15 @@ func (c *Cluster) WatchGiven(interval time.Duration) (stop func()) {
 	for _, s := range c.Servers() {
 		key := s.Addr()
 		if pg, ok := s.(*Postgres); ok {
-			key = pg.givenDSN
+			key = pg.externalDSN
 		}
-		if c.given.g.Controls[key] == "" {
+		if c.external.g.Controls[key] == "" {
 			ts = append(ts, target{s.Name(), s.Addr()})
 		}
 	}
 	if sg := c.SentinelGroup(); sg != nil {
 		for _, s := range sg.Sentinels {
-			if c.given.g.Controls[s.Addr()] == "" {
+			if c.external.g.Controls[s.Addr()] == "" {
 				ts = append(ts, target{s.Name(), s.Addr()})
 			}
 		}

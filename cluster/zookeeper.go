@@ -128,8 +128,8 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 		}
 		return z, nil
 	}
-	if c.given != nil {
-		return c.givenZooKeeper()
+	if c.external != nil {
+		return c.externalZooKeeper()
 	}
 	if opt.Members == 0 {
 		opt.Members = 1
@@ -285,17 +285,17 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 	return b.String()
 }
 
-// givenZooKeeper hands out the given ZooKeeper servers (the caller holds
+// externalZooKeeper hands out the external ZooKeeper servers (the caller holds
 // c.zk.mu).
-func (c *Cluster) givenZooKeeper() (*ZooKeeper, error) {
-	addrs := c.given.g.Addrs(zookeeperKind)
+func (c *Cluster) externalZooKeeper() (*ZooKeeper, error) {
+	addrs := c.external.g.Addrs(zookeeperKind)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants ZooKeeper, but none was given", ErrStart)
+		return nil, fmt.Errorf("cluster: %w: the backend wants ZooKeeper, but none was external", ErrStart)
 	}
 	z := &ZooKeeper{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := newZooKeeperMember(program{name: name, given: a, p: c.givenUnit(name, a)}, i+1)
+		m := newZooKeeperMember(program{name: name, external: a, p: c.externalUnit(name, a)}, i+1)
 		z.members = append(z.members, m)
 		c.AddServer(m)
 	}

@@ -25,7 +25,7 @@ type openRequest struct {
 	Process   int                        `json:"process"`
 	TTLMS     int64                      `json:"ttl_ms"`
 	TimeoutMS int64                      `json:"timeout_ms"`
-	Servers   cluster.Given              `json:"servers"`
+	Servers   cluster.ServerSet          `json:"servers"`
 	Auth      map[string]json.RawMessage `json:"auth"`
 }
 
@@ -197,7 +197,7 @@ func (s *childServer) close() {
 
 // givenServers is the Servers a lock is built with from the servers a
 // client process was given.
-func givenServers(g cluster.Given) Servers {
+func givenServers(g cluster.ServerSet) Servers {
 	sv := Servers{Redis: g.Addrs("redis"), Etcd: g.Addrs("etcd"), ZooKeeper: g.Addrs("zookeeper")}
 	if dsn := g.Addrs("postgres"); len(dsn) > 0 {
 		sv.Postgres = dsn[0]

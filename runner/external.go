@@ -34,7 +34,7 @@ func (r *run) loadServersFile() error {
 	r.serversFile = f
 	if r.sc.Redis != backends.RedisSentinel {
 		for kind, n := range r.binfo.Counts {
-			if got := len(f.Given().Addrs(kind)); got < n {
+			if got := len(f.ServerSet().Addrs(kind)); got < n {
 				return fmt.Errorf("%w: %s needs %d %s servers, but %s names %d", ErrBadInput, r.sc.Backend, n, kind, r.sc.ServersFile, got)
 			}
 		}
@@ -83,7 +83,7 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if slices.Contains(kinds, "postgres") {
 		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
 	}
-	return cluster.NewGiven(g), nil
+	return cluster.NewExternal(g), nil
 }
 
 // openJournal makes the run's journal of what it does to servers it does

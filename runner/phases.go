@@ -239,7 +239,7 @@ func (r *run) startServers(ctx context.Context) error {
 	r.deferClose(func() { _ = res.Close() })
 	// Someone else's server that goes away mid-run fails the run as one of
 	// ours that exits does (Died); ours are watched by their processes.
-	r.deferClose(cl.WatchGiven(500 * time.Millisecond))
+	r.deferClose(cl.WatchExternal(500 * time.Millisecond))
 	r.recordServers(ctx)
 	return nil
 }

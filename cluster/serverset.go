@@ -1,0 +1,300 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+
+	"github.com/locktorture/locktorture/internal/journal"
+)
+
+// ServerSet names servers by the addresses one client should dial: the
+// external servers (someone else runs them) of a servers file, and what a
+// client process gets in its open request (see
+// docs/client-protocol.md: an object with a key per kind of server, a list
+// of host:port — one connection string for a kind named by a DSN — and
+// sentinel). A cluster made by NewExternal starts nothing: StartRedis,
+// StartSentinelGroup, Postgres, Etcd and the other starters hand out the
+// external servers instead, so every backend builds its clients from them
+// exactly as it would from servers it started.
+type ServerSet struct {
+	// Servers are the servers' addresses by kind ("redis", "etcd", ...;
+	// a DSN for "postgres"), in the order the backend takes them.
+	Servers map[string][]string
+	// Sentinel is a Sentinel group: the name its primary is monitored
+	// under and the Sentinels' addresses.
+	Sentinel *SentinelSet
+	// Aliases map a server's real address to the one to dial instead (a
+	// Sentinel names the primary by its real address; the client must
+	// still go through its own link). Not part of the protocol.
+	Aliases map[string]string
+	// Controls map a server's address (a DSN for PostgreSQL) to the
+	// container that runs it, for server faults (servers files'
+	// control: docker). Not part of the protocol.
+	Controls map[string]string
+	// KeyMatch is the SCAN pattern of the run's own keys: a Redis clock
+	// jump (ShortenTTLs) acts on those only. Empty: every key.
+	KeyMatch string
+	// Journal, when set, records before each fault on an external server what
+	// would undo it (docker pause, kill, the replication cut), for the
+	// run's guard or a later run. Not part of the protocol.
+	Journal *journal.Journal
+}
+
+// Add appends a server of kind at addr.
+func (g *ServerSet) Add(kind, addr string) {
+	if g.Servers == nil {
+		g.Servers = map[string][]string{}
+	}
+	g.Servers[kind] = append(g.Servers[kind], addr)
+}
+
+// MarshalJSON writes the protocol's servers object: a key per kind with
+// servers (a kind named by a DSN gives its one string), and sentinel.
+func (g ServerSet) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	for kind, addrs := range g.Servers {
+		if len(addrs) == 0 {
+			continue
+		}
+		if k, ok := LookupKind(kind); ok && k.DSN {
+			m[kind] = addrs[0]
+			continue
+		}
+		m[kind] = addrs
+	}
+	if g.Sentinel != nil {
+		m["sentinel"] = g.Sentinel
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the protocol's servers object: any kind's key with
+// a list of addresses or one string, and sentinel.
+func (g *ServerSet) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*g = ServerSet{}
+	for kind, raw := range m {
+		if kind == "sentinel" {
+			if string(raw) == "null" {
+				continue
+			}
+			g.Sentinel = &SentinelSet{}
+			if err := json.Unmarshal(raw, g.Sentinel); err != nil {
+				return fmt.Errorf("sentinel: %w", err)
+			}
+			continue
+		}
+		var one string
+		if err := json.Unmarshal(raw, &one); err == nil {
+			if one != "" {
+				g.Add(kind, one)
+			}
+			continue
+		}
+		var addrs []string
+		if err := json.Unmarshal(raw, &addrs); err != nil {
+			return fmt.Errorf("%s: a list of addresses or one string: %w", kind, err)
+		}
+		for _, a := range addrs {
+			g.Add(kind, a)
+		}
+	}
+	return nil
+}
+
+// SentinelSet is a Sentinel group someone else runs.
+type SentinelSet struct {
+	// Master is the name the Sentinels monitor the primary under.
+	Master string `json:"master"`
+	// Addrs are the Sentinels' addresses.
+	Addrs []string `json:"addrs"`
+	// Servers are the group's Redis servers, primary first, when known
+	// (a servers file may name them). Not part of the protocol.
+	Servers []string `json:"-"`
+}
+
+// externalState is what an external cluster has handed out so far.
+type externalState struct {
+	g    ServerSet
+	mu   sync.Mutex
+	used map[string]int // servers handed out, by kind
+}
+
+// next is the next external server of kind and how many were handed out
+// before it.
+func (s *externalState) next(kind string) (addr string, n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used == nil {
+		s.used = map[string]int{}
+	}
+	n = s.used[kind]
+	s.used[kind]++
+	external := s.g.Addrs(kind)
+	if n >= len(external) {
+		return "", n, fmt.Errorf("cluster: %w: the backend wants %s server %d, but only %d were external", ErrStart, kind, n+1, len(external))
+	}
+	return external[n], n, nil
+}
+
+// NewExternal returns a cluster that starts no server: it hands out the
+// servers g names. Its Close stops nothing.
+func NewExternal(g ServerSet) *Cluster {
+	return &Cluster{external: &externalState{g: g}}
+}
+
+// ExternalAddrs returns the addresses named for a kind of server, and
+// whether the cluster is an external one: a starter of a kind of server calls
+// it first and, on an external cluster, hands out those addresses instead of
+// starting anything.
+func (c *Cluster) ExternalAddrs(kind string) ([]string, bool) {
+	if c.external == nil {
+		return nil, false
+	}
+	return c.external.g.Addrs(kind), true
+}
+
+// Addrs returns the addresses named for a kind of server ("redis", "etcd",
+// "zookeeper", "postgres" — its DSN —, or any other).
+func (g ServerSet) Addrs(kind string) []string { return g.Servers[kind] }
+
+// hostPort is a server's address: the external one, or host:port (host
+// empty: 127.0.0.1).
+func hostPort(external, host string, port int) string {
+	if external != "" {
+		return external
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// externalUnit is what stands for an external server's program: a container the
+// harness controls through docker when Controls names one for addr, else
+// nothing a fault can act on.
+func (c *Cluster) externalUnit(name, addr string) Unit {
+	if ctr := c.external.g.Controls[addr]; ctr != "" {
+		u := &controlledUnit{name: name, container: ctr, journal: c.external.g.Journal}
+		// Close "stops" it: thaws or starts it again if a fault left it
+		// paused or killed, so the server is left as the run found it.
+		c.mu.Lock()
+		c.units = append(c.units, u)
+		c.mu.Unlock()
+		return u
+	}
+	return uncontrolledUnit{name: name}
+}
+
+// externalRedis hands out the next external Redis server.
+func (c *Cluster) externalRedis(opt RedisOptions) (*Redis, error) {
+	addr, n, err := c.external.next(redisKind)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Name == "" {
+		opt.Name = fmt.Sprintf("redis-%d", n)
+	}
+	return c.externalRedisAt(opt, addr), nil
+}
+
+// externalRedisAt lists the external Redis server at addr among the cluster's.
+func (c *Cluster) externalRedisAt(opt RedisOptions, addr string) *Redis {
+	r := newRedis(program{name: opt.Name, external: addr, p: c.externalUnit(opt.Name, addr)}, opt, c.external.g.KeyMatch)
+	c.mu.Lock()
+	c.redis = append(c.redis, r)
+	c.mu.Unlock()
+	c.AddServer(r)
+	return r
+}
+
+// externalSentinelGroup hands out the external Sentinel group; its
+// primary and replica are the first two external Redis servers, when named.
+func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
+	gs := c.external.g.Sentinel
+	if gs == nil || len(gs.Addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was external", ErrStart)
+	}
+	g := &SentinelGroup{Master: gs.Master, journal: c.external.g.Journal}
+	switch {
+	case len(gs.Servers) > 0:
+		g.Primary = c.externalRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0])
+		if len(gs.Servers) > 1 {
+			g.Replica = c.externalRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1])
+		}
+	default:
+		if len(c.external.g.Addrs(redisKind)) > 0 {
+			g.Primary, _ = c.externalRedis(RedisOptions{Name: "redis-primary"})
+		}
+		if len(c.external.g.Addrs(redisKind)) > 1 {
+			g.Replica, _ = c.externalRedis(RedisOptions{Name: "redis-replica"})
+		}
+	}
+	for i, a := range gs.Addrs {
+		name := fmt.Sprintf("sentinel-%d", i)
+		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, external: a, p: c.externalUnit(name, a)}})
+	}
+	c.mu.Lock()
+	c.sentinel = g
+	c.mu.Unlock()
+	return g, nil
+}
+
+// externalPostgres hands out the external PostgreSQL (its DSN's host and port).
+func (c *Cluster) externalPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	external := c.external.g.Addrs(postgresKind)
+	if len(external) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants PostgreSQL, but none was external", ErrStart)
+	}
+	dsn := external[0]
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
+	}
+	pg := newPostgres(program{name: "postgres", p: c.externalUnit("postgres", dsn), external: u.Host}, opt, "")
+	pg.externalDSN = dsn
+	c.AddServer(pg)
+	return pg, nil
+}
+
+// externalEtcd hands out the external etcd members (the caller holds c.etcd.mu).
+func (c *Cluster) externalEtcd() (*Etcd, error) {
+	addrs := c.external.g.Addrs(etcdKind)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the backend wants etcd, but none was external", ErrStart)
+	}
+	e := &Etcd{}
+	for i, a := range addrs {
+		name := fmt.Sprintf("etcd-%d", i)
+		m := newEtcdMember(program{name: name, external: a, p: c.externalUnit(name, a)})
+		e.members = append(e.members, m)
+		c.AddServer(m)
+	}
+	c.etcd.e = e
+	return e, nil
+}
+
+// externalAlias is the address to dial for a server's real address on a
+// external cluster ("" when there is none).
+func (c *Cluster) externalAlias(addr string) string {
+	if c.external == nil {
+		return ""
+	}
+	return c.external.g.Aliases[addr]
+}
+
+// externalServer is a server known only by its address.
+type externalServer struct{ name, addr string }
+
+func (s externalServer) Name() string                   { return s.name }
+func (s externalServer) Addr() string                   { return s.addr }
+func (s externalServer) Stop(ctx context.Context) error { return nil }
+func (s externalServer) LogPath() string                { return "" }
