@@ -40,16 +40,12 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 		return fc, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	lint := history.Linter{Max: checker.MaxWarnings}
-	density := reports.NewDensity()
 	var n int
 	var checked, finalReads bool
-	var first []history.Op
-	truncated, err := readOps(ctx, path, -1, func(op *history.Op) {
-		if n < maxReportOps {
-			first = append(first, *op)
-		}
+	keep := fc.keeper()
+	fc.truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
 		n++
-		density.Add(op)
+		keep(op)
 		st.Add(op)
 		lint.Add(op)
 		if op.Type == history.OK && (op.F == history.Acquire || op.F == history.Write) {
@@ -69,8 +65,8 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 		if rerr != nil && !errors.Is(rerr, history.ErrTruncated) {
 			return fc, fmt.Errorf("%w: %w", ErrBadInput, rerr)
 		}
-		res, err := check(ctx, ops, names, opt)
-		return fileCheck{res, first, density, truncated}, err
+		fc.res, err = check(ctx, ops, names, opt)
+		return fc, err
 	}
 	if err != nil {
 		return fc, err
@@ -80,7 +76,20 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 		r.Warnings = append(r.Warnings, p.String())
 	}
 	r.WarningCount = lint.Count()
-	return fileCheck{judge(r, checked, finalReads), first, density, truncated}, nil
+	fc.res = judge(r, checked, finalReads)
+	return fc, nil
+}
+
+// keeper starts fc's density and returns what keeps, of each op in turn,
+// what the report needs: the first maxReportOps, and the density.
+func (fc *fileCheck) keeper() func(op *history.Op) {
+	fc.density = reports.NewDensity()
+	return func(op *history.Op) {
+		if len(fc.first) < maxReportOps {
+			fc.first = append(fc.first, *op)
+		}
+		fc.density.Add(op)
+	}
 }
 
 // readOps feeds the first limit ops of the history in path (every one when
@@ -161,6 +170,18 @@ func readOps(ctx context.Context, path string, limit int, each func(op *history.
 		return nil, rerr
 	}
 	return nil, fmt.Errorf("%w: %s: %w", ErrBadInput, path, rerr)
+}
+
+// scanFile reads the history in path once for its report alone, as
+// checkFile does without checking: its first ops and its density, and
+// how many ops it has.
+func scanFile(ctx context.Context, path string) (fc fileCheck, n int, err error) {
+	keep := fc.keeper()
+	fc.truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
+		n++
+		keep(op)
+	})
+	return fc, n, err
 }
 
 // maxReportOps is the most ops a run's report is drawn from: a longer

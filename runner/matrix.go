@@ -480,22 +480,29 @@ func reportRun(ctx context.Context, dir string, warn func(string)) error {
 		_, err := Analyze(ctx, dir, Options{}, warn)
 		return err
 	}
-	ops, err := history.ReadFile(filepath.Join(dir, reports.FileHistory))
+	hpath := filepath.Join(dir, reports.FileHistory)
+	fc, n, err := scanFile(ctx, hpath)
 	if err != nil {
-		if !errors.Is(err, history.ErrTruncated) {
-			return fmt.Errorf("%w: %w", ErrBadInput, err)
-		}
-		warn(fmt.Sprintf("%v: drew the %d complete ops before it", err, len(ops)))
+		return err
+	}
+	if fc.truncated != nil {
+		warn(fmt.Sprintf("%v: drew the %d complete ops before it", fc.truncated, n))
 	}
 	res, err := reports.ReadResults(filepath.Join(dir, reports.FileResults))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
+	scanned := *res
+	scanned.Ops = n
+	ops, long, err := reportOps(ctx, hpath, &scanned, fc)
+	if err != nil {
+		return err
+	}
 	var sc *scenarios.Scenario
 	if data, err := os.ReadFile(filepath.Join(dir, reports.FileScenario)); err == nil {
 		sc, _ = scenarios.Parse(data, filepath.Join(dir, reports.FileScenario))
 	}
-	return writeRunReport(ctx, dir, ops, nil, res, sc)
+	return writeRunReport(ctx, dir, ops, long, res, sc)
 }
 
 // writeRunReport draws a stored run's report with the RunInfo it was

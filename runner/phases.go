@@ -394,9 +394,11 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	sc := r.sc
 	r.lg.Printf("history: %d ops; checking", r.rec.Len())
 	names, skipped := applicable(sc.Checkers, r.binfo)
+	began := time.Now()
 	fc, err := checkFile(ctx, r.historyPath(), names, r.opt)
 	results := fc.res
 	r.checked = fc
+	r.lg.Printf("checked in %s", time.Since(began).Round(time.Millisecond))
 	if ctx.Err() != nil {
 		return nil, r.interrupted()
 	}
@@ -437,11 +439,13 @@ func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, e
 		Servers: r.servers,
 	}
 	var rerr error
+	began := time.Now()
 	ops, long, err := reportOps(ctx, r.historyPath(), results, r.checked)
 	r.checked = fileCheck{}
 	long.apply(&info)
 	if err == nil {
 		err = reports.WriteRun(ctx, r.dir, ops, results, info)
+		r.lg.Printf("report drawn in %s", time.Since(began).Round(time.Millisecond))
 	}
 	if err != nil {
 		r.lg.Printf("report: %v", err)
