@@ -20,7 +20,8 @@ type Recovery struct {
 
 // RecoveryOf measures a history's recovery; ok is false when the history
 // has no fault that ended while the clients ran (no faults, or one that
-// lasted the whole run).
+// lasted the whole run: healed as the clients stopped, with no request
+// after it).
 func RecoveryOf(ops []history.Op) (r Recovery, ok bool) {
 	clientEnd := int64(-1)
 	for _, op := range ops {
@@ -44,6 +45,19 @@ func RecoveryOf(ops []history.Op) (r Recovery, ok bool) {
 		}
 	}
 	if end < 0 || open > 0 {
+		return Recovery{}, false
+	}
+	// A fault healed only as the clients stopped (one that lasted the
+	// whole run) has no after: some client must have asked for something
+	// after it ended.
+	asked := false
+	for _, op := range ops {
+		if !op.IsNemesis() && op.Time > end && op.Type == history.Invoke && op.F != history.FinalRead {
+			asked = true
+			break
+		}
+	}
+	if !asked {
 		return Recovery{}, false
 	}
 	for _, op := range ops {
