@@ -111,8 +111,13 @@ func buildComparison(m *matrix.Matrix) comparison {
 		}
 	}
 	for _, s := range m.Skipped {
-		if j := slices.Index(fams, s.Scenario); j >= 0 {
-			if r, ok := rows[rk{s.Backend, ""}]; ok {
+		j := slices.Index(fams, s.Scenario)
+		if j < 0 {
+			continue
+		}
+		for k, r := range rows {
+			// A fenced row does not run where its plain row does not.
+			if k.b == s.Backend && len(r.Cells[j].Runs) == 0 {
 				r.Cells[j].NotRun = s.Why
 			}
 		}
@@ -241,11 +246,12 @@ func (c compareCell) Summary() string {
 	}
 	var parts []string
 	for _, p := range []struct {
-		n    int
-		what string
-	}{{t.StaleHolders, "stale holder"}, {t.DoubleGrants, "double grant"}, {t.LostUpdates, "lost update"}, {t.StaleWrites, "stale write accepted"}} {
+		n         int
+		one, many string
+	}{{t.StaleHolders, "stale holder", "stale holders"}, {t.DoubleGrants, "double grant", "double grants"},
+		{t.LostUpdates, "lost update", "lost updates"}, {t.StaleWrites, "stale write accepted", "stale writes accepted"}} {
 		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, pluralWord(p.n, p.what, p.what+"s")))
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, pluralWord(p.n, p.one, p.many)))
 		}
 	}
 	return fmt.Sprintf("unsafe: %s (%d/%d runs)", strings.Join(parts, ", "), t.unsafeRuns, n)
