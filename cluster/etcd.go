@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -154,13 +153,8 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		}
 		m := newEtcdMember(program{name: name, host: host, port: cp})
 		m.peerPort, m.dataDir = pp, path.Join(dir, "data")
-		// Each attempt starts from an empty data directory: a member
-		// bootstrapped with other peers' ports cannot join new ones.
-		if pv.Mode() == ServersLocal {
-			if err := os.RemoveAll(m.dataDir); err != nil {
-				return nil, fmt.Errorf("etcd: %s: %w", name, err)
-			}
-		}
+		// Each attempt starts from an empty data directory (Dir's): a
+		// member bootstrapped with other peers' ports cannot join new ones.
 		e.members = append(e.members, m)
 		peers = append(peers, name+"="+m.peerURL())
 	}

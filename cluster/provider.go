@@ -44,7 +44,9 @@ type Provider interface {
 	// Port is the port a server of this kind listens on: a free port
 	// (local), or the kind's usual one (a container has its own address).
 	Port(usual int) (int, error)
-	// Dir is a directory for the named server's files, where it runs.
+	// Dir is an empty directory for the named server's files, where it
+	// runs (emptied if an earlier start of that name left files: each
+	// start begins afresh).
 	Dir(name string) (string, error)
 	// HarnessHost is the address servers reach the harness at (where the
 	// links that servers dial listen: a replica's link to its primary).
@@ -266,6 +268,9 @@ func (localProvider) Port(int) (int, error) { return FreePort() }
 
 func (l localProvider) Dir(name string) (string, error) {
 	dir := filepath.Join(l.tmp, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("cluster: %s: %w", name, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cluster: %s: %w", name, err)
 	}

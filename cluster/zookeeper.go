@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -142,11 +141,10 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 	if err != nil {
 		return nil, err
 	}
-	if pv.Mode() == ServersLocal {
-		for _, j := range zookeeperJars {
-			if _, err := os.Stat(j); err != nil {
-				return nil, fmt.Errorf("%w: %s is missing; install the Debian package zookeeper (make deps)", ErrMissingBinary, j)
-			}
+	for _, j := range zookeeperJars {
+		// Where the servers run: a local file, or the image's.
+		if _, err := pv.Program(filepath.Base(j), "zookeeper", filepath.Dir(j)); err != nil {
+			return nil, err
 		}
 	}
 	var lastErr error
@@ -200,13 +198,8 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		if m.host, err = pv.Host(ctx, name); err != nil {
 			return nil, err
 		}
-		// Each attempt starts from an empty data directory: a member that
-		// knew other peers' ports cannot join new ones.
-		if pv.Mode() == ServersLocal {
-			if err := os.RemoveAll(filepath.Join(m.dataDir, "version-2")); err != nil {
-				return nil, fmt.Errorf("zookeeper: %s: %w", name, err)
-			}
-		}
+		// Each attempt starts from an empty data directory (Dir's): a
+		// member that knew other peers' ports cannot join new ones.
 		z.members = append(z.members, m)
 	}
 	if err := c.zookeeperPeerLinks(z); err != nil {
