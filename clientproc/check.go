@@ -123,8 +123,9 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	defer b.Close()
-	ck := &conformance{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{},
+	ck := &conformance{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{}, done: make(chan struct{}),
 		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6)}
+	defer close(ck.done)
 	defer ck.killAll()
 	ck.run()
 	if keepLogs {
@@ -154,6 +155,7 @@ type conformance struct {
 	rep      *CheckReport
 	prefix   string // of the keys, so a server someone reuses does not matter
 	adapters []*adapter
+	done     chan struct{} // closed when Check returns: readers stop
 }
 
 func (k *conformance) key(s string) string { return k.prefix + s }
@@ -219,18 +221,24 @@ func (k *conformance) start(p int) (*adapter, error) {
 		logf.Close()
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, read to its end whatever Wait does.
+	stdout, outW, err := os.Pipe()
 	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = outW
+	err = cmd.Start()
+	outW.Close()
+	if err != nil {
 		logf.Close()
+		stdout.Close()
 		return nil, fmt.Errorf("%w: start %s: %w", ErrCheck, k.opt.Command[0], err)
 	}
 	a.cmd, a.stdin = cmd, stdin
 	k.adapters = append(k.adapters, a)
 	go func() {
+		defer stdout.Close()
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64*1024), maxLine)
 		for sc.Scan() {
@@ -239,7 +247,11 @@ func (k *conformance) start(p int) (*adapter, error) {
 				continue
 			}
 			m, err := parseMessage([]byte(raw))
-			a.lines <- line{at: time.Now(), m: m, err: err, raw: raw}
+			select {
+			case a.lines <- line{at: time.Now(), m: m, err: err, raw: raw}:
+			case <-k.done:
+				return
+			}
 		}
 	}()
 	go func() {
@@ -445,6 +457,9 @@ func (k *conformance) run() {
 		return
 	}
 
+	if k.ctx.Err() != nil {
+		return // interrupted: the caller says so
+	}
 	k.opt.Progress("acquire and release")
 	k0 := k.key("k0")
 	if _, _, r := k.acquire(a, k0); !r.ok || r.m.Type != TypeOK {
@@ -481,6 +496,9 @@ func (k *conformance) run() {
 	// A server slow past timeout_ms, and the next request sent at once:
 	// it queues behind the slow one. Both replies come late; a late ok is
 	// a grant the harness dropped, which the adapter must give back.
+	if k.ctx.Err() != nil {
+		return // interrupted: the caller says so
+	}
 	k.opt.Progress("a reply slower than timeout_ms, then the next request")
 	slow := 3 * to
 	heal := k.fault(0, func(l *links.Link) (string, error) {
@@ -508,6 +526,9 @@ func (k *conformance) run() {
 
 	// A link cut: requests get no answer from the server; then healed,
 	// the adapter must work again.
+	if k.ctx.Err() != nil {
+		return // interrupted: the caller says so
+	}
 	k.opt.Progress("a cut link, then healed")
 	heal = k.fault(0, func(l *links.Link) (string, error) { return l.Cut(context.Background(), links.Both) })
 	k3 := k.key("k3")
@@ -540,6 +561,9 @@ func (k *conformance) run() {
 	}
 
 	// close: answered ok, then the program exits.
+	if k.ctx.Err() != nil {
+		return // interrupted: the caller says so
+	}
 	k.opt.Progress("close")
 	_, _, rc := k.call(a, map[string]any{"op": OpClose}, 2*time.Second)
 	if !rc.ok || rc.m.Type != TypeOK {
@@ -554,6 +578,9 @@ func (k *conformance) run() {
 	}
 
 	// stdin closed with no close request: the harness is gone.
+	if k.ctx.Err() != nil {
+		return // interrupted: the caller says so
+	}
 	k.opt.Progress("stdin closed")
 	_ = b.stdin.Close()
 	if !exitsWithin(b, 2*time.Second) {
