@@ -74,65 +74,45 @@ const maxEtcdMembers = 7
 func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 	c.etcd.mu.Lock()
 	defer c.etcd.mu.Unlock()
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
+	e := c.etcd.e
+	running := 0
+	if e != nil {
+		running = len(e.members)
 	}
-	if e := c.etcd.e; e != nil {
-		if opt.Members != 0 && opt.Members != len(e.members) {
-			return nil, fmt.Errorf("cluster: etcd already runs with %d members, not %d", len(e.members), opt.Members)
-		}
+	n, err := c.ensembleSize("etcd", running, opt.Members, maxEtcdMembers)
+	switch {
+	case err != nil:
+		return nil, err
+	case e != nil:
 		return e, nil
-	}
-	if c.external != nil {
+	case c.external != nil:
 		return c.externalEtcd()
 	}
-	if opt.Members == 0 {
-		opt.Members = 1
-	}
-	if opt.Members < 1 || opt.Members > maxEtcdMembers {
-		return nil, fmt.Errorf("cluster: etcd members must be 1 to %d, not %d", maxEtcdMembers, opt.Members)
-	}
+	opt.Members = n
 	bin, err := c.provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	// A free port can be taken between asking and binding: start over
-	// (fresh ports, empty data directories) a few times.
-	for attempt := 0; attempt < 3; attempt++ {
+	e, err = startEnsemble(ctx, c, func() (*Etcd, []Server, error) {
 		e, err := c.startEtcd(ctx, bin, opt)
-		if err == nil {
-			c.etcd.e = e
-			for _, m := range e.members {
-				c.AddServer(m)
-			}
-			return e, nil
+		if err != nil {
+			return nil, nil, err
 		}
-		lastErr = err
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			break
-		}
+		return e, e.Servers(), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("cluster: %w", lastErr)
+	c.etcd.e = e
+	return e, nil
 }
 
 // startEtcd makes one attempt at starting the members.
 func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*Etcd, error) {
 	e := &Etcd{}
 	var peers []string
-	used := map[int]bool{}
 	pv := c.provider()
-	port := func(usual int) (int, error) {
-		p, err := pv.Port(usual)
-		if err == nil && used[p] && p != usual {
-			err = fmt.Errorf("etcd: the kernel gave port %d twice", p)
-		}
-		used[p] = true
-		return p, err
-	}
+	port := ports(pv, "etcd")
 	for i := range opt.Members {
 		cp, err := port(2379)
 		if err != nil {
@@ -179,17 +159,12 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		}
 		m.p = u
 	}
+	var all []*faultable
 	for _, m := range e.members {
-		if err := m.p.Start(ctx); err != nil {
-			return fail(err)
-		}
+		all = append(all, &m.faultable)
 	}
-	// A member of a larger cluster becomes healthy only once a quorum is
-	// up, so all start first and are checked after.
-	for _, m := range e.members {
-		if err := waitUnit(ctx, m.name, m.p, m.health); err != nil {
-			return fail(err)
-		}
+	if err := startMembers(ctx, all); err != nil {
+		return fail(err)
 	}
 	return e, nil
 }

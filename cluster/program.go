@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 )
@@ -202,4 +203,86 @@ func (c *Cluster) startOne(ctx context.Context, s *faultable, kind, program, pkg
 // with others: one can be taken between its choice and its use.
 type portRacer interface {
 	PortsRace() bool
+}
+
+// startEnsemble starts an ensemble (etcd, ZooKeeper) with attempt, which
+// starts every member anew and returns them: a free port can be taken
+// between asking and binding, so it starts over (fresh ports, empty
+// directories) up to three times. The members of the attempt that serves
+// are listed among the cluster's servers.
+func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []Server, error)) (T, error) {
+	var lastErr error
+	for range 3 {
+		v, members, err := attempt()
+		if err == nil {
+			for _, m := range members {
+				c.AddServer(m)
+			}
+			return v, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			break
+		}
+	}
+	var none T
+	return none, fmt.Errorf("cluster: %w", lastErr)
+}
+
+// ports hands out one attempt's ports from pv, refusing one the kernel
+// gave twice (each member has ports of its own).
+func ports(pv Provider, kind string) func(usual int) (int, error) {
+	used := map[int]bool{}
+	return func(usual int) (int, error) {
+		p, err := pv.Port(usual)
+		if err == nil && used[p] && p != usual {
+			err = fmt.Errorf("%s: the kernel gave port %d twice", kind, p)
+		}
+		used[p] = true
+		return p, err
+	}
+}
+
+// startMembers starts every member's unit, then waits until each is
+// ready: a member of an ensemble serves only once a quorum is up, so all
+// start first and are checked after.
+func startMembers(ctx context.Context, members []*faultable) error {
+	for _, m := range members {
+		if err := m.p.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, m := range members {
+		if err := waitUnit(ctx, m.name, m.p, m.ready); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensembleSize is how many members a start-once ensemble of kind is to
+// have: when one runs already (running members), that one's — asking for
+// another count is an error —; on an external cluster, whatever was
+// named; otherwise asked, 1 for 0, within 1..max. A closed cluster starts
+// nothing.
+func (c *Cluster) ensembleSize(kind string, running, asked, max int) (int, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return 0, ErrClosed
+	case running > 0:
+		if asked != 0 && asked != running {
+			return 0, fmt.Errorf("cluster: %s already runs with %d members, not %d", kind, running, asked)
+		}
+		return running, nil
+	case c.external != nil:
+		return asked, nil
+	case asked == 0:
+		return 1, nil
+	case asked < 1 || asked > max:
+		return 0, fmt.Errorf("cluster: %s members must be 1 to %d, not %d", kind, max, asked)
+	}
+	return asked, nil
 }

@@ -115,27 +115,21 @@ const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	c.zk.mu.Lock()
 	defer c.zk.mu.Unlock()
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
+	z := c.zk.z
+	running := 0
+	if z != nil {
+		running = len(z.members)
 	}
-	if z := c.zk.z; z != nil {
-		if opt.Members != 0 && opt.Members != len(z.members) {
-			return nil, fmt.Errorf("cluster: zookeeper already runs with %d members, not %d", len(z.members), opt.Members)
-		}
+	n, err := c.ensembleSize("zookeeper", running, opt.Members, maxZooKeeperMembers)
+	switch {
+	case err != nil:
+		return nil, err
+	case z != nil:
 		return z, nil
-	}
-	if c.external != nil {
+	case c.external != nil:
 		return c.externalZooKeeper()
 	}
-	if opt.Members == 0 {
-		opt.Members = 1
-	}
-	if opt.Members < 1 || opt.Members > maxZooKeeperMembers {
-		return nil, fmt.Errorf("cluster: zookeeper members must be 1 to %d, not %d", maxZooKeeperMembers, opt.Members)
-	}
+	opt.Members = n
 	pv := c.provider()
 	bin, err := pv.Program("java", "default-jre-headless")
 	if err != nil {
@@ -147,39 +141,25 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 			return nil, err
 		}
 	}
-	var lastErr error
-	// A free port can be taken between asking and binding: start over
-	// (fresh ports, empty data directories) a few times.
-	for attempt := 0; attempt < 3; attempt++ {
+	z, err = startEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
 		z, err := c.startZooKeeper(ctx, bin, opt)
-		if err == nil {
-			c.zk.z = z
-			for _, m := range z.members {
-				c.AddServer(m)
-			}
-			return z, nil
+		if err != nil {
+			return nil, nil, err
 		}
-		lastErr = err
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			break
-		}
+		return z, z.Servers(), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("cluster: %w", lastErr)
+	c.zk.z = z
+	return z, nil
 }
 
 // startZooKeeper makes one attempt at starting the members.
 func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	z := &ZooKeeper{}
-	used := map[int]bool{}
 	pv := c.provider()
-	port := func(usual int) (int, error) {
-		p, err := pv.Port(usual)
-		if err == nil && used[p] && p != usual {
-			err = fmt.Errorf("zookeeper: the kernel gave port %d twice", p)
-		}
-		used[p] = true
-		return p, err
-	}
+	port := ports(pv, "zookeeper")
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
 		m := newZooKeeperMember(program{name: name}, i+1)
@@ -236,17 +216,12 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		}
 		m.p = u
 	}
+	var all []*faultable
 	for _, m := range z.members {
-		if err := m.p.Start(ctx); err != nil {
-			return fail(err)
-		}
+		all = append(all, &m.faultable)
 	}
-	// A member of an ensemble serves only once a quorum has elected a
-	// leader, so all start first and are checked after.
-	for _, m := range z.members {
-		if err := waitUnit(ctx, m.name, m.p, m.serving); err != nil {
-			return fail(err)
-		}
+	if err := startMembers(ctx, all); err != nil {
+		return fail(err)
 	}
 	return z, nil
 }
