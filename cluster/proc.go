@@ -115,17 +115,21 @@ func (p *proc) signal(sig syscall.Signal) error {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return fmt.Errorf("%s: not running", p.name)
 	}
+	pid := p.cmd.Process.Pid
+	frozen := []procRef{{pid: pid}}
 	if p.tree {
-		if err := signalTree(p.cmd.Process.Pid, sig); err != nil {
+		if err := signalTree(pid, sig); err != nil {
 			return fmt.Errorf("%s: %v: %w", p.name, sig, err)
 		}
-		if sig == syscall.SIGSTOP {
-			// Signals arrive asynchronously: return once the whole tree
-			// is frozen, so a pause is in force when the caller records it.
-			waitStopped(append(descendants(p.cmd.Process.Pid), procRef{pid: p.cmd.Process.Pid}), 2*time.Second)
-		}
+		frozen = append(descendants(pid), frozen...)
 	} else if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("%s: %v: %w", p.name, sig, err)
+	}
+	if sig == syscall.SIGSTOP {
+		// Signals arrive asynchronously (a busy JVM takes a while to stop
+		// all its threads): return once every process is frozen, so a
+		// pause is in force when the caller records it.
+		waitStopped(frozen, 2*time.Second)
 	}
 	switch sig {
 	case syscall.SIGSTOP:
