@@ -129,11 +129,13 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	for j, h := range heads {
 		colW[j] = hdr.Width(h) + vg.Points(10)
 	}
-	maxLines := 1
-	for _, r := range cmp.Rows {
+	// Each row is as tall as its tallest cell.
+	rowLines := make([]int, len(cmp.Rows))
+	for i, r := range cmp.Rows {
+		rowLines[i] = 1
 		for j := range heads {
 			ls, _ := lines(r, j)
-			maxLines = max(maxLines, len(ls))
+			rowLines[i] = max(rowLines[i], len(ls))
 			for _, l := range ls {
 				sty := cellSty
 				if j == 0 {
@@ -144,7 +146,11 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		}
 	}
 	const margin, headH, titleH, noteH = vg.Length(14), vg.Length(20), vg.Length(28), vg.Length(44)
-	rowH := vg.Points(11)*vg.Length(maxLines) + vg.Points(6)
+	rowH := func(i int) vg.Length { return vg.Points(11)*vg.Length(rowLines[i]) + vg.Points(6) }
+	var rowsH vg.Length
+	for i := range cmp.Rows {
+		rowsH += rowH(i)
+	}
 	var gridW vg.Length
 	for _, w := range colW {
 		gridW += w
@@ -155,7 +161,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		"each cell sums the seeds of one backend under one fault; speed: the no-fault baseline; recovery: median time from the fault's end to the next grant",
 	}
 	width := max(gridW, titleSty.Width(title), noteSty.Width(notes[0]), noteSty.Width(notes[1])) + 2*margin
-	height := titleH + headH + rowH*vg.Length(len(cmp.Rows)) + noteH + 2*margin
+	height := titleH + headH + rowsH + noteH + 2*margin
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
 	dc.SetColor(color.White)
@@ -174,8 +180,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	}
 	top -= headH
 	for i, r := range cmp.Rows {
-		y1 := top - rowH*vg.Length(i)
-		y0 := y1 - rowH
+		y1 := top
+		y0 := y1 - rowH(i)
+		top = y0
 		x := x0
 		for j := range heads {
 			ls, class := lines(r, j)
@@ -198,7 +205,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		}
 		dc.StrokeLine2(line, x, y0, x, y1)
 	}
-	gy := top - rowH*vg.Length(len(cmp.Rows)) - vg.Points(6)
+	gy := top - vg.Points(6)
 	for k, n := range notes {
 		dc.FillText(noteSty, vg.Point{X: x0, Y: gy - vg.Points(12)*vg.Length(k)}, n)
 	}
