@@ -29,8 +29,8 @@ func cssColour(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c
 
 var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"trimNotRun": func(s string) string { return strings.TrimPrefix(s, "not run: ") },
-	"fill": func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].fill)) },
-	"ink":  func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].txt)) },
+	"fill":       func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].fill)) },
+	"ink":        func(class string) template.CSS { return template.CSS(cssColour(compareColours[class].txt)) },
 	"speed": func(r compareRow) []string {
 		a, b, c := r.speedText()
 		return []string{a, b, c}

@@ -22,30 +22,42 @@ type backendStat struct {
 	Span float64
 	// BaseHolds and BaseSpan count the fault-free `baseline` cells only:
 	// the same workload for every backend, so their rates compare.
-	BaseHolds int
-	BaseSpan  float64
+	BaseHolds      int
+	BaseViolations int
+	BaseSpan       float64
 }
 
-// PerThousand is the backend's safety violations per 1,000 holds over all
-// its cells (0 when it granted nothing).
-func (s backendStat) PerThousand() float64 {
-	if s.Holds == 0 {
-		return 0
+// PerThousand is the backend's safety violations per 1,000 holds in its
+// fault-free baseline cells, where every backend runs the same workload;
+// ok is false when it ran no baseline cell (or granted nothing there).
+// Cells under faults are never summed across backends: they differ
+// between backends (see locktorture compare for like-with-like faults).
+func (s backendStat) PerThousand() (v float64, ok bool) {
+	if s.BaseHolds == 0 {
+		return 0, false
 	}
-	return 1000 * float64(s.Violations) / float64(s.Holds)
+	return 1000 * float64(s.BaseViolations) / float64(s.BaseHolds), true
 }
 
 // CyclesPerSecond is the backend's lock cycles (granted holds) per second,
-// from the stats checker: over its fault-free baseline cells, where every
-// backend runs the same workload, or over all its cells when it has none.
-func (s backendStat) CyclesPerSecond() float64 {
-	if s.BaseSpan > 0 {
-		return float64(s.BaseHolds) / s.BaseSpan
+// from the stats checker, over its fault-free baseline cells; ok is false
+// when it ran none.
+func (s backendStat) CyclesPerSecond() (v float64, ok bool) {
+	if s.BaseSpan <= 0 {
+		return 0, false
 	}
-	if s.Span <= 0 {
-		return 0
+	return float64(s.BaseHolds) / s.BaseSpan, true
+}
+
+// notRun is what a figure reads for a backend that ran no baseline cell.
+const notRun = "not run"
+
+// baselineFigure formats a baseline figure, or says it was not run.
+func baselineFigure(v float64, ok bool) string {
+	if !ok {
+		return notRun
 	}
-	return float64(s.Holds) / s.Span
+	return fmt.Sprintf("%.1f", v)
 }
 
 // baselineScenario is the fault-free scenario whose rates compare backends.
@@ -79,6 +91,7 @@ func backendStats(m *matrix.Matrix) []backendStat {
 		s.Span += sec(c.Span)
 		if c.Scenario == baselineScenario {
 			s.BaseHolds += c.Holds
+			s.BaseViolations += c.Violations
 			s.BaseSpan += sec(c.Span)
 		}
 	}
@@ -282,8 +295,8 @@ func matrixHTML(m *matrix.Matrix) ([]byte, error) {
 	for _, s := range backendStats(m) {
 		v.Backends = append(v.Backends, backendStatView{
 			Backend: s.Backend, Cells: thousands(s.Cells), AsExpected: thousands(s.AsExpected),
-			Holds: thousands(s.Holds), Violations: thousands(s.Violations),
-			PerThousand: fmt.Sprintf("%.1f", s.PerThousand()), Cycles: fmt.Sprintf("%.1f", s.CyclesPerSecond()),
+			Holds: thousands(s.BaseHolds), Violations: thousands(s.BaseViolations),
+			PerThousand: baselineFigure(s.PerThousand()), Cycles: baselineFigure(s.CyclesPerSecond()),
 		})
 	}
 	for _, c := range m.Cells {
@@ -355,12 +368,12 @@ Each verdict links to its run's report. A * marks a run whose verdict matches bu
 {{end}}</table></div>
 
 <h2>Comparison</h2>
-<p><a href="matrix.png"><img src="matrix.png" alt="the verdict grid, violations per 1,000 holds and lock cycles per second per backend"></a></p>
+<p><a href="matrix.png"><img src="matrix.png" alt="the verdict grid, and per backend its violations per 1,000 holds and lock cycles per second in the fault-free baseline"></a></p>
 {{if .Backends}}<table>
-<tr><th>backend</th><th>cells</th><th>as expected</th><th>holds</th><th>violations</th><th>violations / 1,000 holds</th><th>lock cycles / s</th></tr>
+<tr><th>backend</th><th>cells</th><th>as expected</th><th>baseline holds</th><th>baseline violations</th><th>violations / 1,000 holds (baseline)</th><th>lock cycles / s (baseline)</th></tr>
 {{range .Backends}}<tr><td><code>{{.Backend}}</code></td><td class="num">{{.Cells}}</td><td class="num">{{.AsExpected}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.PerThousand}}</td><td class="num">{{.Cycles}}</td></tr>
 {{end}}</table>
-<p>Violations are mutex overlaps, stale writes accepted and lost updates, summed over the backend's cells; lock cycles per second are its granted holds over the runs' time (the stats checker) in the fault-free baseline cells, where every backend runs the same workload (all its cells when it has no baseline cell).</p>{{end}}
+<p>The figures come from the fault-free <code>baseline</code> cells only, where every backend runs the same workload: violations (mutex overlaps, stale writes accepted, lost updates) per 1,000 holds, and granted holds per second of the runs' time (the stats checker). A backend with no baseline cell shows "not run", never 0. Cells under faults differ between backends and are never summed across them: to compare locks under the same faults, run <code>locktorture compare</code>.</p>{{end}}
 
 <h2>Cells</h2>
 <table>

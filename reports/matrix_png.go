@@ -63,8 +63,9 @@ func squareText(g gridCell) string {
 }
 
 // matrixPNG draws the verdict grid (green as expected, red not), then two
-// bar charts per backend: safety violations per 1,000 holds and lock
-// cycles per second.
+// bar charts per backend from its fault-free baseline cells: safety
+// violations per 1,000 holds and lock cycles per second (a backend without
+// a baseline cell has no bar).
 func matrixPNG(m *matrix.Matrix) ([]byte, error) {
 	rows, cols, sq := grid(m)
 	stats := backendStats(m)
@@ -170,19 +171,23 @@ func matrixPNG(m *matrix.Matrix) ([]byte, error) {
 	dc.FillText(noteSty, vg.Point{X: x0, Y: top}, note)
 	top -= noteH
 
-	// The bars, side by side.
+	// The bars, side by side: baseline cells only, like with like.
 	if len(stats) > 0 {
-		names := make([]string, len(stats))
-		viol := make([]float64, len(stats))
-		rate := make([]float64, len(stats))
-		for i, s := range stats {
-			names[i], viol[i], rate[i] = s.Backend, s.PerThousand(), s.CyclesPerSecond()
+		var names, rateNames []string
+		var viol, rate []float64
+		for _, s := range stats {
+			if v, ok := s.PerThousand(); ok {
+				names, viol = append(names, s.Backend), append(viol, v)
+			}
+			if v, ok := s.CyclesPerSecond(); ok {
+				rateNames, rate = append(rateNames, s.Backend), append(rate, v)
+			}
 		}
 		half := (width - 2*margin) / 2
 		area := draw.Crop(dc, margin, -(width - margin - half), margin, -(dc.Max.Y - top))
-		barPlot("safety violations per 1,000 holds (all cells)", names, viol, colBarViol, "%.1f").Draw(area)
+		barPlot("safety violations per 1,000 holds (baseline cells: no faults)", names, viol, colBarViol, "%.1f").Draw(area)
 		area = draw.Crop(dc, margin+half, -margin, margin, -(dc.Max.Y - top))
-		barPlot("lock cycles per second (baseline cells: no faults)", names, rate, colBarRate, "%.1f").Draw(area)
+		barPlot("lock cycles per second (baseline cells: no faults)", rateNames, rate, colBarRate, "%.1f").Draw(area)
 	}
 
 	var buf bytes.Buffer

@@ -323,3 +323,47 @@ func TestFinishValid(t *testing.T) {
 		t.Errorf("table:\n%s", s)
 	}
 }
+
+// TestBackendFiguresLikeWithLike: the per-backend figures come from the
+// fault-free baseline cells only; a backend that ran none reads "not run",
+// never 0, and violations under faults never enter them.
+func TestBackendFiguresLikeWithLike(t *testing.T) {
+	cell := func(scenario, backend string, holds, violations int) matrix.Cell {
+		return matrix.Cell{CellKey: matrix.CellKey{Scenario: scenario, Backend: backend},
+			Holds: holds, Violations: violations, Span: 2e9}
+	}
+	m := &matrix.Matrix{Cells: []matrix.Cell{
+		cell("baseline", "etcd", 100, 0),
+		cell("etcd-pause", "etcd", 50, 40),
+		cell("baseline", "mutex", 200, 20),
+		cell("pg-terminate", "pg-advisory", 30, 3),
+	}}
+	tests := []struct {
+		backend      string
+		perThousand  string
+		cyclesPerSec string
+	}{
+		{"etcd", "0.0", "50.0"},
+		{"mutex", "100.0", "100.0"},
+		{"pg-advisory", notRun, notRun},
+	}
+	got := map[string]backendStat{}
+	for _, s := range backendStats(m) {
+		got[s.Backend] = s
+	}
+	for _, tc := range tests {
+		s, ok := got[tc.backend]
+		if !ok {
+			t.Fatalf("no figures for %s", tc.backend)
+		}
+		if v := baselineFigure(s.PerThousand()); v != tc.perThousand {
+			t.Errorf("%s: violations per 1,000 holds %s, want %s", tc.backend, v, tc.perThousand)
+		}
+		if v := baselineFigure(s.CyclesPerSecond()); v != tc.cyclesPerSec {
+			t.Errorf("%s: cycles/s %s, want %s", tc.backend, v, tc.cyclesPerSec)
+		}
+	}
+	if _, err := matrixPNG(m); err != nil {
+		t.Fatal(err)
+	}
+}
