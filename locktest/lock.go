@@ -125,7 +125,10 @@ type TLS struct {
 // Extended reports that the lock's own watchdog renewed its lease on key:
 // err nil with the new lease, ErrNotHeld when the lock was no longer ours,
 // another error when nobody knows. A lock without a watchdog never calls
-// it. The checkers then count a hold's lease from the last renewal.
+// it. The checkers then count a hold's lease from the last renewal. With
+// in-process clients it may wait, up to the request timeout, for the
+// client's own request in flight to end (a client records one operation
+// at a time); an event it cannot record then is dropped.
 func (c Config) Extended(key string, lease time.Duration, err error) {
 	if c.events != nil {
 		c.events.extended(key, lease, err)
