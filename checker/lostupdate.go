@@ -124,13 +124,7 @@ func LostUpdate(ops []history.Op) *LostUpdateResult {
 			res.Unread = append(res.Unread, k)
 		}
 	}
-	switch {
-	case res.Count > 0:
-		res.Valid = Invalid
-	case len(res.Unread) > 0:
-		res.Valid = Unknown
-		res.Note = fmt.Sprintf("no final read of %s: cannot tell whether an increment was lost", keyNames(res.Unread))
-	}
+	res.settle()
 	return res
 }
 
@@ -176,4 +170,17 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// settle gives the verdict once the violations and unread keys are known:
+// invalid on a lost update, unknown when a key with accepted writes had no
+// final read (nothing can tell then), valid otherwise.
+func (res *LostUpdateResult) settle() {
+	switch {
+	case res.Count > 0:
+		res.Valid = Invalid
+	case len(res.Unread) > 0:
+		res.Valid = Unknown
+		res.Note = fmt.Sprintf("no final read of %s: cannot tell whether an increment was lost", keyNames(res.Unread))
+	}
 }

@@ -227,12 +227,6 @@ func (s *lostStream) finish(collected *lostStream) *LostUpdateResult {
 			res.Unread = append(res.Unread, name)
 		}
 	}
-	switch {
-	case res.Count > 0:
-		res.Valid = Invalid
-	case len(res.Unread) > 0:
-		res.Valid = Unknown
-		res.Note = fmt.Sprintf("no final read of %s: cannot tell whether an increment was lost", keyNames(res.Unread))
-	}
+	res.settle()
 	return res
 }
