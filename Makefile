@@ -101,12 +101,14 @@ soak: deps build
 .PHONY: compose-matrix
 COMPOSE_IMAGE ?= locktorture-servers:bookworm
 
-## compose-matrix: bring up docker-compose.yml's cluster (from COMPOSE_IMAGE), run baseline,
-## kleppmann-pause, redlock-clock-jump and failover against it (--servers external), take it down
+## compose-matrix: write the standing cluster's files for COMPOSE_IMAGE (locktorture compose), bring
+## it up, run baseline, kleppmann-pause, redlock-clock-jump and failover against it (--servers external),
+## take it down
 compose-matrix: build
-	@export REDIS_IMAGE=$(COMPOSE_IMAGE) POSTGRES_IMAGE=$(COMPOSE_IMAGE) ETCD_IMAGE=$(COMPOSE_IMAGE) ZOOKEEPER_IMAGE=$(COMPOSE_IMAGE); \
+	@./$(BIN) compose --dir $(STORE)/compose --image all=$(COMPOSE_IMAGE) >/dev/null || exit 1; \
+	cd $(STORE)/compose || exit 1; \
 	docker-compose down -v >/dev/null 2>&1; \
 	docker-compose up -d || exit 1; \
-	./$(BIN) matrix --store $(STORE) --scenarios baseline,kleppmann-pause,redlock-clock-jump,failover \
+	$(CURDIR)/$(BIN) matrix --store $(abspath $(STORE)) --scenarios baseline,kleppmann-pause,redlock-clock-jump,failover \
 	  --servers external --servers-file compose.servers.yaml $(MATRIX_FLAGS); code=$$?; \
 	docker-compose down -v; exit $$code

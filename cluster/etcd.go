@@ -409,6 +409,7 @@ func init() {
 		Check: func(ctx context.Context, addr string) error {
 			return newEtcdMember(program{name: "etcd " + addr, external: addr}).health(ctx)
 		},
+		Compose: &ComposeSpec{Port: 17040, Services: etcdCompose},
 		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
 			var errs []error
 			for _, a := range addrs {
@@ -436,4 +437,27 @@ func (m *EtcdMember) Version(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s /version: %q", m.Name(), b)
 	}
 	return v.Server, nil
+}
+
+// etcdCompose is etcd in the standing cluster: a 3-member ensemble.
+func etcdCompose(port int, image string) ComposeCluster {
+	url := func(p int) string { return "http://127.0.0.1:" + strconv.Itoa(p) }
+	var initial []string
+	for i := range 3 {
+		initial = append(initial, fmt.Sprintf("e%d=%s", i, url(port+2*i+1)))
+	}
+	cc := ComposeCluster{Servers: map[string][]ServerEntry{}}
+	for i := range 3 {
+		name, client, peer := fmt.Sprintf("etcd-%d", i), port+2*i, port+2*i+1
+		cc.Services = append(cc.Services, ComposeService{Name: name, Image: image,
+			Command: []string{"etcd", "--name", fmt.Sprintf("e%d", i), "--data-dir", fmt.Sprintf("/tmp/etcd-e%d", i),
+				"--listen-client-urls", url(client), "--advertise-client-urls", url(client),
+				"--listen-peer-urls", url(peer), "--initial-advertise-peer-urls", url(peer),
+				"--initial-cluster", strings.Join(initial, ","),
+				"--initial-cluster-token", "locktorture", "--initial-cluster-state", "new"},
+			Healthcheck: []string{"CMD", "etcdctl", "--endpoints=" + url(client), "endpoint", "health"},
+			Retries:     60})
+		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
+	}
+	return cc
 }

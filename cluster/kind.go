@@ -32,8 +32,17 @@ type Kind struct {
 	DSN bool
 	// Start starts the servers of this kind a run needs when no backend
 	// of its own starts them (the exec backend's exec.servers: each entry
-	// one more server, or the one ensemble).
+	// one more server, or the one ensemble). Nil for a kind that is one
+	// program: Program is started (StartProgram).
 	Start func(ctx context.Context, c *Cluster, o StartOptions) error
+	// Program is a kind that is one program on one port: all it needs to
+	// be started in every mode and served in the standing cluster
+	// (its Kind defaults to Name).
+	Program *ProgramSpec
+	// Compose is how its servers run in the standing cluster that
+	// docker-compose.yml brings up (`locktorture compose` writes it). Nil:
+	// Program's command line, on a port of its own; no Program either: none.
+	Compose *ComposeSpec
 	// CheckAddr says what is wrong with an address a servers file gives
 	// for this kind (nil: it must be host:port).
 	CheckAddr func(addr string) error
@@ -92,8 +101,19 @@ var (
 func RegisterKind(k Kind) {
 	kindsMu.Lock()
 	defer kindsMu.Unlock()
+	if k.Program != nil && k.Start == nil {
+		spec := *k.Program
+		if spec.Kind == "" {
+			spec.Kind = k.Name
+		}
+		k.Program = &spec
+		k.Start = func(ctx context.Context, c *Cluster, _ StartOptions) error {
+			_, err := c.StartProgram(ctx, spec)
+			return err
+		}
+	}
 	if k.Name == "" || k.Start == nil {
-		panic("cluster: RegisterKind: a kind needs a name and a Start")
+		panic("cluster: RegisterKind: a kind needs a name and a Start (or a Program)")
 	}
 	if _, dup := kinds[k.Name]; dup {
 		panic("cluster: RegisterKind: " + k.Name + " registered twice")

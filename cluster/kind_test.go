@@ -15,18 +15,15 @@ const testProgramKind = "test-redis"
 func init() {
 	RegisterKind(Kind{
 		Name: testProgramKind, Packages: []string{"redis-server"}, Image: "redis:7.4",
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
-			_, err := c.StartProgram(ctx, ProgramSpec{
-				Kind: testProgramKind, Program: "redis-server", Package: "redis-server", Port: 6379,
-				Args: func(host string, port int, dir string) []string {
-					return redisArgs(host, port, dir, RedisOptions{})
-				},
-				Ready: pingRedis,
-				Version: func(ctx context.Context, addr string) (string, error) {
-					return redisVersion(ctx, externalServer{testProgramKind, addr})
-				},
-			})
-			return err
+		Program: &ProgramSpec{
+			Program: "redis-server", Package: "redis-server", Port: 6379,
+			Args: func(host string, port int, dir string) []string {
+				return redisArgs(host, port, dir, RedisOptions{})
+			},
+			Ready: pingRedis,
+			Version: func(ctx context.Context, addr string) (string, error) {
+				return redisVersion(ctx, externalServer{testProgramKind, addr})
+			},
 		},
 		Check:   checkRedisPrimary,
 		Cleanup: cleanupRedis,

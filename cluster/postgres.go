@@ -845,6 +845,7 @@ func init() {
 			}
 			return withSearchPath(dsn, schema)
 		},
+		Compose: &ComposeSpec{Port: 17030, Services: postgresCompose},
 		Cleanup: func(ctx context.Context, dsns []string, namespace string) error {
 			schema := PostgresSchema(namespace)
 			if err := pgExec(ctx, dsns[0], "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
@@ -877,4 +878,32 @@ func (pg *Postgres) ClientAddress(addr string, p int) string {
 		return pg.ClientDSN(addr, "locktorture")
 	}
 	return pg.ClientDSN(addr, PostgresApplication(p))
+}
+
+// postgresCompose is PostgreSQL in the standing cluster: one server, its
+// database made by the official image's entrypoint, or by initdb in an
+// image with Debian's packages (make images).
+func postgresCompose(port int, image string) ComposeCluster {
+	p := strconv.Itoa(port)
+	script := `if command -v docker-entrypoint.sh >/dev/null; then
+  exec docker-entrypoint.sh postgres -p ` + p + ` -c listen_addresses=127.0.0.1
+fi
+B=$(ls -d /usr/lib/postgresql/*/bin | tail -1); D=/var/lib/postgresql/locktorture
+if [ ! -s $D/PG_VERSION ]; then
+  mkdir -p $D && chown postgres $D && echo "$POSTGRES_PASSWORD" >/tmp/pw && chown postgres /tmp/pw
+  runuser -u postgres -- $B/initdb -D $D -U $POSTGRES_USER --pwfile=/tmp/pw --auth=scram-sha-256 --encoding=UTF8 --locale=C >/dev/null
+  echo "CREATE DATABASE $POSTGRES_DB;" | runuser -u postgres -- $B/postgres --single -D $D postgres >/dev/null
+fi
+mkdir -p /var/run/postgresql && chown postgres /var/run/postgresql
+exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=127.0.0.1
+`
+	return ComposeCluster{
+		Services: []ComposeService{{Name: "postgres", Image: image,
+			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": "locktorture", "POSTGRES_DB": "locktorture"},
+			Entrypoint:  []string{"sh", "-c", script},
+			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
+			Retries:     60}},
+		Servers: map[string][]ServerEntry{postgresKind: {ComposeEntry("postgres",
+			"postgres://locktorture:locktorture@127.0.0.1:"+p+"/locktorture?sslmode=disable")}},
+	}
 }

@@ -200,6 +200,7 @@ func init() {
 		},
 		Check:   checkRedisPrimary,
 		Cleanup: cleanupRedis,
+		Compose: &ComposeSpec{Port: 17000, Services: redisCompose},
 	})
 }
 
@@ -250,4 +251,40 @@ func redisVersion(ctx context.Context, s Server) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: INFO server names no redis_version", s.Name())
+}
+
+// redisCompose is Redis in the standing cluster: five servers (Redlock's,
+// and single-Redis backends' first), and a Sentinel group — a primary, its
+// replica and three Sentinels, each Sentinel's configuration written fresh
+// at each start (a Sentinel rewrites it).
+func redisCompose(port int, image string) ComposeCluster {
+	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	server := func(name string, p int, extra ...string) ComposeService {
+		return ComposeService{Name: name, Image: image,
+			Command:     append([]string{"redis-server"}, redisArgs("127.0.0.1", p, "/tmp", RedisOptions{Args: extra})...),
+			Healthcheck: []string{"CMD", "redis-cli", "-p", strconv.Itoa(p), "ping"}}
+	}
+	cc := ComposeCluster{Servers: map[string][]ServerEntry{}}
+	for i := range 5 {
+		name := fmt.Sprintf("redis-%d", i)
+		cc.Services = append(cc.Services, server(name, port+i))
+		cc.Servers[redisKind] = append(cc.Servers[redisKind], ComposeEntry(name, addr(port+i)))
+	}
+	primary, replica := port+10, port+11
+	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))
+	rs.DependsOn = []string{"redis-primary"}
+	cc.Services = append(cc.Services, server("redis-primary", primary), rs)
+	cc.Sentinel = &SentinelEntry{Master: SentinelMaster, Servers: []ServerEntry{
+		ComposeEntry("redis-primary", addr(primary)), ComposeEntry("redis-replica", addr(replica))}}
+	for i := range 3 {
+		name, p := fmt.Sprintf("sentinel-%d", i), port+20+i
+		conf := fmt.Sprintf(`port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n`,
+			p, SentinelMaster, primary, SentinelMaster, SentinelMaster)
+		cc.Services = append(cc.Services, ComposeService{Name: name, Image: image,
+			Entrypoint:  []string{"sh", "-c", "printf '" + conf + "' >/tmp/sentinel.conf && exec redis-sentinel /tmp/sentinel.conf"},
+			DependsOn:   []string{"redis-replica"},
+			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, SentinelMaster)}})
+		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, ComposeEntry(name, addr(p)))
+	}
+	return cc
 }

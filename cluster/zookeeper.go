@@ -514,7 +514,8 @@ func init() {
 			_, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
 			return err
 		},
-		Check: zkHandshake,
+		Check:   zkHandshake,
+		Compose: &ComposeSpec{Port: 17050, Services: zookeeperCompose},
 		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
 			if err := zkDeleteRun(ctx, addrs, "/locktorture", namespace+":k"); err != nil {
 				return fmt.Errorf("zookeeper: %w", err)
@@ -522,4 +523,25 @@ func init() {
 			return nil
 		},
 	})
+}
+
+// zookeeperCompose is ZooKeeper in the standing cluster: one server, run
+// as the harness runs it where the image has Debian's package (no start
+// script of its own), by zkServer.sh in the official image.
+func zookeeperCompose(port int, image string) ComposeCluster {
+	p := strconv.Itoa(port)
+	script := `mkdir -p /tmp/zk
+printf 'tickTime=100\ninitLimit=50\nsyncLimit=10\ndataDir=/tmp/zk\nclientPort=` + p + `\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,mntr\nminSessionTimeout=100\nmaxSessionTimeout=60000\nmaxClientCnxns=0\n' >/tmp/zoo.cfg
+if [ -f /usr/share/java/zookeeper.jar ]; then
+  exec java -Xmx256m -Djava.net.preferIPv4Stack=true -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zoo.cfg
+fi
+exec zkServer.sh start-foreground /tmp/zoo.cfg
+`
+	return ComposeCluster{
+		Services: []ComposeService{{Name: "zookeeper", Image: image,
+			Entrypoint:  []string{"sh", "-c", script},
+			Healthcheck: []string{"CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + " && echo ruok >&3 && grep -q imok <&3"},
+			Retries:     60}},
+		Servers: map[string][]ServerEntry{zookeeperKind: {ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
+	}
 }

@@ -55,6 +55,8 @@ Usage:
   locktorture client-check --exec 'COMMAND ARGS'
                                    drive your adapter through the client protocol's corners; say each rule it breaks
   locktorture list     backends|scenarios|nemeses
+  locktorture compose  [--dir DIR] [--image KIND=REF]
+                                   write docker-compose.yml and compose.servers.yaml: a standing cluster of every kind
   locktorture COMMAND --help
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or scenario, 255 harness failure.
@@ -90,11 +92,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdClientCheck(args[1:], stdout, stderr)
 	case "shrink":
 		return cmdShrink(args[1:], stdout, stderr)
+	case "compose":
+		return cmdCompose(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, client-check)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, client-check, compose)\n", args[0])
 	return exitBadArgs
 }
 

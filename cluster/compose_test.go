@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestComposeServesEveryKind: the standing cluster has services for every
+// registered kind that says how it runs there or is one program (this
+// package's test kind included: nothing was written for it), its servers
+// file parses and names each of them, images given replace the defaults,
+// and docker-compose's "$" is escaped.
+func TestComposeServesEveryKind(t *testing.T) {
+	compose, servers, err := ComposeFiles(map[string]string{ImageAll: "locktorture-servers:bookworm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Version  string                    `yaml:"version"`
+		Services map[string]map[string]any `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(compose), &doc); err != nil {
+		t.Fatalf("docker-compose.yml does not parse: %v\n%s", err, compose)
+	}
+	f, err := ParseServersFile([]byte(servers), "compose.servers.yaml")
+	if err != nil {
+		t.Fatalf("compose.servers.yaml does not parse: %v\n%s", err, servers)
+	}
+	tests := []struct {
+		kind    string
+		service string
+		entries int
+	}{
+		{redisKind, "redis-0", 5},
+		{postgresKind, "postgres", 1},
+		{etcdKind, "etcd-2", 3},
+		{zookeeperKind, "zookeeper", 1},
+		{testProgramKind, testProgramKind + "-0", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			s, ok := doc.Services[tt.service]
+			if !ok {
+				t.Fatalf("no service %s in docker-compose.yml", tt.service)
+			}
+			want := "${" + ComposeImageVar(tt.kind) + ":-locktorture-servers:bookworm}"
+			if s["image"] != want {
+				t.Errorf("image %v, want %s", s["image"], want)
+			}
+			if s["container_name"] != ComposeContainer(tt.service) {
+				t.Errorf("container %v", s["container_name"])
+			}
+			if got := len(f.Servers[tt.kind]); got != tt.entries {
+				t.Errorf("%d %s servers in compose.servers.yaml, want %d", got, tt.kind, tt.entries)
+			}
+			for _, e := range f.Servers[tt.kind] {
+				if e.Control != "docker" || doc.Services[strings.TrimPrefix(e.Container, "locktorture-")] == nil {
+					t.Errorf("%s names container %q, not one of a service", e.address(), e.Container)
+				}
+			}
+		})
+	}
+	if f.Sentinel == nil || len(f.Sentinel.Addrs) != 3 || len(f.Sentinel.Servers) != 2 {
+		t.Errorf("sentinel group: %+v", f.Sentinel)
+	}
+	if !strings.Contains(compose, "$$(ls -d /usr/lib/postgresql") {
+		t.Error("a script's $ is not escaped for docker-compose")
+	}
+}
