@@ -73,6 +73,7 @@ type Cluster struct {
 	etcd     etcdSlot      // the run's etcd, started once (etcd.go)
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
 	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
+	once     kindLocks     // the starts of kinds with one server per run (startOnce)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
 	// external, when set, makes the cluster start nothing: its starters hand

@@ -166,3 +166,35 @@ func KindOf(s Server) string {
 	}
 	return ""
 }
+
+// kindLocks serialise, per kind, the start of a kind that runs one server
+// per cluster (startOnce).
+type kindLocks struct{ m sync.Map }
+
+// lock takes kind's lock and returns its unlock.
+func (l *kindLocks) lock(kind string) func() {
+	v, _ := l.m.LoadOrStore(kind, &sync.Mutex{})
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// startOnce returns the cluster's one server of kind (of type T), starting
+// it with start the first time: backends and resources that share the
+// server get the same one. A closed cluster starts nothing.
+func startOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, error) {
+	defer c.once.lock(kind)()
+	var none T
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return none, ErrClosed
+	}
+	for _, s := range c.Servers() {
+		if t, ok := s.(T); ok && KindOf(s) == kind {
+			return t, nil
+		}
+	}
+	return start()
+}

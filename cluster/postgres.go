@@ -485,27 +485,36 @@ func isFile(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// runAs is the system user PostgreSQL runs as: the harness's own user, or
-// `postgres` when the harness runs as root (PostgreSQL refuses root).
+// runAs is the system user a server runs as: the harness's own user, or
+// the server's system user when the harness runs as root (PostgreSQL
+// refuses root; MariaDB wants its own user).
 type runAs struct {
 	cred     *syscall.Credential // nil: the harness's own user
 	uid, gid int
+	name     string // the user's name, for errors
 }
 
 func postgresRunAs() (runAs, error) {
+	return systemRunAs("postgres", "PostgreSQL refuses to run as root", "postgresql")
+}
+
+// systemRunAs is the system user name when the harness runs as root (why
+// says why the server does not run as root; pkg is the Debian package that
+// creates the user), else the harness's own user.
+func systemRunAs(name, why, pkg string) (runAs, error) {
 	if os.Geteuid() != 0 {
 		return runAs{}, nil
 	}
-	u, err := user.Lookup("postgres")
+	u, err := user.Lookup(name)
 	if err != nil {
-		return runAs{}, fmt.Errorf("%w: PostgreSQL refuses to run as root and there is no `postgres` user to run it as: install the Debian package postgresql (it creates the user), or run as another user: %w", ErrStart, err)
+		return runAs{}, fmt.Errorf("%w: %s and there is no `%s` user to run it as: install the Debian package %s (it creates the user), or run as another user: %w", ErrStart, why, name, pkg, err)
 	}
 	uid, err1 := strconv.Atoi(u.Uid)
 	gid, err2 := strconv.Atoi(u.Gid)
 	if err1 != nil || err2 != nil {
-		return runAs{}, fmt.Errorf("%w: the postgres user's ids %q:%q are not numbers", ErrStart, u.Uid, u.Gid)
+		return runAs{}, fmt.Errorf("%w: the %s user's ids %q:%q are not numbers", ErrStart, name, u.Uid, u.Gid)
 	}
-	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid}, nil
+	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid, name: name}, nil
 }
 
 // chown gives path to the server's user (nothing to do without one).
@@ -514,7 +523,7 @@ func (a runAs) chown(path string) error {
 		return nil
 	}
 	if err := os.Lchown(path, a.uid, a.gid); err != nil {
-		return fmt.Errorf("cluster: postgres: %w", err)
+		return fmt.Errorf("cluster: %s: %w", a.name, err)
 	}
 	return nil
 }
@@ -536,15 +545,15 @@ func (a runAs) reach(top, dir string) error {
 	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		if err != nil {
-			return fmt.Errorf("cluster: postgres: %w", err)
+			return fmt.Errorf("cluster: %s: %w", a.name, err)
 		}
 		if st.Mode().Perm()&0o001 == 0 {
 			ours := d == top || strings.HasPrefix(d, top+string(filepath.Separator)) || strings.HasPrefix(d, sysTmp+string(filepath.Separator))
 			if !ours {
-				return fmt.Errorf("%w: postgres runs as the postgres user, which cannot traverse %s: use a temporary directory it can reach", ErrStart, d)
+				return fmt.Errorf("%w: the server runs as the %s user, which cannot traverse %s: use a temporary directory it can reach", ErrStart, a.name, d)
 			}
 			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
-				return fmt.Errorf("cluster: postgres: %w", err)
+				return fmt.Errorf("cluster: %s: %w", a.name, err)
 			}
 		}
 		if d == "/" || d == sysTmp || d == filepath.Dir(d) {

@@ -155,14 +155,24 @@ func (c *Cluster) started(kind string) int {
 
 // startOne starts s (its name set) as program on the kind's usual port
 // (a free one locally), with the command line args gives, and waits until
-// s.ready. A local free port can be taken by someone else before the
-// server binds it: where the provider says so, it tries again on another.
+// s.ready.
 func (c *Cluster) startOne(ctx context.Context, s *faultable, kind, program, pkg string, usual int, args func(host string, port int, dir string) []string) error {
-	pv := c.provider()
-	bin, err := pv.Program(program, pkg)
+	bin, err := c.provider().Program(program, pkg)
 	if err != nil {
 		return err
 	}
+	return c.startSpec(ctx, s, usual, func(host string, port int, dir string) (Spec, error) {
+		return Spec{Kind: kind, Program: bin, Args: args(host, port, dir), Dir: dir}, nil
+	})
+}
+
+// startSpec starts s (its name set) on the kind's usual port (a free one
+// locally) as the program spec describes for that host, port and
+// directory (its Name and LogPath are s's), and waits until s.ready. A
+// local free port can be taken by someone else before the server binds
+// it: where the provider says so, it tries again on another.
+func (c *Cluster) startSpec(ctx context.Context, s *faultable, usual int, spec func(host string, port int, dir string) (Spec, error)) error {
+	pv := c.provider()
 	dir, err := pv.Dir(s.name)
 	if err != nil {
 		return err
@@ -179,8 +189,12 @@ func (c *Cluster) startOne(ctx context.Context, s *faultable, kind, program, pkg
 		if s.port, err = pv.Port(usual); err != nil {
 			return err
 		}
-		s.p, err = c.launch(ctx, Spec{Name: s.name, Kind: kind, Program: bin, Args: args(s.host, s.port, dir), Dir: dir,
-			LogPath: filepath.Join(c.opt.LogDir, s.name+".log")})
+		sp, err := spec(s.host, s.port, dir)
+		if err != nil {
+			return err
+		}
+		sp.Name, sp.LogPath = s.name, filepath.Join(c.opt.LogDir, s.name+".log")
+		s.p, err = c.launch(ctx, sp)
 		if err != nil {
 			return err
 		}

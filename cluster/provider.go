@@ -283,7 +283,26 @@ func (localProvider) Program(name, pkg string, extra ...string) (string, error) 
 	return lookBin(name, pkg, extra...)
 }
 
-func (localProvider) Launch(_ context.Context, s Spec) (Unit, error) {
+// Launch writes the spec's files and prepares its program. A spec that
+// names a User and no Cred runs as that user when the harness is root:
+// its directory (Dir) and files become the user's, the directory closed
+// to others, and the directories above it traversable.
+func (l localProvider) Launch(_ context.Context, s Spec) (Unit, error) {
+	as := runAs{cred: s.Cred}
+	if s.Cred == nil && s.User != "" {
+		var err error
+		if as, err = systemRunAs(s.User, "the server does not run as root", s.User); err != nil {
+			return nil, err
+		}
+		if err := as.reach(l.tmp, s.Dir); err != nil {
+			return nil, err
+		}
+		if as.cred != nil {
+			if err := os.Chmod(s.Dir, 0o700); err != nil {
+				return nil, fmt.Errorf("cluster: %s: %w", s.Name, err)
+			}
+		}
+	}
 	for _, f := range s.Files {
 		mode := f.Mode
 		if mode == 0 {
@@ -292,13 +311,19 @@ func (localProvider) Launch(_ context.Context, s Spec) (Unit, error) {
 		if err := os.WriteFile(f.Path, f.Content, mode); err != nil {
 			return nil, fmt.Errorf("cluster: %s: %w", s.Name, err)
 		}
+		if s.Cred == nil {
+			if err := as.chown(f.Path); err != nil {
+				return nil, err
+			}
+		}
 	}
 	bin, args := s.Program, s.Args
 	if s.Shell != "" {
-		bin, args = "/bin/sh", append([]string{"-c", s.Shell, s.Program}, s.Args...)
+		// As in a container: $0 is sh, the program is $1.
+		bin, args = "/bin/sh", append([]string{"-c", s.Shell, "sh", s.Program}, s.Args...)
 	}
 	return &proc{name: s.Name, bin: bin, args: args, dir: s.Dir, logPath: s.LogPath,
-		cred: s.Cred, stopSig: s.StopSignal, tree: s.Tree}, nil
+		cred: as.cred, stopSig: s.StopSignal, tree: s.Tree}, nil
 }
 
 func (localProvider) Images() map[string]string { return nil }

@@ -22,19 +22,17 @@ type SessionKiller interface {
 	KillSessions(ctx context.Context, clients []int) ([]map[string]any, error)
 }
 
-// SessionKillers lists what can end the run's client sessions: the
-// PostgreSQL server, each Redis server, the etcd cluster (once, not per
-// member: a revoked lease is gone from every member). ZooKeeper has no
-// server command that ends one client's session, so it is not listed.
+// SessionKillers lists what can end the run's client sessions: every
+// server that can (PostgreSQL, each Redis server, MariaDB), and the etcd
+// cluster (once, not per member: a revoked lease is gone from every
+// member). ZooKeeper has no server command that ends one client's
+// session, so it is not listed.
 func (c *Cluster) SessionKillers() []SessionKiller {
 	var out []SessionKiller
-	c.pg.mu.Lock()
-	if c.pg.pg != nil {
-		out = append(out, c.pg.pg)
-	}
-	c.pg.mu.Unlock()
-	for _, r := range c.Redis() {
-		out = append(out, r)
+	for _, s := range c.Servers() {
+		if k, ok := s.(SessionKiller); ok {
+			out = append(out, k)
+		}
 	}
 	c.etcd.mu.Lock()
 	if c.etcd.e != nil {

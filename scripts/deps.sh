@@ -21,9 +21,11 @@ have java           || missing+=(default-jre-headless)
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
   missing+=(postgresql)
 fi
+# MariaDB: mariadbd is in /usr/sbin, off a user's PATH.
+{ have mariadbd || [ -x /usr/sbin/mariadbd ]; } && have mariadb-install-db || missing+=(mariadb-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: redis-server, redis-sentinel, etcd, zookeeper, java, postgres, chromium and python3-redis are installed"
+  echo "deps: redis-server, redis-sentinel, etcd, zookeeper, java, postgres, mariadb, chromium and python3-redis are installed"
   exit 0
 fi
 
@@ -46,7 +48,7 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packages may start system services on their default ports; the harness
 # never uses them, so stop them to keep the machine quiet.
-for svc in redis-server redis-sentinel etcd postgresql zookeeper; do
+for svc in redis-server redis-sentinel etcd postgresql zookeeper mariadb; do
   $sudo service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: installed ${missing[*]}"

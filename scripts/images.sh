@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds locktorture-servers:bookworm, one local image holding every server
-# the harness starts (redis-server, redis-sentinel, postgres, etcd, zookeeper),
+# the harness starts (redis-server, redis-sentinel, postgres, etcd, zookeeper,
+# mariadb),
 # from Debian's packages, with no container registry: debootstrap a minbase
 # bookworm root, install the servers in a chroot (a policy-rc.d that exits 101
 # keeps package scripts from starting servers on the host), then
@@ -15,7 +16,7 @@ set -euo pipefail
 IMAGE="${IMAGE:-locktorture-servers:bookworm}"
 SUITE=bookworm
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="${PACKAGES:-redis-server redis-sentinel postgresql etcd-server etcd-client zookeeper default-jre-headless}"
+PACKAGES="${PACKAGES:-redis-server redis-sentinel postgresql etcd-server etcd-client zookeeper default-jre-headless mariadb-server}"
 PGBIN=/usr/lib/postgresql/15/bin
 
 say() { echo "images: $*"; }

@@ -21,14 +21,18 @@ func Missing(t testing.TB, what string) {
 }
 
 // Has reports whether the program name is installed: on PATH, or (for
-// postgres) where Debian's PostgreSQL packages put it.
+// postgres, mariadbd) where Debian's packages put it.
 func Has(name string) bool {
 	if _, err := exec.LookPath(name); err == nil {
 		return true
 	}
-	if name == "postgres" {
+	switch name {
+	case "postgres":
 		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 		return len(m) > 0
+	case "mariadbd":
+		_, err := os.Stat("/usr/sbin/mariadbd")
+		return err == nil
 	}
 	return false
 }

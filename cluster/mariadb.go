@@ -1,0 +1,434 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locktorture/locktorture/cluster/links"
+)
+
+// The user and database every MariaDB the harness starts has.
+const (
+	// MariaDBUser is the run's user: it may do anything on the server, and
+	// logs in with the run's own password only.
+	MariaDBUser = "locktorture"
+	// MariaDBDatabase is the database backends and resources use on a
+	// server the harness starts (on someone else's, a database of the
+	// run's own: MariaDBDatabaseOf).
+	MariaDBDatabase = "locktorture"
+)
+
+// mariadbKind is the MariaDB kind's name.
+const mariadbKind = "mariadb"
+
+// MariaDB is the run's MariaDB server (Debian's mariadb-server), started
+// once per cluster: a data directory of its own made by
+// mariadb-install-db at its first start, mariadbd on the provider's
+// address (127.0.0.1 and a free port locally) with a socket of its own,
+// run as the `mysql` user when the harness is root, and the run's user
+// with a password made for the run. Backends and the mysql resource share
+// it.
+//
+// Its pause and kill reach mariadbd (one process); restarted after a kill
+// it runs InnoDB's crash recovery and comes back with its data. Commits
+// are written to the operating system at once and flushed to disk once a
+// second (innodb_flush_log_at_trx_commit=2): a killed server keeps them;
+// only an operating system crash could lose the last second.
+type MariaDB struct {
+	faultable
+	dsn mariadbDSN
+
+	setupMu sync.Mutex
+	setups  map[string]bool
+}
+
+// mariadbDSN is what a session needs besides the address: user, password,
+// database and the driver's settings (an external DSN's query).
+type mariadbDSN struct {
+	user, password, database string
+	params                   url.Values
+}
+
+// parseMariaDBDSN reads mariadb://user:password@host:port/database?params
+// (mysql:// alike) and returns it with its host:port.
+func parseMariaDBDSN(s string) (mariadbDSN, string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "mariadb" && u.Scheme != "mysql") || u.Host == "" || u.User == nil {
+		return mariadbDSN{}, "", fmt.Errorf("%q is not a DSN (mariadb://user:password@host:3306/database)", redactDSN(s))
+	}
+	if u.Port() == "" {
+		u.Host += ":3306"
+	}
+	pw, _ := u.User.Password()
+	return mariadbDSN{user: u.User.Username(), password: pw, database: strings.TrimPrefix(u.Path, "/"), params: u.Query()}, u.Host, nil
+}
+
+// url is the DSN of a session to addr.
+func (d mariadbDSN) url(addr string) string {
+	u := url.URL{Scheme: "mariadb", User: url.UserPassword(d.user, d.password), Host: addr, Path: "/" + d.database, RawQuery: d.params.Encode()}
+	return u.String()
+}
+
+// config is the driver's configuration of a session to addr: the DSN's
+// settings, placeholders filled in by the client (one round trip per
+// statement), and no driver log (a session a fault ended is expected).
+func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
+	dsn := "tcp(" + addr + ")/" + d.database
+	if len(d.params) > 0 {
+		dsn += "?" + d.params.Encode()
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mariadb: %w", err)
+	}
+	cfg.User, cfg.Passwd = d.user, d.password
+	cfg.InterpolateParams = true
+	cfg.Logger = &mysql.NopLogger{}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	return cfg, nil
+}
+
+// MariaDB starts the run's MariaDB the first time it is called and returns
+// the same server afterwards; on a cluster of servers someone else runs,
+// it hands out the one named.
+func (c *Cluster) MariaDB(ctx context.Context) (*MariaDB, error) {
+	return startOnce(c, mariadbKind, func() (*MariaDB, error) {
+		if c.external != nil {
+			return c.externalMariaDB()
+		}
+		return c.startMariaDB(ctx)
+	})
+}
+
+// mariadbFirstStart is the script a MariaDB runs as its own user: on the
+// first start it makes the data directory (mariadb-install-db: system
+// tables, no test database, root by unix socket only), then it runs
+// mariadbd with its arguments; the init file (re)makes the run's user and
+// database at every start. A restart finds the data directory and runs
+// the server at once (crash recovery).
+const mariadbFirstStart = `set -e
+D="$1"; I="$2"; S="$3"; shift 3
+if [ ! -d "$D/mysql" ]; then
+  rm -rf "$D"
+  "$I" --no-defaults --datadir="$D" --skip-test-db --auth-root-authentication-method=socket ` + mariadbInnoDB + ` >"$D.install.log" 2>&1 || { cat "$D.install.log"; exit 1; }
+fi
+exec "$S" --no-defaults --datadir="$D" "$@"
+`
+
+// mariadbInnoDB are the InnoDB settings of both the install and the
+// server: small, and commits flushed once a second.
+const mariadbInnoDB = "--innodb-buffer-pool-size=16M --innodb-log-file-size=8M --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0"
+
+// startMariaDB starts the run's MariaDB through the provider.
+func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
+	pv := c.provider()
+	server, err := pv.Program("mariadbd", "mariadb-server", "/usr/sbin")
+	if err != nil {
+		return nil, err
+	}
+	install, err := pv.Program("mariadb-install-db", "mariadb-server")
+	if err != nil {
+		return nil, err
+	}
+	m := &MariaDB{dsn: mariadbDSN{user: MariaDBUser, password: newPassword(), database: MariaDBDatabase}, setups: map[string]bool{}}
+	m.kind, m.name = mariadbKind, "mariadb"
+	m.ready = m.ping
+	init := "CREATE USER IF NOT EXISTS '" + MariaDBUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
+		"GRANT ALL PRIVILEGES ON *.* TO '" + MariaDBUser + "'@'%';\n" +
+		"CREATE DATABASE IF NOT EXISTS " + MariaDBDatabase + ";\n"
+	err = c.startSpec(ctx, &m.faultable, 3306, func(host string, port int, dir string) (Spec, error) {
+		// A socket of its own (the system's may be in use), unless its
+		// path is too long for a socket address: then an abstract one.
+		sock := path.Join(dir, "mariadbd.sock")
+		if len(sock) > 100 {
+			sock = "@locktorture-mariadb-" + newPassword()[:12]
+		}
+		args := append([]string{install, server,
+			"--port=" + strconv.Itoa(port),
+			"--bind-address=" + host,
+			"--socket=" + sock,
+			"--pid-file=" + path.Join(dir, "mariadbd.pid"),
+			"--skip-name-resolve",
+			"--init-file=" + path.Join(dir, "init.sql"),
+			"--max-connections=500",
+			// METADATA_LOCK_INFO: who holds which GET_LOCK lock (KillSessions).
+			"--plugin-load-add=metadata_lock_info",
+		}, strings.Fields(mariadbInnoDB)...)
+		return Spec{Kind: mariadbKind, Program: path.Join(dir, "data"), Args: args, Shell: mariadbFirstStart, Dir: dir, User: "mysql",
+			Files: []File{{Path: path.Join(dir, "init.sql"), Content: []byte(init), Mode: 0o644}}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.AddServer(m)
+	return m, nil
+}
+
+// externalMariaDB hands out the MariaDB a servers file names (its DSN).
+func (c *Cluster) externalMariaDB() (*MariaDB, error) {
+	dsn, _, err := c.external.next(mariadbKind)
+	if err != nil {
+		return nil, err
+	}
+	d, addr, err := parseMariaDBDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w: the external MariaDB: %w", ErrStart, err)
+	}
+	m := &MariaDB{dsn: d, setups: map[string]bool{}}
+	m.kind, m.name, m.external, m.p = mariadbKind, "mariadb", addr, c.externalUnit("mariadb", dsn)
+	m.ready = m.ping
+	c.AddServer(m)
+	return m, nil
+}
+
+// Database is the database the run's tables live in.
+func (m *MariaDB) Database() string { return m.dsn.database }
+
+// Config is the driver's configuration of a session to the server at addr
+// (a client's own link to it; the server's own address for the harness).
+func (m *MariaDB) Config(addr string) (*mysql.Config, error) { return m.dsn.config(addr) }
+
+// ClientAddress is the DSN client process p dials the server with at addr
+// (its own link): the run's user, password and database.
+func (m *MariaDB) ClientAddress(addr string, p int) string { return m.dsn.url(addr) }
+
+// LockName is the GET_LOCK name of a lock key: the run's database and the
+// key, so that runs sharing a server never share a lock.
+func (m *MariaDB) LockName(key string) string { return m.dsn.database + ":" + key }
+
+// ClientLockName is the GET_LOCK lock a session of client process p holds
+// for its whole life, by which KillSessions finds the client's session
+// (IS_USED_LOCK names its connection).
+func (m *MariaDB) ClientLockName(p int) string {
+	return m.dsn.database + ":client:" + links.ClientName(p)
+}
+
+// Open opens a pool of sessions to the server's own address, for the
+// harness (setup, faults, the resource); the caller closes it.
+func (m *MariaDB) Open(ctx context.Context) (*sql.DB, error) {
+	cfg, err := m.dsn.config(m.Addr())
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mariadb: %w", err)
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// ping logs in and pings.
+func (m *MariaDB) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return pingMariaDB(ctx, m.dsn, m.Addr())
+}
+
+// pingMariaDB logs in to addr with d and pings.
+func pingMariaDB(ctx context.Context, d mariadbDSN, addr string) error {
+	cfg, err := d.config(addr)
+	if err != nil {
+		return err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	return db.PingContext(ctx)
+}
+
+// exec runs statements on a fresh session.
+func (m *MariaDB) exec(ctx context.Context, stmts ...string) error {
+	db, err := m.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Setup runs statements (CREATE TABLE IF NOT EXISTS, INSERT IGNORE) once
+// per server under name: the first successful call runs them; later calls
+// with the same name do nothing. Calls are serialized, so a backend and a
+// resource sharing a table never race to create it.
+func (m *MariaDB) Setup(ctx context.Context, name string, stmts ...string) error {
+	m.setupMu.Lock()
+	defer m.setupMu.Unlock()
+	if m.setups[name] {
+		return nil
+	}
+	if err := m.exec(ctx, stmts...); err != nil {
+		return fmt.Errorf("cluster: mariadb setup %s: %w", name, err)
+	}
+	m.setups[name] = true
+	return nil
+}
+
+// Version is the server's version, as SELECT VERSION() says.
+func (m *MariaDB) Version(ctx context.Context) (string, error) {
+	db, err := m.Open(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		return "", fmt.Errorf("%s: SELECT VERSION(): %w", m.Name(), err)
+	}
+	return v, nil
+}
+
+// KillSessions has MariaDB end client sessions (KILL CONNECTION): those of
+// the clients named (found by the lock each client session holds,
+// ClientLockName), or, with none, every client session that holds a
+// GET_LOCK lock or has a transaction open (a row locked FOR UPDATE). The
+// harness's own sessions (the resource's) are never touched.
+func (m *MariaDB) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	db, err := m.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	targets := map[int64]string{} // connection id -> client
+	if len(clients) > 0 {
+		for _, p := range clients {
+			var id sql.NullInt64
+			if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", m.ClientLockName(p)).Scan(&id); err != nil {
+				return nil, fmt.Errorf("%s: kill session: %w", m.Name(), err)
+			}
+			if id.Valid {
+				targets[id.Int64] = links.ClientName(p)
+			}
+		}
+	} else if targets, err = m.holders(ctx, db); err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for id, client := range targets {
+		_, err := db.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10))
+		var me *mysql.MySQLError
+		if err != nil && !(errors.As(err, &me) && me.Number == 1094) { // 1094: no such thread (gone already)
+			return out, fmt.Errorf("%s: kill connection %d: %w", m.Name(), id, err)
+		}
+		out = append(out, map[string]any{"server": m.Name(), "client": client, "id": id, "killed": err == nil})
+	}
+	return out, nil
+}
+
+// holders are the client sessions that hold a GET_LOCK lock besides
+// their client lock, or a transaction open on the run's tables (a row
+// locked FOR UPDATE): connection id to client. METADATA_LOCK_INFO shows
+// both at once (a transaction keeps its tables' metadata locks to its
+// end), where INNODB_TRX may be a tenth of a second behind.
+func (m *MariaDB) holders(ctx context.Context, db *sql.DB) (map[int64]string, error) {
+	prefix := m.dsn.database + ":"
+	clients, holding := map[int64]string{}, map[int64]bool{}
+	err := scanRows(ctx, db, func(id int64, name string) {
+		if c, ok := strings.CutPrefix(name, "User lock "+prefix+"client:"); ok {
+			clients[id] = c
+		} else if strings.HasPrefix(name, "User lock "+prefix) || name == "Table metadata lock "+m.dsn.database {
+			holding[id] = true
+		}
+	}, "SELECT THREAD_ID, CONCAT(LOCK_TYPE, ' ', TABLE_SCHEMA) FROM information_schema.METADATA_LOCK_INFO")
+	if err != nil {
+		return nil, fmt.Errorf("%s: find the sessions that hold a lock (METADATA_LOCK_INFO, which the harness's own server loads; on another, name the clients): %w", m.Name(), err)
+	}
+	out := map[int64]string{}
+	for id, c := range clients {
+		if holding[id] {
+			out[id] = c
+		}
+	}
+	return out, nil
+}
+
+// scanRows runs query, whose rows are an id and a string, calling row for each.
+func scanRows(ctx context.Context, db *sql.DB, row func(int64, string), query string) error {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			return err
+		}
+		row(id, s)
+	}
+	return rows.Err()
+}
+
+// MariaDBDatabaseOf is the database of an external run of namespace.
+func MariaDBDatabaseOf(namespace string) string { return "locktorture_" + namespace }
+
+func init() {
+	RegisterKind(Kind{
+		Name:     mariadbKind,
+		Packages: []string{"mariadb-server"},
+		Image:    "mariadb:11.4",
+		DSN:      true,
+		Start: func(ctx context.Context, c *Cluster, _ StartOptions) error {
+			_, err := c.MariaDB(ctx)
+			return err
+		},
+		CheckAddr: func(a string) error {
+			_, _, err := parseMariaDBDSN(a)
+			return err
+		},
+		Check: func(ctx context.Context, dsn string) error {
+			d, addr, err := parseMariaDBDSN(dsn)
+			if err != nil {
+				return err
+			}
+			return pingMariaDB(ctx, d, addr)
+		},
+		Prepare: func(ctx context.Context, dsn, namespace string) (string, error) {
+			d, addr, err := parseMariaDBDSN(dsn)
+			if err != nil {
+				return "", err
+			}
+			db := MariaDBDatabaseOf(namespace)
+			m := &MariaDB{dsn: d}
+			m.external = addr
+			if err := m.exec(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
+				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", ErrServerCheck, redactDSN(dsn), db, err)
+			}
+			d.database = db
+			return d.url(addr), nil
+		},
+		Cleanup: func(ctx context.Context, dsns []string, namespace string) error {
+			d, addr, err := parseMariaDBDSN(dsns[0])
+			if err != nil {
+				return err
+			}
+			db := MariaDBDatabaseOf(namespace)
+			m := &MariaDB{dsn: d}
+			m.external = addr
+			if err := m.exec(ctx, "DROP DATABASE IF EXISTS `"+db+"`"); err != nil {
+				return fmt.Errorf("mariadb: drop the run's database %s: %w", db, err)
+			}
+			return nil
+		},
+	})
+}
