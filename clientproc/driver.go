@@ -31,6 +31,7 @@ type child struct {
 	pgid    int
 	stdin   *os.File
 	given   cluster.ServerSet
+	auth    cluster.AuthSet // given.Auth, TLS files copied for the child
 	gate    *clientsim.Gate
 	clock   *clientsim.Clock
 	hist    *history.Proc
@@ -415,7 +416,7 @@ func (c *child) open(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	m, err := c.call(octx, func(id int64) any {
 		return Open{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
-			Servers: c.given, Options: c.l.options}
+			Servers: c.given, Auth: c.auth, Options: c.l.options}
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

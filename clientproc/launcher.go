@@ -97,6 +97,9 @@ type Launcher struct {
 	warnings []string
 
 	closeOnce sync.Once
+	// authDir holds the TLS files children are given ("" until needed).
+	authMu  sync.Mutex
+	authDir string
 }
 
 // New returns a launcher; Start starts the children.
@@ -236,6 +239,11 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 		cmd.Env = append(cmd.Env, k+"="+l.opt.Env[k])
 	}
 	given := l.given(p)
+	auth, err := l.authFiles(given.Auth)
+	if err != nil {
+		closeReaders()
+		return nil, err
+	}
 	if l.opt.Builtin != nil {
 		cfg := *l.opt.Builtin
 		cfg.Aliases = given.Aliases
@@ -259,7 +267,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	}
 	defer inR.Close()
 	cmd.Stdin = inR
-	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given, tag: tag,
+	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given, auth: auth, tag: tag,
 		gate: procs.Gates[p], clock: procs.Clocks[p], hist: procs.History[p],
 		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
 		events: make(chan Message, 1024), fatalCh: make(chan struct{}), exited: make(chan struct{}),
@@ -277,6 +285,39 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	go c.handleEvents()
 	go c.wait()
 	return c, nil
+}
+
+// authFiles is the auth object a child is sent: a's, its TLS files copied
+// (0600) into the launcher's private directory, made on first use and
+// removed by Close.
+func (l *Launcher) authFiles(a cluster.AuthSet) (cluster.AuthSet, error) {
+	tlsUsed := false
+	for _, list := range a {
+		for _, x := range list {
+			tlsUsed = tlsUsed || (x != nil && x.TLS != nil)
+		}
+	}
+	if !tlsUsed {
+		return a, nil
+	}
+	l.authMu.Lock()
+	defer l.authMu.Unlock()
+	if l.authDir == "" {
+		parent := ""
+		if l.opt.Cluster != nil {
+			parent = l.opt.Cluster.TempDir()
+		}
+		dir, err := cluster.PrivateDir(parent)
+		if err != nil {
+			return nil, fmt.Errorf("clientproc: %w", err)
+		}
+		l.authDir = dir
+	}
+	out, err := a.WriteTLSFiles(l.authDir)
+	if err != nil {
+		return nil, fmt.Errorf("clientproc: %w", err)
+	}
+	return out, nil
 }
 
 // given is what process p dials: the address of its own link to every
@@ -365,6 +406,9 @@ func (l *Launcher) close() {
 	}
 	wg.Wait()
 	l.cancel()
+	if l.authDir != "" {
+		_ = os.RemoveAll(l.authDir)
+	}
 	prefix := l.tag + "."
 	if left := procsTagged(func(tag string) bool { return strings.HasPrefix(tag, prefix) }); len(left) > 0 {
 		killAll(left)

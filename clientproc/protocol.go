@@ -80,7 +80,11 @@ type Open struct {
 	TTLMS     int64             `json:"ttl_ms"`
 	TimeoutMS int64             `json:"timeout_ms"`
 	Servers   cluster.ServerSet `json:"servers"`
-	Options   map[string]any    `json:"options"`
+	// Auth is what the servers ask the client to prove, by kind, present
+	// only when they ask (docs/client-protocol.md); TLS files are copies
+	// the harness wrote (0600) in a private directory of the run.
+	Auth    cluster.AuthSet `json:"auth,omitempty"`
+	Options map[string]any  `json:"options"`
 }
 
 // Request is an acquire, release or close request.

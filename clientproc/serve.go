@@ -47,6 +47,7 @@ type inbound struct {
 	TTLMS     int64             `json:"ttl_ms"`
 	TimeoutMS int64             `json:"timeout_ms"`
 	Servers   cluster.ServerSet `json:"servers"`
+	Auth      cluster.AuthSet   `json:"auth"`
 	Options   map[string]any    `json:"options"`
 	OffsetNS  int64             `json:"offset_ns"`
 	Rate      float64           `json:"rate"`
@@ -233,6 +234,7 @@ func (s *server) handle(ctx context.Context, r inbound) (done bool, err error) {
 func (s *server) open(ctx context.Context, r inbound) error {
 	given := r.Servers
 	given.Aliases = s.cfg.Aliases
+	given.Auth = r.Auth
 	s.timeout = time.Duration(r.TimeoutMS) * time.Millisecond
 	if s.timeout <= 0 {
 		s.timeout = 500 * time.Millisecond

@@ -406,13 +406,14 @@ func init() {
 			_, err := c.Etcd(ctx, EtcdOptions{Members: o.Members[etcdKind]})
 			return err
 		},
-		Check: func(ctx context.Context, addr string) error {
-			return newEtcdMember(program{name: "etcd " + addr, external: addr}).health(ctx)
+		Check: func(ctx context.Context, e Endpoint) error {
+			return newEtcdMember(program{name: "etcd " + e.Addr, external: e.Addr, auth: e.Auth}).health(ctx)
 		},
 		Compose: &ComposeSpec{Port: 17040, Services: etcdCompose},
-		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
+		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
 			var errs []error
-			for _, a := range addrs {
+			for _, e := range servers {
+				a := e.Addr
 				err := etcdDeleteHolding(ctx, a, "locktorture/", namespace+":k")
 				if err == nil {
 					return nil // one member is the whole cluster

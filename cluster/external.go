@@ -38,7 +38,7 @@ func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []str
 			continue
 		}
 		for i, a := range g.Servers[kind] {
-			run, err := k.Prepare(ctx, a, namespace)
+			run, err := k.Prepare(ctx, Endpoint{Addr: a, Auth: g.Auth.For(kind, i)}, namespace)
 			if err != nil {
 				return ServerSet{}, err
 			}
@@ -70,10 +70,10 @@ func (f *ServersFile) Cleanup(ctx context.Context, namespace string, kinds []str
 		if !ok || k.Cleanup == nil {
 			continue
 		}
-		servers := addrs(f.Servers[kind])
+		servers := endpoints(f.Servers[kind])
 		if kind == redisKind {
 			if p := f.sentinelPrimary(ctx); p != "" {
-				servers = append(servers, p)
+				servers = append(servers, Endpoint{Addr: p, Auth: f.Sentinel.masterAuth()})
 			}
 		}
 		if len(servers) == 0 {
@@ -96,8 +96,8 @@ func (f *ServersFile) sentinelPrimary(ctx context.Context) string {
 	if s == nil {
 		return ""
 	}
-	for _, e := range s.Addrs {
-		if v, err := redisCall(ctx, e.address(), "SENTINEL", "get-master-addr-by-name", s.Master); err == nil {
+	for _, e := range endpoints(s.Addrs) {
+		if v, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master); err == nil {
 			if a, ok := v.([]any); ok && len(a) == 2 {
 				return fmt.Sprintf("%v:%v", a[0], a[1])
 			}

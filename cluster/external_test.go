@@ -81,12 +81,12 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range ours {
-		if v, _ := redisCall(ctx, r.Addr(), "EXISTS", k); v != int64(0) {
+		if v, _ := redisCall(ctx, r.endpoint(), "EXISTS", k); v != int64(0) {
 			t.Errorf("the run's key %s is still there", k)
 		}
 	}
 	for _, k := range theirs {
-		if v, _ := redisCall(ctx, r.Addr(), "GET", k); v != "mine" {
+		if v, _ := redisCall(ctx, r.endpoint(), "GET", k); v != "mine" {
 			t.Errorf("the owner's key %s is gone (%v)", k, v)
 		}
 	}
@@ -115,7 +115,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 
 func mustRedis(t *testing.T, addr string, args ...string) {
 	t.Helper()
-	if _, err := redisCall(context.Background(), addr, args...); err != nil {
+	if _, err := redisCall(context.Background(), Endpoint{Addr: addr}, args...); err != nil {
 		t.Fatal(err)
 	}
 }

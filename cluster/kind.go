@@ -47,18 +47,19 @@ type Kind struct {
 	// for this kind (nil: it must be host:port).
 	CheckAddr func(addr string) error
 	// Check asks a server of this kind that someone else runs whether it
-	// answers and is what a run needs (a Redis that is a primary). Nil:
+	// answers and is what a run needs (a Redis that is a primary), with
+	// the credentials the servers file gives. Nil:
 	// that it answers at all is found out by the run.
-	Check func(ctx context.Context, addr string) error
+	Check func(ctx context.Context, e Endpoint) error
 	// Prepare makes what a run of namespace needs on a server of this kind
 	// someone else runs (PostgreSQL: a schema of the run's own) and
 	// returns the address the run uses instead (the DSN naming that
 	// schema). Nil: nothing to make.
-	Prepare func(ctx context.Context, addr, namespace string) (string, error)
+	Prepare func(ctx context.Context, e Endpoint, namespace string) (string, error)
 	// Cleanup removes what the run of namespace left on servers of this
 	// kind someone else runs — and nothing else. Nil: a run leaves nothing
 	// there.
-	Cleanup func(ctx context.Context, addrs []string, namespace string) error
+	Cleanup func(ctx context.Context, servers []Endpoint, namespace string) error
 }
 
 // StartOptions are a run's settings for the servers it starts.

@@ -20,7 +20,7 @@ func init() {
 			Args: func(host string, port int, dir string) []string {
 				return redisArgs(host, port, dir, RedisOptions{})
 			},
-			Ready: pingRedis,
+			Ready: func(ctx context.Context, a string) error { return pingRedis(ctx, Endpoint{Addr: a}) },
 			Version: func(ctx context.Context, addr string) (string, error) {
 				return redisVersion(ctx, externalServer{testProgramKind, addr})
 			},

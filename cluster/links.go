@@ -47,7 +47,7 @@ func (c *Cluster) ClientAddr(p int, s Server) string {
 // each server's real address to p's link. For p < 0 the addresses are
 // the servers' own (no link), as a servers file would name them.
 func (c *Cluster) ClientServers(p int) ServerSet {
-	g := ServerSet{Aliases: map[string]string{}}
+	g := ServerSet{Aliases: map[string]string{}, Auth: AuthSet{}}
 	addr := func(s Server) string {
 		if p < 0 {
 			return s.Addr()
@@ -65,15 +65,23 @@ func (c *Cluster) ClientServers(p int) ServerSet {
 			kind = nameKind(s.Name())
 		}
 		g.Add(kind, a)
+		// The client dials a, maybe a link: its TLS checks the server's
+		// own name.
+		g.Auth.Add(kind, AuthOf(s).WithServerName(s.Addr()))
 	}
 	if sg := c.SentinelGroup(); sg != nil {
-		g.Sentinel = &SentinelSet{Master: sg.MasterName()}
+		g.Sentinel = &SentinelSet{Master: sg.MasterName(), MasterAuth: sg.MasterAuth}
 		for _, s := range sg.Sentinels {
 			a := addr(s)
 			g.Aliases[s.Addr()] = a
 			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
+			g.Auth.Add(sentinelKind, s.auth.WithServerName(s.Addr()))
+		}
+		if len(g.Auth[redisKind]) == 0 && sg.MasterAuth != nil {
+			g.Auth.Add(redisKind, sg.MasterAuth)
 		}
 	}
+	g.Auth = g.Auth.compact()
 	return g
 }
 

@@ -30,7 +30,7 @@ func TestLinks(t *testing.T) {
 	if a0 == r.Addr() || a0 == a1 || c.ClientAddr(0, r) != a0 {
 		t.Fatalf("want one link per (client, server): p0 %s, p1 %s, server %s", a0, a1, r.Addr())
 	}
-	if err := pingRedis(ctx, a0); err != nil {
+	if err := pingRedis(ctx, Endpoint{Addr: a0}); err != nil {
 		t.Fatalf("ping through the link: %v", err)
 	}
 	l, _ := c.Link(links.ClientName(0), r)
@@ -40,16 +40,16 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pingRedis(ctx, a0); err == nil {
+	if err := pingRedis(ctx, Endpoint{Addr: a0}); err == nil {
 		t.Error("ping got through a cut link")
 	}
-	if err := pingRedis(ctx, a1); err != nil {
+	if err := pingRedis(ctx, Endpoint{Addr: a1}); err != nil {
 		t.Errorf("the other client's link should be whole: %v", err)
 	}
 	if err := l.Heal(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	if err := pingRedis(ctx, a0); err != nil {
+	if err := pingRedis(ctx, Endpoint{Addr: a0}); err != nil {
 		t.Errorf("ping after heal: %v", err)
 	}
 

@@ -846,8 +846,9 @@ func init() {
 			}
 			return nil
 		},
-		Check: pingPostgresDSN,
-		Prepare: func(ctx context.Context, dsn, namespace string) (string, error) {
+		Check: func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Prepare: func(ctx context.Context, e Endpoint, namespace string) (string, error) {
+			dsn := e.Addr
 			schema := PostgresSchema(namespace)
 			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", ErrServerCheck, redactDSN(dsn), schema, err)
@@ -855,9 +856,9 @@ func init() {
 			return withSearchPath(dsn, schema)
 		},
 		Compose: &ComposeSpec{Port: 17030, Services: postgresCompose},
-		Cleanup: func(ctx context.Context, dsns []string, namespace string) error {
+		Cleanup: func(ctx context.Context, dsns []Endpoint, namespace string) error {
 			schema := PostgresSchema(namespace)
-			if err := pgExec(ctx, dsns[0], "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			if err := pgExec(ctx, dsns[0].Addr, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 				return fmt.Errorf("postgres: drop the run's schema %s: %w", schema, err)
 			}
 			return nil

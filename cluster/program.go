@@ -18,7 +18,14 @@ type program struct {
 	host     string
 	port     int    // the port clients dial
 	external string // the address of a server someone else runs (serverset.go)
+	auth     *Auth  // what it asks clients to prove (nil: nothing)
 }
+
+// Auth is what the server asks its clients to prove (nil: nothing).
+func (s *program) Auth() *Auth { return s.auth }
+
+// endpoint is the server as the harness dials it.
+func (s *program) endpoint() Endpoint { return Endpoint{Addr: s.Addr(), Auth: s.auth} }
 
 // Name is the server's name in logs and nemesis targets ("redis-0").
 func (s *program) Name() string { return s.name }
@@ -130,6 +137,7 @@ func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program,
 			return nil, err
 		}
 		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
+		s.auth = c.external.g.Auth.For(spec.Kind, n)
 		c.AddServer(s)
 		return s, nil
 	}

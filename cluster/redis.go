@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +93,7 @@ func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
 	if match == "" {
 		match = "*"
 	}
-	v, err := redisCall(ctx, r.Addr(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10), match)
+	v, err := redisCall(ctx, r.endpoint(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10), match)
 	if err != nil {
 		return 0, fmt.Errorf("%s: clock jump: %w", r.Name(), err)
 	}
@@ -129,32 +127,25 @@ func newRedis(p program, opt RedisOptions, match string) *Redis {
 }
 
 // ping sends PING over a fresh connection and expects +PONG.
-func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, r.Addr()) }
+func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, r.endpoint()) }
 
-// pingRedis sends PING to addr over a fresh connection and expects +PONG.
-func pingRedis(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: 500 * time.Millisecond}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// pingRedis sends PING to e over a fresh connection (with e's
+// credentials) and expects PONG.
+func pingRedis(ctx context.Context, e Endpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	v, err := redisCall(ctx, e, "PING")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	if v != "PONG" {
+		return fmt.Errorf("PING answered %q", v)
 	}
 	return nil
 }
 
 // redisDeleteMatching deletes the keys matching a SCAN pattern.
-func redisDeleteMatching(ctx context.Context, addr, pattern string) error {
+func redisDeleteMatching(ctx context.Context, addr Endpoint, pattern string) error {
 	cursor := "0"
 	for {
 		v, err := redisCall(ctx, addr, "SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
@@ -205,11 +196,11 @@ func init() {
 }
 
 // cleanupRedis deletes the run's keys ("*<namespace>:k*") on every server.
-func cleanupRedis(ctx context.Context, addrs []string, namespace string) error {
+func cleanupRedis(ctx context.Context, servers []Endpoint, namespace string) error {
 	var errs []error
-	for _, a := range addrs {
-		if err := redisDeleteMatching(ctx, a, "*"+namespace+":k*"); err != nil {
-			errs = append(errs, fmt.Errorf("redis %s: %w", a, err))
+	for _, e := range servers {
+		if err := redisDeleteMatching(ctx, e, "*"+namespace+":k*"); err != nil {
+			errs = append(errs, fmt.Errorf("redis %s: %w", e.Addr, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -217,8 +208,8 @@ func cleanupRedis(ctx context.Context, addrs []string, namespace string) error {
 
 // checkRedisPrimary asks a Redis server its ROLE: a run's locks need a
 // primary (a replica would refuse them, or lose them).
-func checkRedisPrimary(ctx context.Context, addr string) error {
-	r, err := redisCall(ctx, addr, "ROLE")
+func checkRedisPrimary(ctx context.Context, e Endpoint) error {
+	r, err := redisCall(ctx, e, "ROLE")
 	if err != nil {
 		return err
 	}
@@ -240,7 +231,7 @@ func (s *Sentinel) Version(ctx context.Context) (string, error) { return redisVe
 
 // redisVersion asks a Redis server or Sentinel its redis_version.
 func redisVersion(ctx context.Context, s Server) (string, error) {
-	v, err := redisCall(ctx, s.Addr(), "INFO", "server")
+	v, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: AuthOf(s)}, "INFO", "server")
 	if err != nil {
 		return "", fmt.Errorf("%s: INFO server: %w", s.Name(), err)
 	}

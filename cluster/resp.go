@@ -3,6 +3,8 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,11 +13,13 @@ import (
 )
 
 // redisCall sends one command to a Redis or Sentinel server over a fresh
-// connection and returns its reply: a string, an int64, nil, or a []any.
-// It is for the harness's own control traffic (never a lock client's).
-func redisCall(ctx context.Context, addr string, args ...string) (any, error) {
+// connection — TLS and AUTH first when e's credentials ask — and returns
+// its reply: a string, an int64, nil, or a []any. It is for the harness's
+// own control traffic (never a lock client's). A refused AUTH is an error
+// reading "WRONGPASS ..." (the server's words, never the password).
+func redisCall(ctx context.Context, e Endpoint, args ...string) (any, error) {
 	d := net.Dialer{Timeout: time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := d.DialContext(ctx, "tcp", e.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -25,15 +29,44 @@ func redisCall(ctx context.Context, addr string, args ...string) (any, error) {
 		deadline = dl
 	}
 	_ = conn.SetDeadline(deadline)
+	cfg, err := e.Auth.TLSConfig(e.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		conn = tc
+	}
+	r := bufio.NewReader(conn)
+	if a := e.Auth; a != nil && a.Password != "" {
+		auth := []string{"AUTH", a.Password}
+		if a.Username != "" {
+			auth = []string{"AUTH", a.Username, a.Password}
+		}
+		if _, err := conn.Write(respCommand(auth)); err != nil {
+			return nil, err
+		}
+		if _, err := readReply(r); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := conn.Write(respCommand(args)); err != nil {
+		return nil, err
+	}
+	return readReply(r)
+}
+
+// respCommand is args as a RESP array of bulk strings.
+func respCommand(args []string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return nil, err
-	}
-	return readReply(bufio.NewReader(conn))
+	return []byte(b.String())
 }
 
 func readReply(r *bufio.Reader) (any, error) {
@@ -49,7 +82,7 @@ func readReply(r *bufio.Reader) (any, error) {
 	case '+':
 		return line[1:], nil
 	case '-':
-		return nil, fmt.Errorf("redis: %s", line[1:])
+		return nil, errors.New(line[1:])
 	case ':':
 		return strconv.ParseInt(line[1:], 10, 64)
 	case '$':

@@ -34,6 +34,9 @@ type SentinelGroup struct {
 	// Master is the name the Sentinels monitor the primary under; empty
 	// means SentinelMaster (the groups the harness starts).
 	Master string
+	// MasterAuth is what the primary and replica ask of clients (the
+	// Sentinels send clients there).
+	MasterAuth *Auth
 	// journal records the replication cut's undo on someone else's
 	// servers (nil: not journaled).
 	journal *journal.Journal
@@ -60,7 +63,7 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 	var last error
 	for _, s := range g.Sentinels {
-		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "get-master-addr-by-name", g.MasterName())
+		v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "get-master-addr-by-name", g.MasterName())
 		if err != nil {
 			last = err
 			continue
@@ -141,7 +144,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 		return nil, err
 	}
 	if err := waitFor(ctx, 15*time.Second, func() error {
-		v, err := redisCall(ctx, g.Replica.Addr(), "INFO", "replication")
+		v, err := redisCall(ctx, g.Replica.endpoint(), "INFO", "replication")
 		if err != nil {
 			return err
 		}
@@ -161,7 +164,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	}
 	for _, s := range g.Sentinels {
 		if err := waitFor(ctx, 15*time.Second, func() error {
-			v, err := redisCall(ctx, s.Addr(), "SENTINEL", "replicas", SentinelMaster)
+			v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", SentinelMaster)
 			if err != nil {
 				return err
 			}
@@ -213,7 +216,7 @@ sentinel parallel-syncs %s 1
 	if err := s.p.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := waitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.Addr()) }); err != nil {
+	if err := waitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.endpoint()) }); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return s, nil

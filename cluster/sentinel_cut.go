@@ -15,7 +15,7 @@ import (
 func (g *SentinelGroup) ReplicasOf(ctx context.Context) ([]string, error) {
 	var last error
 	for _, s := range g.Sentinels {
-		v, err := redisCall(ctx, s.Addr(), "SENTINEL", "replicas", g.MasterName())
+		v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", g.MasterName())
 		if err != nil {
 			last = err
 			continue
@@ -66,7 +66,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 	heal = func(ctx context.Context) error {
 		var errs []error
 		for addr, old := range saved {
-			if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", old); err != nil {
+			if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", old); err != nil {
 				errs = append(errs, fmt.Errorf("cluster: heal replication of %s: %w", addr, err))
 				continue
 			}
@@ -77,7 +77,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		return errors.Join(errs...)
 	}
 	for _, addr := range replicas {
-		v, err := redisCall(ctx, addr, "CONFIG", "GET", "masterauth")
+		v, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "GET", "masterauth")
 		if err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
@@ -96,11 +96,11 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		}
 		undone[addr] = done
 		saved[addr] = old
-		if _, err := redisCall(ctx, addr, "CONFIG", "SET", "masterauth", bogus); err != nil {
+		if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", bogus); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
 		}
-		if _, err := redisCall(ctx, addr, "CLIENT", "KILL", "TYPE", "master"); err != nil {
+		if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CLIENT", "KILL", "TYPE", "master"); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
 		}

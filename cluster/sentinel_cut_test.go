@@ -30,18 +30,18 @@ func TestCutReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "during-the-cut", "1"); err != nil {
+	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "during-the-cut", "1"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if v, _ := redisCall(ctx, g.Replica.Addr(), "EXISTS", "during-the-cut"); v != int64(0) {
+	if v, _ := redisCall(ctx, g.Replica.endpoint(), "EXISTS", "during-the-cut"); v != int64(0) {
 		t.Fatal("the write reached the replica through the cut")
 	}
 	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, 15*time.Second, func() error {
-		if v, _ := redisCall(ctx, g.Replica.Addr(), "EXISTS", "during-the-cut"); v != int64(1) {
+		if v, _ := redisCall(ctx, g.Replica.endpoint(), "EXISTS", "during-the-cut"); v != int64(1) {
 			return errString("not yet")
 		}
 		return nil

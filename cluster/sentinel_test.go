@@ -31,11 +31,11 @@ func TestSentinelFailover(t *testing.T) {
 	if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Primary.Addr() {
 		t.Fatalf("primary %s (%v), want %s", a, err, g.Primary.Addr())
 	}
-	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "before", "1"); err != nil {
+	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "before", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, 5*time.Second, func() error {
-		v, err := redisCall(ctx, g.Replica.Addr(), "GET", "before")
+		v, err := redisCall(ctx, g.Replica.endpoint(), "GET", "before")
 		if err != nil || v == nil {
 			return errNotYet
 		}
@@ -46,7 +46,7 @@ func TestSentinelFailover(t *testing.T) {
 	if _, err := g.Replication.Cut(ctx, links.Both); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisCall(ctx, g.Primary.Addr(), "SET", "lock", "mine"); err != nil {
+	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "lock", "mine"); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Primary.Kill(ctx); err != nil {
@@ -63,7 +63,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal("Sentinel never promoted the replica")
 	}
 	t.Logf("promoted after %s", time.Since(start).Round(time.Millisecond))
-	if v, err := redisCall(ctx, g.Replica.Addr(), "GET", "lock"); err != nil || v != nil {
+	if v, err := redisCall(ctx, g.Replica.endpoint(), "GET", "lock"); err != nil || v != nil {
 		t.Errorf("the promoted replica has the lock (%v, %v); it should never have got it", v, err)
 	}
 	if err := g.Primary.Restart(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // ServersExternal names servers someone else runs (Options, `--servers
@@ -73,7 +76,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 		}
 		k, ok := LookupKind(key.Value)
 		if !ok {
-			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container)", key.Line, key.Value, strings.Join(fileKeys(), ", "))
+			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container, username, password, password_env, tls)", key.Line, key.Value, strings.Join(fileKeys(), ", "))
 		}
 		if _, dup := f.Servers[k.Name]; dup {
 			return fmt.Errorf("line %d: %s is named twice", key.Line, k.Name)
@@ -112,7 +115,73 @@ type ServerEntry struct {
 	Control string `yaml:"control,omitempty"`
 	// Container is the container's name or id, with control: docker.
 	Container string `yaml:"container,omitempty"`
+	// AuthEntry is what the server asks clients to prove.
+	AuthEntry `yaml:",inline"`
 	line      int
+}
+
+// AuthEntry is a server's credentials as a servers file writes them: the
+// password by reference only (password_env: NAME, or password: ${NAME}),
+// never the secret itself.
+type AuthEntry struct {
+	// Username is the user (Redis: an ACL user; left out, requirepass).
+	Username string `yaml:"username,omitempty"`
+	// Password is "${NAME}": the password is environment variable NAME's
+	// value.
+	Password string `yaml:"password,omitempty"`
+	// PasswordEnv names the environment variable holding the password.
+	PasswordEnv string `yaml:"password_env,omitempty"`
+	// TLS makes the connection TLS with these files (relative paths are
+	// the servers file's directory's).
+	TLS *TLSFiles `yaml:"tls,omitempty"`
+	// auth is the entry resolved (nil: the server asks for nothing).
+	auth *Auth
+}
+
+// envRef is a password written as a reference: ${NAME}.
+var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// resolve reads the password from the environment and checks the TLS
+// files (relative to dir): what the entry asks for, or what is wrong with
+// it (one line, naming the variable or the file — never a secret).
+func (a *AuthEntry) resolve(dir string) error {
+	env := a.PasswordEnv
+	if a.Password != "" {
+		m := envRef.FindStringSubmatch(a.Password)
+		if m == nil {
+			return fmt.Errorf("password must be a reference, ${NAME} or password_env: NAME (a secret is never written in a servers file)")
+		}
+		if env != "" && env != m[1] {
+			return fmt.Errorf("password: ${%s} and password_env: %s name two variables", m[1], env)
+		}
+		env = m[1]
+	}
+	if env == "" && a.Username == "" && a.TLS == nil {
+		return nil
+	}
+	out := &Auth{Username: a.Username}
+	if env != "" {
+		v, ok := os.LookupEnv(env)
+		if !ok || v == "" {
+			return fmt.Errorf("environment variable %s is not set (it holds the password)", env)
+		}
+		secret.Register(v)
+		out.Password = v
+	}
+	if a.TLS != nil {
+		t := *a.TLS
+		for _, f := range []*string{&t.CA, &t.Cert, &t.Key} {
+			if *f != "" && !filepath.IsAbs(*f) {
+				*f = filepath.Join(dir, *f)
+			}
+		}
+		out.TLS = &t
+		if _, err := out.TLSConfig(""); err != nil {
+			return err
+		}
+	}
+	a.auth = out
+	return nil
 }
 
 // SentinelEntry is a Sentinel group of a servers file.
@@ -123,8 +192,15 @@ type SentinelEntry struct {
 	Addrs []ServerEntry `yaml:"addrs"`
 	// Servers are the group's Redis servers, its primary first (optional:
 	// name them, with control, for faults such as failover to reach them).
+	// One that gives no credentials of its own takes MasterAuth.
 	Servers []ServerEntry `yaml:"servers,omitempty"`
-	line    int
+	// AuthEntry is what the Sentinels ask (their own requirepass or ACL
+	// user, and TLS).
+	AuthEntry `yaml:",inline"`
+	// MasterAuth is what the monitored primary (and its replicas) ask of
+	// clients the Sentinels send to them.
+	MasterAuth *AuthEntry `yaml:"master_auth,omitempty"`
+	line       int
 }
 
 // UnmarshalYAML takes a plain address or a mapping.
@@ -214,7 +290,7 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 			line, _ = strconv.Atoi(m[1])
 			msg = strings.TrimPrefix(msg, m[0])
 		}
-		msg = regexp.MustCompile(`field (\S+) not found in type cluster\.\w+`).ReplaceAllString(msg, "unknown field $1 (a server takes addr, dsn, control, container)")
+		msg = regexp.MustCompile(`field (\S+) not found in type cluster\.\w+`).ReplaceAllString(msg, "unknown field $1 (a server takes addr, dsn, control, container, username, password, password_env, tls)")
 		if m := regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)").FindStringSubmatch(msg); m != nil {
 			got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
 			if m[2] != "" {
@@ -237,7 +313,8 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 	if !named {
 		return nil, bad(1, "no servers: name at least one (%s:)", strings.Join(fileKeys(), ":, "))
 	}
-	check := func(kind string, e ServerEntry) error {
+	dir := filepath.Dir(source)
+	check := func(kind string, e *ServerEntry) error {
 		a := e.address()
 		k, _ := LookupKind(kind)
 		switch {
@@ -265,11 +342,15 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		default:
 			return bad(e.line, "%s %s: unknown control %q (docker)", kind, a, e.Control)
 		}
+		if err := e.resolve(dir); err != nil {
+			return bad(e.line, "%s %s: %v", kind, redactDSN(a), err)
+		}
 		return nil
 	}
 	seen := map[string]int{}
 	for _, kind := range KindNames() {
-		for _, e := range f.Servers[kind] {
+		for i := range f.Servers[kind] {
+			e := &f.Servers[kind][i]
 			if err := check(kind, e); err != nil {
 				return nil, err
 			}
@@ -286,14 +367,30 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		if len(s.Addrs) == 0 {
 			return nil, bad(s.line, "sentinel needs addrs: the Sentinels' host:port")
 		}
-		for _, e := range s.Addrs {
+		if err := s.AuthEntry.resolve(dir); err != nil {
+			return nil, bad(s.line, "sentinel: %v", err)
+		}
+		if s.MasterAuth != nil {
+			if err := s.MasterAuth.resolve(dir); err != nil {
+				return nil, bad(s.line, "sentinel master_auth: %v", err)
+			}
+		}
+		for i := range s.Addrs {
+			e := &s.Addrs[i]
 			if err := check(sentinelKind, e); err != nil {
 				return nil, err
 			}
+			if e.auth == nil {
+				e.auth = s.auth
+			}
 		}
-		for _, e := range s.Servers {
+		for i := range s.Servers {
+			e := &s.Servers[i]
 			if err := check(redisKind, e); err != nil {
 				return nil, err
+			}
+			if e.auth == nil {
+				e.auth = s.masterAuth()
 			}
 		}
 	}
@@ -309,17 +406,42 @@ func addrs(es []ServerEntry) []string {
 	return out
 }
 
+// masterAuth is what the group's primary asks (nil: nothing).
+func (s *SentinelEntry) masterAuth() *Auth {
+	if s.MasterAuth == nil {
+		return nil
+	}
+	return s.MasterAuth.auth
+}
+
+// endpoints are the entries as the harness dials them.
+func endpoints(es []ServerEntry) []Endpoint {
+	var out []Endpoint
+	for _, e := range es {
+		out = append(out, Endpoint{Addr: e.address(), Auth: e.auth})
+	}
+	return out
+}
+
 // ServerSet is what the file names, as an external cluster takes it.
 func (f *ServersFile) ServerSet() ServerSet {
-	var g ServerSet
+	g := ServerSet{Auth: AuthSet{}}
 	for kind, es := range f.Servers {
-		for _, a := range addrs(es) {
-			g.Add(kind, a)
+		for _, e := range es {
+			g.Add(kind, e.address())
+			g.Auth.Add(kind, e.auth)
 		}
 	}
-	if f.Sentinel != nil {
-		g.Sentinel = &SentinelSet{Master: f.Sentinel.Master, Addrs: addrs(f.Sentinel.Addrs), Servers: addrs(f.Sentinel.Servers)}
+	if s := f.Sentinel; s != nil {
+		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.masterAuth()}
+		for _, e := range s.Addrs {
+			g.Auth.Add(sentinelKind, e.auth)
+		}
+		for _, e := range s.Servers {
+			g.Sentinel.ServersAuth = append(g.Sentinel.ServersAuth, e.auth)
+		}
 	}
+	g.Auth = g.Auth.compact()
 	return g
 }
 
@@ -403,9 +525,9 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		if !ok || k.Check == nil {
 			continue
 		}
-		for _, e := range es {
-			if err := k.Check(ctx, e.address()); err != nil {
-				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, redactDSN(e.address()), err)
+		for _, e := range endpoints(es) {
+			if err := k.Check(ctx, e); err != nil {
+				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, redactDSN(e.Addr), err)
 			}
 		}
 	}
@@ -419,13 +541,20 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	if s == nil {
 		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
-	for _, e := range s.Addrs {
-		r, err := redisCall(ctx, e.address(), "SENTINEL", "get-master-addr-by-name", s.Master)
+	for _, e := range endpoints(s.Addrs) {
+		r, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master)
 		if err == nil && r == nil {
 			err = fmt.Errorf("it does not know a master named %q", s.Master)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.address(), err)
+			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.Addr, err)
+		}
+		// The master the Sentinels name must take the master's credentials.
+		if a, ok := r.([]any); ok && len(a) == 2 {
+			m := Endpoint{Addr: net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1])), Auth: s.masterAuth()}
+			if _, err := redisCall(ctx, m, "PING"); err != nil {
+				return fmt.Errorf("%w: redis %s (the master %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
+			}
 		}
 	}
 	return nil

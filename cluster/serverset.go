@@ -28,6 +28,11 @@ type ServerSet struct {
 	// Sentinel is a Sentinel group: the name its primary is monitored
 	// under and the Sentinels' addresses.
 	Sentinel *SentinelSet
+	// Auth is what the servers ask clients to prove, by kind, one entry for
+	// every server of the kind or one per address (the protocol's auth
+	// object, sent beside the servers). A Sentinel group's primary is
+	// under redis, its Sentinels under sentinel.
+	Auth AuthSet
 	// Aliases map a server's real address to the one to dial instead (a
 	// Sentinel names the primary by its real address; the client must
 	// still go through its own link). Not part of the protocol.
@@ -119,6 +124,11 @@ type SentinelSet struct {
 	// Servers are the group's Redis servers, primary first, when known
 	// (a servers file may name them). Not part of the protocol.
 	Servers []string `json:"-"`
+	// ServersAuth is what each of Servers asks. Not part of the protocol.
+	ServersAuth []*Auth `json:"-"`
+	// MasterAuth is what the primary asks of the clients the Sentinels
+	// send there (in the protocol: auth.redis).
+	MasterAuth *Auth `json:"-"`
 }
 
 // externalState is what an external cluster has handed out so far.
@@ -203,12 +213,13 @@ func (c *Cluster) externalRedis(opt RedisOptions) (*Redis, error) {
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	return c.externalRedisAt(opt, addr), nil
+	return c.externalRedisAt(opt, addr, c.external.g.Auth.For(redisKind, n)), nil
 }
 
-// externalRedisAt lists the external Redis server at addr among the cluster's.
-func (c *Cluster) externalRedisAt(opt RedisOptions, addr string) *Redis {
-	r := newRedis(program{name: opt.Name, external: addr, p: c.externalUnit(opt.Name, addr)}, opt, c.external.g.KeyMatch)
+// externalRedisAt lists the external Redis server at addr, asking for
+// auth, among the cluster's.
+func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Redis {
+	r := newRedis(program{name: opt.Name, external: addr, auth: auth, p: c.externalUnit(opt.Name, addr)}, opt, c.external.g.KeyMatch)
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
@@ -223,12 +234,22 @@ func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 	if gs == nil || len(gs.Addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was external", ErrStart)
 	}
-	g := &SentinelGroup{Master: gs.Master, journal: c.external.g.Journal}
+	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: c.external.g.Journal}
+	if g.MasterAuth == nil {
+		// A client process is given the master's credentials as auth.redis.
+		g.MasterAuth = c.external.g.Auth.For(redisKind, 0)
+	}
+	serverAuth := func(i int) *Auth {
+		if i < len(gs.ServersAuth) && gs.ServersAuth[i] != nil {
+			return gs.ServersAuth[i]
+		}
+		return g.MasterAuth
+	}
 	switch {
 	case len(gs.Servers) > 0:
-		g.Primary = c.externalRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0])
+		g.Primary = c.externalRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0], serverAuth(0))
 		if len(gs.Servers) > 1 {
-			g.Replica = c.externalRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1])
+			g.Replica = c.externalRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
 		}
 	default:
 		if len(c.external.g.Addrs(redisKind)) > 0 {
@@ -240,7 +261,8 @@ func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
-		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, external: a, p: c.externalUnit(name, a)}})
+		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, external: a, p: c.externalUnit(name, a),
+			auth: c.external.g.Auth.For(sentinelKind, i)}})
 	}
 	c.mu.Lock()
 	c.sentinel = g
@@ -274,7 +296,7 @@ func (c *Cluster) externalEtcd() (*Etcd, error) {
 	e := &Etcd{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("etcd-%d", i)
-		m := newEtcdMember(program{name: name, external: a, p: c.externalUnit(name, a)})
+		m := newEtcdMember(program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(etcdKind, i)})
 		e.members = append(e.members, m)
 		c.AddServer(m)
 	}

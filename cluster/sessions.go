@@ -96,7 +96,7 @@ WHERE a.pid <> pg_backend_pid()
 // locktorture-p<N>). A Redis lock is a key, not a session: the key stays
 // until its TTL runs out.
 func (r *Redis) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
-	v, err := redisCall(ctx, r.Addr(), "CLIENT", "LIST")
+	v, err := redisCall(ctx, r.endpoint(), "CLIENT", "LIST")
 	if err != nil {
 		return nil, fmt.Errorf("%s: client list: %w", r.Name(), err)
 	}
@@ -117,7 +117,7 @@ func (r *Redis) KillSessions(ctx context.Context, clients []int) ([]map[string]a
 		if !strings.HasPrefix(name, "locktorture-p") || len(want) > 0 && !want[name] {
 			continue
 		}
-		n, err := redisCall(ctx, r.Addr(), "CLIENT", "KILL", "ID", f["id"])
+		n, err := redisCall(ctx, r.endpoint(), "CLIENT", "KILL", "ID", f["id"])
 		if err != nil {
 			return out, fmt.Errorf("%s: client kill: %w", r.Name(), err)
 		}

@@ -24,7 +24,7 @@ func TestUndoRedisConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := redisCall(ctx, r.Addr(), "CONFIG", "SET", "masterauth", "owners-secret"); err != nil {
+	if _, err := redisCall(ctx, r.endpoint(), "CONFIG", "SET", "masterauth", "owners-secret"); err != nil {
 		t.Fatal(err)
 	}
 	j, err := journal.Create(t.TempDir(), "dead", "run")
@@ -34,13 +34,13 @@ func TestUndoRedisConfig(t *testing.T) {
 	if _, err := j.Add(journal.Action{Kind: undoRedisConfig, Args: map[string]string{"addr": r.Addr(), "param": "masterauth", "value": "owners-secret"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisCall(ctx, r.Addr(), "CONFIG", "SET", "masterauth", "locktorture-cut-x"); err != nil {
+	if _, err := redisCall(ctx, r.endpoint(), "CONFIG", "SET", "masterauth", "locktorture-cut-x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := journal.Replay(ctx, j.Path()); err != nil {
 		t.Fatal(err)
 	}
-	v, err := redisCall(ctx, r.Addr(), "CONFIG", "GET", "masterauth")
+	v, err := redisCall(ctx, r.endpoint(), "CONFIG", "GET", "masterauth")
 	if l := asList(v); err != nil || len(l) != 2 || l[1] != "owners-secret" {
 		t.Errorf("masterauth %v (%v), want the owner's back", v, err)
 	}

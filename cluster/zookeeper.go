@@ -514,9 +514,13 @@ func init() {
 			_, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
 			return err
 		},
-		Check:   zkHandshake,
 		Compose: &ComposeSpec{Port: 17050, Services: zookeeperCompose},
-		Cleanup: func(ctx context.Context, addrs []string, namespace string) error {
+		Check: func(ctx context.Context, e Endpoint) error { return zkHandshake(ctx, e.Addr) },
+		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
+			var addrs []string
+			for _, e := range servers {
+				addrs = append(addrs, e.Addr)
+			}
 			if err := zkDeleteRun(ctx, addrs, "/locktorture", namespace+":k"); err != nil {
 				return fmt.Errorf("zookeeper: %w", err)
 			}

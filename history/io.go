@@ -1,6 +1,8 @@
 package history
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -142,6 +144,8 @@ func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
 	}
 	op.Index = r.next
 	op.Time = r.Now()
+	// A client's error may quote what a server said back: never a secret.
+	op.Error = secret.Redact(op.Error)
 	if at >= 0 {
 		op.Time = at
 	}

@@ -54,6 +54,9 @@ func NewProgress(w io.Writer, interval time.Duration) *Progress {
 // IsTerminal reports whether w is a character device (a terminal), and
 // TERM does not say "dumb".
 func IsTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("TERM") == "dumb" {
 		return false

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"context"
 	"fmt"
 	"io"
@@ -152,7 +154,7 @@ func (r *run) openStore() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), eff, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), []byte(secret.Redact(string(eff))), 0o644); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
 	logf, err := os.Create(filepath.Join(dir, "run.log"))
@@ -164,6 +166,8 @@ func (r *run) openStore() error {
 	if r.opt.Log != nil {
 		lw = io.MultiWriter(logf, r.opt.Log)
 	}
+	// One log line per Write: a secret is masked whole.
+	lw = secret.Writer(lw)
 	r.lg = log.New(lw, "", log.Ltime|log.Lmicroseconds)
 	r.lg.Printf("run %s: scenario %s, backend %s, seed %d", dir, r.sc.Name, r.sc.Backend, r.sc.Seed)
 	return nil

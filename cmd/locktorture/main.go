@@ -7,6 +7,8 @@
 package main
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"context"
 	"flag"
 	"fmt"
@@ -63,7 +65,9 @@ Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or scenario, 255 ha
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// Nothing printed holds a secret (a password the servers file names
+	// by reference): every line is masked on its way out.
+	os.Exit(run(os.Args[1:], secret.Writer(os.Stdout), secret.Writer(os.Stderr)))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

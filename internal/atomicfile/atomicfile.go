@@ -3,6 +3,8 @@
 package atomicfile
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +12,12 @@ import (
 
 // Write writes data to a temporary file next to path and renames
 // it into place, so readers see the old file or the new one, never half.
+// Every secret (package secret) in data is masked first: what is written
+// down never holds one.
 func Write(path string, data []byte) error {
+	if secret.Any() {
+		data = []byte(secret.Redact(string(data)))
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
