@@ -515,7 +515,7 @@ func init() {
 			return err
 		},
 		Compose: &ComposeSpec{Port: 17050, Services: zookeeperCompose},
-		Check: func(ctx context.Context, e Endpoint) error { return zkHandshake(ctx, e.Addr) },
+		Check:   func(ctx context.Context, e Endpoint) error { return zkHandshake(ctx, e.Addr) },
 		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
 			var addrs []string
 			for _, e := range servers {
