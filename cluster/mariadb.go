@@ -396,14 +396,15 @@ func init() {
 			_, _, err := parseMariaDBDSN(a)
 			return err
 		},
-		Check: func(ctx context.Context, dsn string) error {
-			d, addr, err := parseMariaDBDSN(dsn)
+		Check: func(ctx context.Context, e Endpoint) error {
+			d, addr, err := parseMariaDBDSN(e.Addr)
 			if err != nil {
 				return err
 			}
 			return pingMariaDB(ctx, d, addr)
 		},
-		Prepare: func(ctx context.Context, dsn, namespace string) (string, error) {
+		Prepare: func(ctx context.Context, e Endpoint, namespace string) (string, error) {
+			dsn := e.Addr
 			d, addr, err := parseMariaDBDSN(dsn)
 			if err != nil {
 				return "", err
@@ -417,8 +418,8 @@ func init() {
 			d.database = db
 			return d.url(addr), nil
 		},
-		Cleanup: func(ctx context.Context, dsns []string, namespace string) error {
-			d, addr, err := parseMariaDBDSN(dsns[0])
+		Cleanup: func(ctx context.Context, dsns []Endpoint, namespace string) error {
+			d, addr, err := parseMariaDBDSN(dsns[0].Addr)
 			if err != nil {
 				return err
 			}
