@@ -194,7 +194,7 @@ func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 		sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 {
 		return false
 	}
-	if len(sc.Backends) == 0 {
+	if sc.AppliesTo() == nil {
 		// Written for every backend: baseline, and the fault families
 		// (pause, partition, ...), some of whose faults need more of a
 		// client than the protocol carries (its named session, its
@@ -202,9 +202,9 @@ func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 		return len(sc.Nemesis.Script) == 0
 	}
 	if like != "" {
-		return slices.Contains(sc.Backends, like)
+		return sc.Applies(like)
 	}
-	cands := sc.Backends
+	cands := sc.AppliesTo()
 	for _, b := range cands {
 		if b == "redlock" || b == "redsync" { // quorum locks: five servers
 			continue
@@ -336,7 +336,7 @@ func prepare(s Suite, sc *scenarios.Scenario, id, parent string) error {
 			o.Duration = &d
 		}
 	}
-	sc.Backends = nil
+	sc.Backends, sc.Suits = nil, nil
 	if s.InProcess {
 		o.Backend, o.ClientMode = ptr(inprocBackend(s, nextInproc())), ptr(scenarios.ClientInproc)
 		return sc.Apply(o)

@@ -111,8 +111,8 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		}
 		seenScenario[base.Name] = true
 		m.Scenarios = append(m.Scenarios, base.Name)
-		applies := base.Backends
-		if len(applies) == 0 {
+		applies := base.AppliesTo()
+		if applies == nil {
 			applies = backends.Names()
 		}
 		for _, b := range selected {

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 )
 
@@ -22,12 +21,12 @@ func (o Overrides) Unjudged(before, after *Scenario) string {
 		return "" // nothing was expected
 	}
 	var why []string
-	applies := len(before.Backends) == 0 || slices.Contains(before.Backends, after.Backend)
+	applies := before.Applies(after.Backend)
 	if o.Exec != nil && !applies {
 		// A scenario for any backend (baseline) judges your program too.
 		why = append(why, fmt.Sprintf("--exec runs your program, not the %s lock the expectation was written for", before.Backend))
 	} else if o.Exec == nil && after.Backend != before.Backend && !applies {
-		why = append(why, fmt.Sprintf("--backend %s is not one of the backends the scenario applies to (%s)", after.Backend, strings.Join(before.Backends, ", ")))
+		why = append(why, fmt.Sprintf("--backend %s is not one of the backends the scenario applies to (%s)", after.Backend, before.chosenBackends()))
 	}
 	if o.Resource != nil && after.Resource != before.Resource {
 		why = append(why, fmt.Sprintf("--resource %s (the scenario protects %s)", after.Resource, orDefault(before.Resource, "memory")))

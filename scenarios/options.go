@@ -78,7 +78,7 @@ func (s *Scenario) validateOptions() error {
 	env := backends.Env{Servers: s.StartOptions(), Clients: s.Clients, TTL: s.TTL.D(), OpTimeout: s.Timeout.D()}
 	for _, name := range sortedKeys(s.BackendOptions) {
 		field := &fieldError{field: "backend_options", path: []string{name}}
-		if name != s.Backend && len(s.Backends) > 0 && !slices.Contains(s.Backends, name) {
+		if name != s.Backend && !s.Applies(name) {
 			field.msg = fmt.Sprintf("backend_options: the scenario does not run %s (backend: %s)", name, s.Backend)
 			return field
 		}

@@ -146,8 +146,13 @@ type Scenario struct {
 	// Backend is the lock implementation under test.
 	Backend string `yaml:"backend"`
 	// Backends lists the backends the scenario applies to (for matrices);
-	// left out, every backend (an empty list in a file is refused).
+	// left out, every backend (an empty list in a file is refused). With
+	// Suits, a backend must be in both.
 	Backends []string `yaml:"backends,omitempty"`
+	// Suits selects the backends the scenario applies to by what they
+	// are rather than by name: the kinds of server they run on, the
+	// abilities they have (see Applies).
+	Suits *Suits `yaml:"suits,omitempty"`
 	// NotRun names the backends the scenario does not apply to, each with
 	// the reason (a fault family whose fault a backend's servers cannot
 	// suffer). Running one is refused with that reason, and a matrix

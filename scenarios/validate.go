@@ -45,6 +45,9 @@ func (s *Scenario) Validate() error {
 			return bad("backends", "%v", err)
 		}
 	}
+	if err := s.validateSuits(); err != nil {
+		return err
+	}
 	if err := s.validateNotRun(); err != nil {
 		return err
 	}
@@ -155,7 +158,7 @@ func (s *Scenario) validateNotRun() error {
 		if strings.TrimSpace(why) == "" {
 			return &fieldError{field: "not_run", path: []string{b}, msg: fmt.Sprintf("not_run: %s needs the reason it is not run", b)}
 		}
-		if slices.Contains(s.Backends, b) {
+		if (len(s.Backends) > 0 || s.Suits != nil) && s.Applies(b) {
 			return &fieldError{field: "not_run", path: []string{b}, msg: fmt.Sprintf("not_run: %s is also in backends", b)}
 		}
 	}

@@ -307,7 +307,7 @@ func (s *search) final(c *candidate) *scenarios.Scenario {
 	o := s.r.Original
 	sc := s.scenario(c, o.Seed)
 	sc.Name = o.Name + "-shrunk"
-	sc.Backends = []string{o.Backend}
+	sc.Backends, sc.Suits = []string{o.Backend}, nil
 	sc.Checkers = slices.Clone(o.Checkers)
 	sc.Expect = scenarios.Expect{Expectation: scenarios.Expectation{Valid: checker.Invalid.String(), Checkers: map[string]string{s.r.Checker: checker.Invalid.String()}}}
 	sc.Description = fmt.Sprintf("Shrunk by locktorture shrink from a run of %s on %s (seed %d): %d of its %d faults, %d of %d clients, %d of %d keys, %s of %s; %s failed on each of %d re-runs.",
