@@ -8,9 +8,10 @@ STORE   ?= store
 
 all: build
 
-## deps: install what is missing of redis-server, redis-sentinel, etcd-server, zookeeper
-##   (with default-jre-headless), postgresql, chromium (browser tests) and python3-redis
-##   (the Python client adapter), from Debian packages (scripts/deps.sh)
+## deps: install what is missing of every server kind's Debian packages (locktorture list
+##   packages: redis-server, redis-sentinel, etcd-server, zookeeper with default-jre-headless,
+##   postgresql, ...), chromium (browser tests) and python3-redis (the Python client adapter)
+##   (scripts/deps.sh)
 deps:
 	@bash scripts/deps.sh
 
@@ -27,11 +28,14 @@ vet:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; $(GO) mod tidy -diff; exit 1; }
 	@cd examples/locktest && { $(GO) mod tidy -diff >/dev/null || { echo "examples/locktest: go.mod/go.sum are not tidy: run 'go mod tidy' there" >&2; $(GO) mod tidy -diff; exit 1; }; }
 
-## images: build locktorture-servers:bookworm (every server, from Debian's packages, no registry;
-## about 1.5 minutes, 840 MB) for --servers docker --image all=locktorture-servers:bookworm
+## images: build locktorture-servers:<suite> for each of SUITES (default bookworm; e.g.
+## SUITES="bullseye bookworm trixie"): every server kind's packages from that Debian suite, no
+## registry (about 1.5 minutes and 900 MB each; FORCE=1 rebuilds), for --servers docker
+## --image all=locktorture-servers:<suite>
+SUITES ?= bookworm
 .PHONY: images images-if-docker
-images:
-	@bash scripts/images.sh
+images: build
+	@SUITES="$(SUITES)" LOCKTORTURE=$(BIN) bash scripts/images.sh
 
 # The container tests run when a Docker engine answers (the image is built
 # first when missing); without one they skip, and this says so.

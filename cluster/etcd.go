@@ -400,7 +400,7 @@ const etcdKind = "etcd"
 func init() {
 	RegisterKind(Kind{
 		Name:     etcdKind,
-		Packages: []string{"etcd-server"},
+		Packages: []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
 		Image:    "gcr.io/etcd-development/etcd:v3.5.17",
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
 			_, err := c.Etcd(ctx, EtcdOptions{Members: o.Members[etcdKind]})

@@ -21,8 +21,14 @@ type Kind struct {
 	// exec.servers, and the key of the client protocol's servers.
 	Name string
 	// Packages are the Debian packages its programs come from (make deps
-	// and make images install them).
+	// and make images install them; `locktorture list packages` lists
+	// them for the scripts).
 	Packages []string
+	// OptionalPackages are Debian packages of a choice some suites lack
+	// (valkey-server before trixie): make images installs each where the
+	// suite has it, make deps where apt offers it; a run that needs one
+	// that is missing is refused with the reason.
+	OptionalPackages []string
 	// Image is the image its servers run from in docker mode when the run
 	// names none: the official one, as a user with a registry gets it.
 	Image string

@@ -3,29 +3,53 @@
 # they are missing. As root it installs them; with passwordless sudo it uses
 # sudo; otherwise it says what to run. Nothing is started here: the harness
 # starts its own servers on free loopback ports.
+#
+# Which packages: every server kind's, from the kind registry
+# (`locktorture list packages`; LOCKTORTURE=bin/locktorture names the binary,
+# else go run): each "required" one, and each "optional" one apt offers
+# (valkey-server where the suite has it). Besides them: chromium (the
+# browser tests) and python3-redis (the Python client adapter).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
-have redis-server   || missing+=(redis-server)
-have redis-sentinel || missing+=(redis-sentinel)
-have etcd           || missing+=(etcd-server)
-# ZooKeeper runs as java -cp zookeeper.jar (no init scripts): it needs the
-# package's jars and a JRE.
-[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
-have java           || missing+=(default-jre-headless)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+list=""
+if [ -n "${LOCKTORTURE:-}" ]; then
+  list=$("$LOCKTORTURE" list packages)
+elif have go; then
+  list=$(go run ./cmd/locktorture list packages)
+fi
+
+if [ -n "$list" ] && have dpkg-query; then
+  for p in $(awk 'NR > 1 && $3 == "required" {print $1}' <<<"$list" | sort -u); do
+    installed "$p" || missing+=("$p")
+  done
+  for p in $(awk 'NR > 1 && $3 == "optional" {print $1}' <<<"$list" | sort -u); do
+    installed "$p" || ! apt-cache show --no-all-versions "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+else
+  # No registry to read (no Go yet) or no dpkg: the programs themselves.
+  have redis-server   || missing+=(redis-server)
+  have redis-sentinel || missing+=(redis-sentinel)
+  have etcd           || missing+=(etcd-server)
+  # ZooKeeper runs as java -cp zookeeper.jar (no init scripts): it needs the
+  # package's jars and a JRE.
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+  have java           || missing+=(default-jre-headless)
+  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
+    missing+=(postgresql)
+  fi
+fi
 # Headless Chromium opens the HTML reports in the browser tests.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # The Python client adapter (clients/python) wraps redis-py's Lock.
 { python3 -c 'import redis' || /usr/bin/python3 -c 'import redis'; } >/dev/null 2>&1 || missing+=(python3-redis)
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
-  missing+=(postgresql)
-fi
-# MariaDB: mariadbd is in /usr/sbin, off a user's PATH.
-{ have mariadbd || [ -x /usr/sbin/mariadbd ]; } && have mariadb-install-db || missing+=(mariadb-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: redis-server, redis-sentinel, etcd, zookeeper, java, postgres, mariadb, chromium and python3-redis are installed"
+  echo "deps: every server kind's packages, chromium and python3-redis are installed"
   exit 0
 fi
 
@@ -48,7 +72,12 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packages may start system services on their default ports; the harness
 # never uses them, so stop them to keep the machine quiet.
-for svc in redis-server redis-sentinel etcd postgresql zookeeper mariadb; do
+for p in "${missing[@]}"; do
+  case "$p" in
+  etcd-server) svc=etcd ;;
+  mariadb-server) svc=mariadb ;;
+  *) svc=$p ;;
+  esac
   $sudo service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: installed ${missing[*]}"

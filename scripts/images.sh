@@ -1,34 +1,64 @@
 #!/usr/bin/env bash
-# Builds locktorture-servers:bookworm, one local image holding every server
-# the harness starts (redis-server, redis-sentinel, postgres, etcd, zookeeper,
-# mariadb),
-# from Debian's packages, with no container registry: debootstrap a minbase
-# bookworm root, install the servers in a chroot (a policy-rc.d that exits 101
-# keeps package scripts from starting servers on the host), then
-# `tar | docker import`. Nothing is started in the image: the harness starts
-# each server with its own command line, as in local mode.
+# Builds locktorture-servers:<suite> for each Debian suite in SUITES (default
+# bookworm): one local image per suite holding every server the harness
+# starts, from that suite's own packages, with no container registry:
+# debootstrap a minbase root, install the servers in a chroot (a
+# policy-rc.d that exits 101 keeps package scripts from starting servers on
+# the host), then `tar | docker import`. Nothing is started in the image:
+# the harness starts each server with its own command line, as in local
+# mode.
 #
-#   scripts/images.sh            build when the image is missing
-#   FORCE=1 scripts/images.sh    rebuild
-#   IMAGE=ref MIRROR=url         another tag / Debian mirror
+# Which packages: every server kind's, from the kind registry
+# (`locktorture list packages`): each "required" one must be in the suite,
+# an "optional" one (valkey-server before trixie) is skipped, and said so,
+# where the suite lacks it.
+#
+#   scripts/images.sh                               bookworm, when missing
+#   SUITES="bullseye bookworm trixie" scripts/images.sh
+#   FORCE=1 scripts/images.sh                       rebuild (the tag moves to
+#                                                   the new image; containers
+#                                                   of the old one keep it)
+#   REPO=name MIRROR=url                            another repository / mirror
+#   IMAGE=ref                                       the tag, with one suite
+#   LOCKTORTURE=bin/locktorture                     the binary that lists the
+#                                                   packages (else go run)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-IMAGE="${IMAGE:-locktorture-servers:bookworm}"
-SUITE=bookworm
+SUITES="${SUITES:-bookworm}"
+REPO="${REPO:-locktorture-servers}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="${PACKAGES:-redis-server redis-sentinel postgresql etcd-server etcd-client zookeeper default-jre-headless mariadb-server}"
-PGBIN=/usr/lib/postgresql/15/bin
 
 say() { echo "images: $*"; }
 die() { echo "images: $*" >&2; exit 1; }
 
+nsuites=$(wc -w <<<"$SUITES")
+[ -z "${IMAGE:-}" ] || [ "$nsuites" -eq 1 ] || die "IMAGE names one tag; with SUITES=\"$SUITES\" use REPO"
+
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
   die "no Docker engine answers (docker version); start one and retry"
-if [ -z "${FORCE:-}" ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
-  say "$IMAGE is there (FORCE=1 rebuilds it)"
-  exit 0
-fi
+
+todo=()
+for suite in $SUITES; do
+  tag="${IMAGE:-$REPO:$suite}"
+  if [ -z "${FORCE:-}" ] && docker image inspect "$tag" >/dev/null 2>&1; then
+    say "$tag is there (FORCE=1 rebuilds it)"
+  else
+    todo+=("$suite")
+  fi
+done
+[ ${#todo[@]} -gt 0 ] || exit 0
 [ "$(id -u)" -eq 0 ] || die "debootstrap and chroot need root: sudo $0"
+
+# The packages, from the kind registry.
+if [ -n "${LOCKTORTURE:-}" ]; then
+  list=$("$LOCKTORTURE" list packages) || die "$LOCKTORTURE list packages failed"
+else
+  list=$(go run ./cmd/locktorture list packages) || die "go run ./cmd/locktorture list packages failed"
+fi
+REQUIRED=$(awk 'NR > 1 && $3 == "required" {print $1}' <<<"$list" | sort -u | tr '\n' ' ')
+OPTIONAL=$(awk 'NR > 1 && $3 == "optional" {print $1}' <<<"$list" | sort -u | tr '\n' ' ')
+[ -n "$REQUIRED" ] || die "the kind registry lists no packages"
 
 if ! command -v debootstrap >/dev/null 2>&1; then
   say "installing debootstrap"
@@ -38,12 +68,9 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 
 tmpbase="${TMPDIR:-/var/tmp}"
-# About 0.6 GB for the root, as much again for docker's copy.
-free_kb=$(df -Pk "$tmpbase" | awk 'NR==2 {print $4}')
-[ "$free_kb" -ge 2000000 ] || die "need 2 GB free under $tmpbase, have $((free_kb / 1024)) MB"
-
-root=$(mktemp -d "$tmpbase/locktorture-images.XXXXXX")
+root=""
 cleanup() {
+  [ -n "$root" ] || return 0
   mountpoint -q "$root/proc" && umount -l "$root/proc" || true
   rm -rf --one-file-system "$root"
   rm -f "$root.log"
@@ -51,46 +78,83 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-start=$(date +%s)
-say "debootstrap --variant=minbase $SUITE into $root (from $MIRROR)"
-debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >"$root.log" 2>&1 ||
-  { tail -20 "$root.log" >&2; rm -f "$root.log"; die "debootstrap failed"; }
-rm -f "$root.log"
+# in_root runs a shell command in the chroot, its output kept in a log that
+# is shown (its tail) only when it fails.
+in_root() {
+  chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c "$1" >"$root.log" 2>&1 ||
+    { tail -30 "$root.log" >&2; rm -f "$root.log"; die "$2"; }
+}
 
-# Package scripts must not start servers (they would listen on the host's
-# ports from inside the chroot), and postgresql must not create a cluster.
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod +x "$root/usr/sbin/policy-rc.d"
-mkdir -p "$root/etc/postgresql-common/createcluster.d"
-echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.d/locktorture.conf"
-# No docs or man pages: a smaller image.
-cat >"$root/etc/dpkg/dpkg.cfg.d/01-nodoc" <<'EOF'
+# build SUITE TAG: one image.
+build() {
+  local suite=$1 tag=$2 start free_kb want skipped pgbin versions size
+  # About 0.6 GB for the root, as much again for docker's copy.
+  free_kb=$(df -Pk "$tmpbase" | awk 'NR==2 {print $4}')
+  [ "$free_kb" -ge 2000000 ] || die "need 2 GB free under $tmpbase, have $((free_kb / 1024)) MB"
+  root=$(mktemp -d "$tmpbase/locktorture-images.XXXXXX")
+  start=$(date +%s)
+  say "$suite: debootstrap --variant=minbase $suite into $root (from $MIRROR)"
+  debootstrap --variant=minbase "$suite" "$root" "$MIRROR" >"$root.log" 2>&1 ||
+    { tail -20 "$root.log" >&2; rm -f "$root.log"; die "$suite: debootstrap failed"; }
+  rm -f "$root.log"
+
+  # Package scripts must not start servers (they would listen on the host's
+  # ports from inside the chroot), and postgresql must not create a cluster.
+  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+  chmod +x "$root/usr/sbin/policy-rc.d"
+  mkdir -p "$root/etc/postgresql-common/createcluster.d"
+  echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.d/locktorture.conf"
+  # No docs or man pages: a smaller image.
+  cat >"$root/etc/dpkg/dpkg.cfg.d/01-nodoc" <<'EOF'
 path-exclude /usr/share/doc/*
 path-exclude /usr/share/man/*
 path-exclude /usr/share/info/*
 path-exclude /usr/share/locale/*
 EOF
-echo "deb $MIRROR $SUITE main" >"$root/etc/apt/sources.list"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-mount -t proc proc "$root/proc"
+  echo "deb $MIRROR $suite main" >"$root/etc/apt/sources.list"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  mount -t proc proc "$root/proc"
 
-say "installing $PACKAGES"
-# shellcheck disable=SC2086
-chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c \
-  "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES && apt-get clean" >"$root.log" 2>&1 ||
-  { tail -30 "$root.log" >&2; rm -f "$root.log"; die "apt-get install in the chroot failed"; }
-rm -f "$root.log"
-umount -l "$root/proc"
+  in_root "apt-get update -qq" "$suite: apt-get update in the chroot failed"
+  want="$REQUIRED" skipped=""
+  for p in $OPTIONAL; do
+    if chroot "$root" apt-cache show --no-all-versions "$p" >/dev/null 2>&1; then
+      want="$want $p"
+    else
+      skipped="$skipped $p"
+    fi
+  done
+  [ -z "$skipped" ] || say "$suite: has no$skipped (skipped)"
+  say "$suite: installing $want"
+  in_root "apt-get install -y -qq --no-install-recommends $want && apt-get clean" \
+    "$suite: apt-get install in the chroot failed"
+  # What was installed, for the image's message: "redis-server=5:7.0.15-1~deb12u1 ...".
+  # shellcheck disable=SC2086
+  versions=$(chroot "$root" dpkg-query -W -f='${Package}=${Version} ' $want)
+  rm -f "$root.log"
+  umount -l "$root/proc"
 
-rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/log/*.log \
-  "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
-: >"$root/etc/resolv.conf"
+  # Debian keeps PostgreSQL's programs off PATH, under its major version.
+  pgbin=$(cd "$root" && ls -d usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -n "$pgbin" ] || die "$suite: no usr/lib/postgresql/*/bin in the image"
 
-say "docker import -> $IMAGE"
-tar -C "$root" --numeric-owner -c . | docker import \
-  --change "ENV PATH=$PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-  --change 'CMD ["/bin/bash"]' \
-  --message "locktorture servers from Debian $SUITE: $PACKAGES" \
-  - "$IMAGE" >/dev/null
-size=$(docker image inspect --format '{{.Size}}' "$IMAGE")
-say "built $IMAGE ($((size / 1024 / 1024)) MB) in $(($(date +%s) - start))s"
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/log/*.log \
+    "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
+  : >"$root/etc/resolv.conf"
+
+  say "$suite: docker import -> $tag"
+  tar -C "$root" --numeric-owner -c . | docker import \
+    --change "ENV PATH=/$pgbin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    --change "LABEL org.locktorture.suite=$suite" \
+    --change 'CMD ["/bin/bash"]' \
+    --message "locktorture servers from Debian $suite: ${versions% }" \
+    - "$tag" >/dev/null
+  cleanup
+  root=""
+  size=$(docker image inspect --format '{{.Size}}' "$tag")
+  say "built $tag ($((size / 1024 / 1024)) MB) in $(($(date +%s) - start))s"
+}
+
+for suite in "${todo[@]}"; do
+  build "$suite" "${IMAGE:-$REPO:$suite}"
+done

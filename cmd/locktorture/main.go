@@ -26,6 +26,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/shell"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/nemesis"
@@ -56,7 +57,7 @@ Usage:
   locktorture shrink   RUN         shrink a failing run to the smallest scenario that still fails
   locktorture client-check --exec 'COMMAND ARGS'
                                    drive your adapter through the client protocol's corners; say each rule it breaks
-  locktorture list     backends|scenarios|nemeses
+  locktorture list     backends|scenarios|nemeses|packages
   locktorture compose  [--dir DIR] [--image KIND=REF]
                                    write docker-compose.yml and compose.servers.yaml: a standing cluster of every kind
   locktorture COMMAND --help
@@ -399,12 +400,13 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
+	const listUsage = "Usage: locktorture list backends|scenarios|nemeses|packages"
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(stdout, "Usage: locktorture list backends|scenarios|nemeses")
+		fmt.Fprintln(stdout, listUsage)
 		return exitValid
 	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "Usage: locktorture list backends|scenarios|nemeses")
+		fmt.Fprintln(stderr, listUsage)
 		return exitBadArgs
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -448,11 +450,28 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		for _, n := range nemesis.List() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.AppliesTo, n.Description)
 		}
+	case "packages":
+		listPackages(tw)
 	default:
-		fmt.Fprintf(stderr, "locktorture list: unknown list %q (backends, scenarios, nemeses)\n", args[0])
+		fmt.Fprintf(stderr, "locktorture list: unknown list %q (backends, scenarios, nemeses, packages)\n", args[0])
 		return exitBadArgs
 	}
 	return exitValid
+}
+
+// listPackages lists every server kind's Debian packages, one per line:
+// "required" ones every suite must have, "optional" ones a suite may lack
+// (scripts/images.sh and scripts/deps.sh read this list).
+func listPackages(w io.Writer) {
+	fmt.Fprintln(w, "PACKAGE\tKIND\tNEED")
+	for _, k := range cluster.Kinds() {
+		for _, p := range k.Packages {
+			fmt.Fprintf(w, "%s\t%s\trequired\n", p, k.Name)
+		}
+		for _, p := range k.OptionalPackages {
+			fmt.Fprintf(w, "%s\t%s\toptional\n", p, k.Name)
+		}
+	}
 }
 
 // expectedText shows the default expectation and per-backend exceptions.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -114,6 +115,36 @@ func TestHelpAndList(t *testing.T) {
 	}
 	if _, out, _ = runCLI(t, "list", "nemeses"); !strings.Contains(out, "pause") {
 		t.Errorf("list nemeses lacks pause:\n%s", out)
+	}
+}
+
+// TestListPackages: scripts/images.sh and scripts/deps.sh install what
+// `list packages` says, so it lists every kind's packages, each once, with
+// whether a suite must have it.
+func TestListPackages(t *testing.T) {
+	code, out, _ := runCLI(t, "list", "packages")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("line %q: want PACKAGE KIND NEED", line)
+		}
+		got[f[0]+" "+f[1]] = f[2]
+	}
+	for _, k := range cluster.Kinds() {
+		for need, pkgs := range map[string][]string{"required": k.Packages, "optional": k.OptionalPackages} {
+			for _, p := range pkgs {
+				if got[p+" "+k.Name] != need {
+					t.Errorf("%s (%s): %q, want %s", p, k.Name, got[p+" "+k.Name], need)
+				}
+			}
+		}
+	}
+	if got["redis-server redis"] != "required" {
+		t.Errorf("redis-server is not a required package of redis:\n%s", out)
 	}
 }
 
