@@ -151,7 +151,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		return nil, err
 	}
 	for _, m := range e.members {
-		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin,
+		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin, Shell: etcdStart,
 			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir),
 			LogPath: filepath.Join(c.opt.LogDir, m.name+".log")})
 		if err != nil {
@@ -186,11 +186,19 @@ func etcdArgs(m *EtcdMember, initialCluster, token string, extra []string) []str
 		"--snapshot-count", "10000",
 		"--auto-compaction-mode", "revision",
 		"--auto-compaction-retention", "10000",
-		"--logger", "zap",
-		"--log-outputs", "stderr",
 	}
 	return append(args, extra...)
 }
+
+// etcdStart is the script every member runs ($1 its program, its
+// arguments after): etcd 3.4 and later log through zap to stderr; etcd 3.3
+// (Debian 11's) has neither flag, and logs to stderr anyway.
+const etcdStart = `bin="$1"; shift
+case "$("$bin" --version 2>/dev/null)" in
+*"etcd Version: 3.3."* | *"etcd Version: 3.2."*) exec "$bin" "$@" ;;
+esac
+exec "$bin" "$@" --logger zap --log-outputs stderr
+`
 
 // Members returns the members in start order.
 func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }

@@ -84,7 +84,8 @@ type Spec struct {
 	Program string
 	Args    []string
 	// Shell, when set, runs this sh -c script instead, with Program and
-	// Args as its positional parameters (a container's first-start setup).
+	// Args as its positional parameters ($1 is Program): a container's
+	// first-start setup, or a choice of flags by the program's version.
 	Shell string
 	// Dir is the working directory (local).
 	Dir string

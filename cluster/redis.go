@@ -180,7 +180,9 @@ func init() {
 	RegisterKind(Kind{
 		Name:     redisKind,
 		Packages: []string{"redis-server", "redis-sentinel"},
-		Image:    "redis:7.4",
+		// Valkey (redis_program: valkey): Debian 13 on.
+		OptionalPackages: []string{"valkey-server", "valkey-sentinel"},
+		Image:            "redis:7.4",
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
 			if o.Sentinel {
 				_, err := c.StartSentinelGroup(ctx, o.Persistence)

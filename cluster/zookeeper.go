@@ -9,6 +9,7 @@ import (
 	"net"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,11 @@ const ZooKeeperTick = 100 * time.Millisecond
 // manifest names the jars it needs) and slf4j-simple, which sends the
 // server's log to stderr, hence to the member's log file.
 var zookeeperJars = []string{"/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"}
+
+// zookeeper34Jars follow zookeeperJars on the classpath: ZooKeeper 3.4's
+// jar (Debian 11's) names no jars in its manifest, and needs slf4j's API
+// and log4j. Java skips a jar that is not there.
+var zookeeper34Jars = []string{"/usr/share/java/slf4j-api.jar", "/usr/share/java/log4j-1.2.jar"}
 
 // zookeeperJVM are the java flags of every member, chosen for a fast
 // start (the C1 compiler only, a small heap, the serial collector, class
@@ -204,7 +210,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		args := append([]string(nil), zookeeperJVM...)
 		args = append(args, "-Djava.io.tmpdir="+m.dataDir)
 		args = append(args, opt.JVMArgs...)
-		args = append(args, "-cp", strings.Join(zookeeperJars, ":"), zookeeperMain, cfg)
+		args = append(args, "-cp", strings.Join(append(slices.Clone(zookeeperJars), zookeeper34Jars...), ":"), zookeeperMain, cfg)
 		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
 			Files: []File{
 				{Path: cfg, Content: []byte(zookeeperConfig(m, z.members))},
