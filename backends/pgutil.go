@@ -135,8 +135,9 @@ func sqlTextArray(keys []string) string {
 	return "ARRAY[" + strings.Join(q, ",") + "]::text[]"
 }
 
-// pgSession is one client process's connection to the server, dialled
-// through the client's link and named after the process in
+// pgSession is one client process's connection to the server (or to the
+// PgBouncer in front of it), dialled through the client's link and named
+// after the process in
 // pg_stat_activity. After any error that may have left it in doubt it is
 // closed (the server then ends the session and frees its locks) and the
 // next operation dials again.
@@ -149,7 +150,7 @@ type pgSession struct {
 // newPGSession makes process p's session to pg and connects it.
 func newPGSession(ctx context.Context, env Env, p int, pg *cluster.Postgres) (*pgSession, error) {
 	s := &pgSession{
-		dsn:     pg.ClientDSN(env.Cluster.ClientAddr(p, pg), cluster.PostgresApplication(p)),
+		dsn:     env.Cluster.PostgresClientDSN(pg, p),
 		timeout: env.OpTimeout,
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -72,6 +72,7 @@ type Cluster struct {
 	sentinel *SentinelGroup
 	etcd     etcdSlot      // the run's etcd, started once (etcd.go)
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
+	pgb      pgbouncerSlot // the PgBouncer in front of it, if any (pgbouncer.go)
 	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
 	once     kindLocks     // the starts of kinds with one server per run (startOnce)
 	closed   bool

@@ -73,6 +73,10 @@ type PostgresOptions struct {
 	// Settings are further server settings, name to value, as
 	// postgresql.conf would spell them ("lock_timeout": "2s").
 	Settings map[string]string
+	// Bouncer, when its pool mode is set, puts a PgBouncer in front of
+	// the server (pgbouncer.go): the clients of every PostgreSQL backend
+	// and the postgres resource dial it instead.
+	Bouncer PgBouncerOptions
 }
 
 // args turns the options into postgres -c arguments (sorted, so a run is
@@ -177,6 +181,11 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 		return nil, err
 	}
 	c.pg.pg = pg
+	if opt.Bouncer.PoolMode != "" {
+		if _, err := c.PgBouncer(ctx, pg, opt.Bouncer); err != nil {
+			return nil, err
+		}
+	}
 	return pg, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -109,6 +110,9 @@ func (s *Scenario) applyDefaults(given fieldSet) {
 	if !given["checkers"] {
 		s.Checkers = append([]string(nil), checker.All...)
 	}
+	if s.PostgresVia != "" && !given["pool_mode"] {
+		s.PoolMode = cluster.PoolSession
+	}
 }
 
 // checkGiven refuses a zero the file gave where zero means nothing and
@@ -126,6 +130,8 @@ func (s *Scenario) checkGiven(given fieldSet) error {
 		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not 0 (leave it out for 1)")
 	case given["checkers"] && len(s.Checkers) == 0:
 		return bad("checkers", "checkers: an empty list checks nothing (leave it out for all: %s)", strings.Join(checker.All, ", "))
+	case given["pool_size"] && s.PoolSize == 0:
+		return bad("pool_size", "pool_size must be 1 or more, not 0 (leave it out for the default)")
 	case given["backends"] && len(s.Backends) == 0:
 		return bad("backends", "backends: an empty list applies to no backend (leave it out for every backend)")
 	}

@@ -88,17 +88,22 @@ func (s *Scenario) ServerKinds() []string {
 }
 
 func (s *Scenario) serverKinds(info backends.Info) []string {
-	if s.Backend != ExecBackend {
-		return info.ServerKinds()
-	}
 	var out []string
-	for _, k := range s.ExecServers() {
-		if !slices.Contains(out, k) {
-			out = append(out, k)
+	if s.Backend != ExecBackend {
+		out = slices.Clone(info.ServerKinds())
+	} else {
+		for _, k := range s.ExecServers() {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+		if out == nil {
+			out = []string{}
 		}
 	}
-	if out == nil {
-		out = []string{}
+	// postgres_via: pgbouncer puts one in front of the run's PostgreSQL.
+	if s.PostgresVia == cluster.ViaPgBouncer && slices.Contains(out, "postgres") && !slices.Contains(out, "pgbouncer") {
+		out = append(out, "pgbouncer")
 	}
 	return out
 }

@@ -76,16 +76,22 @@ func (s *Scenario) StartOptions() cluster.StartOptions {
 
 // PostgresOptions converts the settings for the cluster (zero when unset).
 func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
+	var o cluster.PostgresOptions
+	if s.PostgresVia == cluster.ViaPgBouncer {
+		o.Bouncer = cluster.PgBouncerOptions{PoolMode: s.PoolMode, PoolSize: s.PoolSize, Clients: s.Clients}
+		if o.Bouncer.PoolMode == "" {
+			o.Bouncer.PoolMode = cluster.PoolSession
+		}
+	}
 	p := s.Postgres
 	if p == nil {
-		return cluster.PostgresOptions{}
+		return o
 	}
-	return cluster.PostgresOptions{
-		Durable: p.Durable, IdleSessionTimeout: p.IdleSessionTimeout.D(),
-		IdleInTransactionSessionTimeout: p.IdleInTransactionSessionTimeout.D(),
-		TCPKeepalivesIdle:               p.TCPKeepalivesIdle.D(), TCPKeepalivesInterval: p.TCPKeepalivesInterval.D(),
-		TCPKeepalivesCount: p.TCPKeepalivesCount, Settings: p.Settings,
-	}
+	o.Durable, o.IdleSessionTimeout = p.Durable, p.IdleSessionTimeout.D()
+	o.IdleInTransactionSessionTimeout = p.IdleInTransactionSessionTimeout.D()
+	o.TCPKeepalivesIdle, o.TCPKeepalivesInterval = p.TCPKeepalivesIdle.D(), p.TCPKeepalivesInterval.D()
+	o.TCPKeepalivesCount, o.Settings = p.TCPKeepalivesCount, p.Settings
+	return o
 }
 
 // Random is a seeded random nemesis mix.
@@ -185,6 +191,18 @@ type Scenario struct {
 	Redis string `yaml:"redis"`
 	// Postgres sets server-side settings of the run's PostgreSQL.
 	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
+	// PostgresVia puts a pooler in front of the run's PostgreSQL: every
+	// PostgreSQL backend's clients, and the postgres resource, dial it
+	// instead of the server. "pgbouncer", or left out: they dial the
+	// server.
+	PostgresVia string `yaml:"postgres_via,omitempty"`
+	// PoolMode is the PgBouncer's pool mode with postgres_via:
+	// session (the default) or transaction.
+	PoolMode string `yaml:"pool_mode,omitempty"`
+	// PoolSize is how many server connections the PgBouncer's clients'
+	// pool keeps at most: default one per client in session mode, half
+	// the clients (at least one) in transaction mode.
+	PoolSize int `yaml:"pool_size,omitempty"`
 	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
 	EtcdMembers int `yaml:"etcd_members"`
 	// ZooKeeperMembers is the size of the ZooKeeper ensemble: 1 (the

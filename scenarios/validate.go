@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -112,6 +113,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.ZooKeeperMembers != 0 && s.ZooKeeperMembers != 1 && s.ZooKeeperMembers != 3 {
 		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not %d", s.ZooKeeperMembers)
+	}
+	if err := s.validatePooler(); err != nil {
+		return err
 	}
 	if err := s.validateOptions(); err != nil {
 		return err
@@ -228,4 +232,36 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validatePooler checks postgres_via, pool_mode and pool_size: a pooler
+// only in front of PostgreSQL, for a run that has one, and pool settings
+// only with a pooler.
+func (s *Scenario) validatePooler() error {
+	bad := func(field, format string, a ...any) error {
+		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
+	}
+	switch s.PostgresVia {
+	case "":
+		if s.PoolMode != "" || s.PoolSize != 0 {
+			return bad("pool_mode", "pool_mode and pool_size are PgBouncer's: they need postgres_via: pgbouncer")
+		}
+		return nil
+	case cluster.ViaPgBouncer:
+	default:
+		return bad("postgres_via", "unknown postgres_via %q (pgbouncer, or leave it out to dial PostgreSQL itself)", s.PostgresVia)
+	}
+	if s.PoolMode != "" {
+		if err := cluster.CheckPoolMode(s.PoolMode); err != nil {
+			return bad("pool_mode", "%v", err)
+		}
+	}
+	if s.PoolSize < 0 {
+		return bad("pool_size", "pool_size must be 1 or more, not %d", s.PoolSize)
+	}
+	info, _, _ := backends.Lookup(s.Backend)
+	if !slices.Contains(s.serverKinds(info), "postgres") && s.Resource != workload.ResourcePostgres {
+		return bad("postgres_via", "postgres_via: backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
+	}
+	return nil
 }

@@ -42,6 +42,7 @@ else
   if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! have postgres; then
     missing+=(postgresql)
   fi
+  [ -x /usr/sbin/pgbouncer ] || have pgbouncer || missing+=(pgbouncer)
 fi
 # Headless Chromium opens the HTML reports in the browser tests.
 [ -x /usr/bin/chromium ] || missing+=(chromium)

@@ -46,7 +46,8 @@ const postgresOpTimeout = 5 * time.Second
 // means that transaction will never commit, so it is a certain failure.
 // When it is a backends.PGVersion (pg-optimistic), the write is a
 // compare-and-set on the version read at acquire, whatever the fencing
-// mode. Otherwise the resource uses its own connections.
+// mode. Otherwise the resource uses its own connections (to the resource's
+// own pool of the PgBouncer in front of the server, with postgres_via).
 type postgresResource struct {
 	mode string
 	pool *pgxpool.Pool
@@ -65,7 +66,7 @@ func newPostgresResource(ctx context.Context, env ResourceEnv) (*postgresResourc
 	if err := backends.PGSetupResource(ctx, pg, env.Keys); err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}
-	cfg, err := pgxpool.ParseConfig(pg.ClientDSN(pg.Addr(), "locktorture-resource"))
+	cfg, err := pgxpool.ParseConfig(env.Cluster.PostgresResourceDSN(pg))
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}

@@ -21,12 +21,15 @@ func Missing(t testing.TB, what string) {
 }
 
 // Has reports whether the program name is installed: on PATH, or (for
-// postgres, mariadbd) where Debian's packages put it.
+// postgres, mariadbd, pgbouncer) where Debian's packages put it.
 func Has(name string) bool {
 	if _, err := exec.LookPath(name); err == nil {
 		return true
 	}
 	switch name {
+	case "pgbouncer":
+		_, err := os.Stat("/usr/sbin/pgbouncer")
+		return err == nil
 	case "postgres":
 		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 		return len(m) > 0

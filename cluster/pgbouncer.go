@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PgBouncer's pool modes (PgBouncerOptions.PoolMode).
+const (
+	// PoolSession gives a client one server connection from its first
+	// statement until it disconnects; the connection is then reset
+	// (DISCARD ALL, which also frees session-level advisory locks) and
+	// handed to the next client.
+	PoolSession = "session"
+	// PoolTransaction gives a client a server connection for one
+	// transaction only (a statement outside a transaction is one): its
+	// next transaction may run on another server connection, and the
+	// previous one may serve another client meanwhile. Session state — a
+	// session-level advisory lock among it — stays on the server
+	// connection it was made on, not with the client.
+	PoolTransaction = "transaction"
+)
+
+// ViaPgBouncer is the only value of PostgresOptions.Via that puts
+// something in front of the server.
+const ViaPgBouncer = "pgbouncer"
+
+// PgBouncerOptions put a PgBouncer in front of the run's PostgreSQL:
+// every client of a PostgreSQL backend, and the postgres resource,
+// dials it instead of the server.
+type PgBouncerOptions struct {
+	// PoolMode is PoolSession or PoolTransaction.
+	PoolMode string `json:"pool_mode,omitempty"`
+	// PoolSize is how many server connections the clients' pool keeps at
+	// most (default_pool_size): fewer than the clients makes them share.
+	// Zero means one per client in session mode (a client keeps its
+	// server connection while it stays connected: with fewer, the others
+	// would wait for one) and half the clients, at least one, in
+	// transaction mode.
+	PoolSize int `json:"pool_size,omitempty"`
+	// Clients is the number of client processes (for PoolSize's default).
+	Clients int `json:"clients,omitempty"`
+}
+
+// Pool is the clients' pool size: PoolSize, or its default.
+func (o PgBouncerOptions) Pool() int {
+	switch {
+	case o.PoolSize > 0:
+		return o.PoolSize
+	case o.PoolMode == PoolTransaction:
+		return max(1, o.Clients/2)
+	}
+	return max(1, o.Clients)
+}
+
+// CheckPoolMode says what is wrong with a pool mode.
+func CheckPoolMode(mode string) error {
+	if mode != PoolSession && mode != PoolTransaction {
+		return fmt.Errorf("pool_mode %q is not %s or %s", mode, PoolSession, PoolTransaction)
+	}
+	return nil
+}
+
+// pgbouncerKind is the PgBouncer kind's name.
+const pgbouncerKind = "pgbouncer"
+
+// The database names the harness's PgBouncer serves (both the harness's
+// database on the server): the clients' pool, and the postgres
+// resource's own pool, so that the resource's connections never take a
+// server connection from the clients' pool.
+const (
+	pgbouncerClientsDB  = PostgresDatabase
+	pgbouncerResourceDB = PostgresDatabase + "_resource"
+	// pgbouncerResourcePool is the resource's pool size (its pgxpool's).
+	pgbouncerResourcePool = 16
+)
+
+// pgbouncerSlot holds a cluster's one PgBouncer.
+type pgbouncerSlot struct {
+	mu sync.Mutex
+	b  *PgBouncer
+}
+
+// PgBouncer is a PgBouncer in front of the run's PostgreSQL (started by
+// the harness: as a local process on 127.0.0.1 with its own ini and auth
+// file, or in a container), or one someone else runs (a servers file's
+// pgbouncer DSN). Its auth file holds the role's SCRAM verifier as the
+// server keeps it, never the password: PgBouncer checks the client's
+// SCRAM proof against it and logs in to the server with the client's
+// key (SCRAM pass-through). The server's own clients dial it through
+// their links; it dials the server directly.
+type PgBouncer struct {
+	faultable
+	pg  *Postgres
+	opt PgBouncerOptions
+	// externalDSN is the connection string of one someone else runs.
+	externalDSN string
+}
+
+// Options are the pool's settings.
+func (b *PgBouncer) Options() PgBouncerOptions { return b.opt }
+
+// PgBouncer starts the run's PgBouncer in front of pg the first time it
+// is called (on an external cluster: hands out the one named) and returns
+// the same one afterwards.
+func (c *Cluster) PgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+	if err := CheckPoolMode(opt.PoolMode); err != nil {
+		return nil, fmt.Errorf("cluster: pgbouncer: %w", err)
+	}
+	c.pgb.mu.Lock()
+	defer c.pgb.mu.Unlock()
+	if b := c.pgb.b; b != nil {
+		return b, nil
+	}
+	start := c.startPgBouncer
+	if c.external != nil {
+		start = c.externalPgBouncer
+	}
+	b, err := start(ctx, pg, opt)
+	if err != nil {
+		return nil, err
+	}
+	c.pgb.b = b
+	return b, nil
+}
+
+// frontOf is the run's PgBouncer when one runs in front of pg, else nil.
+func (c *Cluster) frontOf(pg *Postgres) *PgBouncer {
+	c.pgb.mu.Lock()
+	defer c.pgb.mu.Unlock()
+	if b := c.pgb.b; b != nil && b.pg == pg {
+		return b
+	}
+	return nil
+}
+
+// PostgresClientDSN is the DSN client process p dials the run's
+// PostgreSQL with, through its own link: to the PgBouncer in front of pg
+// when the run put one there, else to pg itself.
+func (c *Cluster) PostgresClientDSN(pg *Postgres, p int) string {
+	if b := c.frontOf(pg); b != nil {
+		return b.ClientAddress(c.ClientAddr(p, b), p)
+	}
+	return pg.ClientDSN(c.ClientAddr(p, pg), PostgresApplication(p))
+}
+
+// PostgresResourceDSN is the DSN the postgres resource dials (no link,
+// as the resource stands for a database the holders write to, not for a
+// client): the resource's own pool of the PgBouncer the harness runs in
+// front of pg, else pg itself. A PgBouncer someone else runs is not used
+// for it: it would not carry the run's schema (search_path) to the
+// server.
+func (c *Cluster) PostgresResourceDSN(pg *Postgres) string {
+	const app = "locktorture-resource"
+	if b := c.frontOf(pg); b != nil && b.externalDSN == "" {
+		return b.dsn(b.Addr(), pgbouncerResourceDB, app)
+	}
+	return pg.ClientDSN(pg.Addr(), app)
+}
+
+func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+	const name = pgbouncerKind
+	if pg.externalDSN != "" {
+		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", ErrStart, name)
+	}
+	pv := c.provider()
+	secret, err := pg.roleSecret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := pv.Program("pgbouncer", "pgbouncer", "/usr/sbin")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := pv.Dir(name)
+	if err != nil {
+		return nil, err
+	}
+	host, err := pv.Host(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := pv.Port(6432)
+		if err != nil {
+			return nil, err
+		}
+		b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: name, host: host, port: port}}, pg: pg, opt: opt}
+		b.ready = b.ping
+		ini := path.Join(dir, "pgbouncer.ini")
+		auth := path.Join(dir, "userlist.txt")
+		b.p, err = c.launch(ctx, Spec{
+			Name:    name,
+			Kind:    pgbouncerKind,
+			Program: bin,
+			Args:    []string{ini},
+			Dir:     dir,
+			// Neither file holds the password (the auth file holds the
+			// SCRAM verifier): readable by the server's user, wherever
+			// it runs.
+			Files: []File{
+				{Path: ini, Content: []byte(b.ini(auth, secret)), Mode: 0o644},
+				{Path: auth, Content: []byte(pgbouncerAuthLine(PostgresUser, secret)), Mode: 0o644},
+			},
+			// PgBouncer refuses to run as root: as root it runs as
+			// PostgreSQL's user, whose directory is then its own.
+			User:       "postgres",
+			StopSignal: syscall.SIGINT, // immediate shutdown: SIGTERM waits for clients to leave
+			LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := b.p.Start(ctx); err != nil {
+			return nil, err
+		}
+		if lastErr = waitUnit(ctx, name, b.p, b.ping); lastErr == nil {
+			c.AddServer(b)
+			return b, nil
+		}
+		_ = b.p.Kill(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: %w", lastErr)
+}
+
+// ini is the PgBouncer's configuration: the clients' pool and the
+// resource's, both in front of the harness's database, its pool mode,
+// and logging that names no secret.
+func (b *PgBouncer) ini(authFile, secret string) string {
+	authType := "trust"
+	switch {
+	case strings.HasPrefix(secret, "SCRAM-SHA-256$"):
+		authType = "scram-sha-256"
+	case strings.HasPrefix(secret, "md5"):
+		authType = "md5"
+	}
+	pgHost, pgPort := b.pg.host, b.pg.port
+	if pgHost == "" {
+		pgHost = "127.0.0.1"
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "[databases]\n")
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, PostgresDatabase, b.opt.Pool())
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerResourceDB, pgHost, pgPort, PostgresDatabase, pgbouncerResourcePool)
+	fmt.Fprintf(&s, "\n[pgbouncer]\n")
+	for _, kv := range [][2]string{
+		{"listen_addr", b.host},
+		{"listen_port", strconv.Itoa(b.port)},
+		{"unix_socket_dir", ""},
+		{"auth_type", authType},
+		{"auth_file", authFile},
+		{"admin_users", PostgresUser},
+		{"pool_mode", b.opt.PoolMode},
+		{"default_pool_size", strconv.Itoa(b.opt.Pool())},
+		{"min_pool_size", "0"},
+		{"reserve_pool_size", "0"},
+		{"max_client_conn", "2000"},
+		{"server_reset_query", "DISCARD ALL"},
+		{"server_login_retry", "1"},
+		{"ignore_startup_parameters", "extra_float_digits"},
+		{"log_connections", "0"},
+		{"log_disconnections", "0"},
+		{"logfile", ""},
+		{"pidfile", ""},
+	} {
+		fmt.Fprintf(&s, "%s = %s\n", kv[0], kv[1])
+	}
+	return s.String()
+}
+
+// pgbouncerAuthLine is an auth file's line for user with secret (a SCRAM
+// verifier or an md5 hash; empty where the server trusts).
+func pgbouncerAuthLine(user, secret string) string {
+	q := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+	return q(user) + " " + q(secret) + "\n"
+}
+
+// roleSecret is the harness's role's password as the server stores it
+// (pg_authid.rolpassword: a SCRAM verifier, from which the password
+// cannot be had), "" when it has none.
+func (pg *Postgres) roleSecret(ctx context.Context) (string, error) {
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var secret *string
+	if err := conn.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", PostgresUser).Scan(&secret); err != nil {
+		return "", fmt.Errorf("cluster: pgbouncer: read the role's verifier: %w", err)
+	}
+	if secret == nil {
+		return "", nil
+	}
+	return *secret, nil
+}
+
+// dsn is the connection string for database db of the PgBouncer at addr
+// under application name. Statements go out as unnamed prepared
+// statements in one round trip (pgx's exec mode), as PgBouncer's
+// transaction pooling needs: a named prepared statement would exist on
+// one server connection only.
+func (b *PgBouncer) dsn(addr, db, application string) string {
+	var u *url.URL
+	if b.externalDSN != "" {
+		var err error
+		if u, err = url.Parse(b.externalDSN); err != nil {
+			return b.externalDSN
+		}
+		u.Host = addr
+	} else {
+		u, _ = url.Parse(b.pg.ClientDSN(addr, application))
+		u.Path = "/" + db
+	}
+	q := u.Query()
+	if application != "" {
+		q.Set("application_name", application)
+	}
+	if q.Get("default_query_exec_mode") == "" {
+		q.Set("default_query_exec_mode", "exec")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// DSN is the connection string for the clients' pool, dialling the
+// PgBouncer directly.
+func (b *PgBouncer) DSN() string { return b.dsn(b.Addr(), pgbouncerClientsDB, "locktorture") }
+
+// ClientAddress is the DSN client process p dials the clients' pool
+// with at addr (its own link), under p's application name (the harness's
+// own for p < 0).
+func (b *PgBouncer) ClientAddress(addr string, p int) string {
+	app := "locktorture"
+	if p >= 0 {
+		app = PostgresApplication(p)
+	}
+	return b.dsn(addr, pgbouncerClientsDB, app)
+}
+
+// ping logs in through the PgBouncer and runs a statement on a server
+// connection.
+func (b *PgBouncer) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return pingPostgresDSN(ctx, b.DSN())
+}
+
+// Version is PgBouncer's version, as its admin console's SHOW VERSION
+// says ("PgBouncer 1.18.0").
+func (b *PgBouncer) Version(ctx context.Context) (string, error) {
+	u, err := url.Parse(b.DSN())
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/pgbouncer"
+	q := u.Query()
+	q.Set("default_query_exec_mode", "simple_protocol")
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return "", fmt.Errorf("%s: admin console: %w", b.Name(), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW VERSION").Scan(&v); err != nil {
+		return "", fmt.Errorf("%s: SHOW VERSION: %w", b.Name(), err)
+	}
+	return strings.TrimPrefix(v, "PgBouncer "), nil
+}
+
+// externalPgBouncer hands out the PgBouncer a servers file names.
+func (c *Cluster) externalPgBouncer(_ context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+	external := c.external.g.Addrs(pgbouncerKind)
+	if len(external) == 0 {
+		return nil, fmt.Errorf("cluster: %w: the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but none was external: name one in the servers file (pgbouncer: DSN)", ErrStart)
+	}
+	dsn := external[0]
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", ErrStart, redactDSN(dsn))
+	}
+	b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: pgbouncerKind, p: c.externalUnit(pgbouncerKind, dsn), external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
+	b.ready = b.ping
+	c.AddServer(b)
+	return b, nil
+}
+
+func init() {
+	RegisterKind(Kind{
+		Name:     pgbouncerKind,
+		Packages: []string{"pgbouncer"},
+		// There is no official PgBouncer image: the one `make images`
+		// builds from Debian's packages has it.
+		Image: "locktorture-servers:bookworm",
+		DSN:   true,
+		// exec.servers: [pgbouncer] starts the run's PostgreSQL with a
+		// PgBouncer in front (in session mode unless the run says).
+		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+			if o.Postgres.Bouncer.PoolMode == "" {
+				o.Postgres.Bouncer.PoolMode = PoolSession
+			}
+			_, err := c.Postgres(ctx, o.Postgres)
+			return err
+		},
+		CheckAddr: func(a string) error {
+			u, err := url.Parse(a)
+			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", redactDSN(a))
+			}
+			return nil
+		},
+		Check: func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+	})
+}
