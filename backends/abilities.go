@@ -5,25 +5,25 @@ import "slices"
 // What a backend can do, as a scenario file's suits.needs names it: each
 // is said by the backend's Info at its registration.
 const (
-	// AbilityFencing: its grants carry fencing tokens (Info.Fencing).
-	AbilityFencing = "fencing"
-	// AbilityLease: its grants carry a lease (Info.Lease).
-	AbilityLease = "lease"
-	// AbilitySentinel: it runs over a Sentinel group (Info.Sentinel).
-	AbilitySentinel = "sentinel"
-	// AbilityInTx: its grant is a transaction the resource acts inside
+	// abilityFencing: its grants carry fencing tokens (Info.Fencing).
+	abilityFencing = "fencing"
+	// abilityLease: its grants carry a lease (Info.Lease).
+	abilityLease = "lease"
+	// abilitySentinel: it runs over a Sentinel group (Info.Sentinel).
+	abilitySentinel = "sentinel"
+	// abilityInTx: its grant is a transaction the resource acts inside
 	// (Info.InTx).
-	AbilityInTx = "in-tx"
-	// AbilityLockFree: it takes no lock at all (Info.LockFree).
-	AbilityLockFree = "lock-free"
-	// AbilityQuorum: it needs more than one server of a kind, and a
+	abilityInTx = "in-tx"
+	// abilityLockFree: it takes no lock at all (Info.LockFree).
+	abilityLockFree = "lock-free"
+	// abilityQuorum: it needs more than one server of a kind, and a
 	// majority of them to grant (Info.Counts: Redlock's five).
-	AbilityQuorum = "quorum"
+	abilityQuorum = "quorum"
 )
 
 // Abilities lists every ability a scenario can ask for, sorted.
 func Abilities() []string {
-	return []string{AbilityFencing, AbilityInTx, AbilityLease, AbilityLockFree, AbilityQuorum, AbilitySentinel}
+	return []string{abilityFencing, abilityInTx, abilityLease, abilityLockFree, abilityQuorum, abilitySentinel}
 }
 
 // Abilities are what the backend can do (see Abilities), sorted.
@@ -34,16 +34,16 @@ func (i Info) Abilities() []string {
 			out = append(out, a)
 		}
 	}
-	add(i.Fencing, AbilityFencing)
-	add(i.InTx, AbilityInTx)
-	add(i.Lease, AbilityLease)
-	add(i.LockFree, AbilityLockFree)
+	add(i.Fencing, abilityFencing)
+	add(i.InTx, abilityInTx)
+	add(i.Lease, abilityLease)
+	add(i.LockFree, abilityLockFree)
 	quorum := false
 	for _, n := range i.Counts {
 		quorum = quorum || n > 1
 	}
-	add(quorum, AbilityQuorum)
-	add(i.Sentinel, AbilitySentinel)
+	add(quorum, abilityQuorum)
+	add(i.Sentinel, abilitySentinel)
 	return out
 }
 

@@ -69,9 +69,9 @@ func init() {
 	}, newEtcd)
 }
 
-// EtcdLockPrefix is the etcd key prefix of the etcd backend's locks: the
-// Mutex of key k lives under EtcdLockPrefix+k.
-const EtcdLockPrefix = "locktorture/lock/"
+// etcdLockPrefix is the etcd key prefix of the etcd backend's locks: the
+// Mutex of key k lives under etcdLockPrefix+k.
+const etcdLockPrefix = "locktorture/lock/"
 
 // EtcdConn is the Conn of an etcd grant: the client's own etcd connection
 // and the lock key (<prefix>/<lease id>) whose create revision is the
@@ -95,12 +95,12 @@ func newEtcd(ctx context.Context, env Env) (Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
-	return &etcdBackend{env: env, etcd: e, ttl: EtcdLeaseSeconds(env.TTL)}, nil
+	return &etcdBackend{env: env, etcd: e, ttl: etcdLeaseSeconds(env.TTL)}, nil
 }
 
-// EtcdLeaseSeconds is the etcd lease TTL for a lock TTL: whole seconds,
+// etcdLeaseSeconds is the etcd lease TTL for a lock TTL: whole seconds,
 // rounded up, at least 1.
-func EtcdLeaseSeconds(ttl time.Duration) int64 {
+func etcdLeaseSeconds(ttl time.Duration) int64 {
 	s := int64((ttl + time.Second - 1) / time.Second)
 	if s < 1 {
 		s = 1
@@ -217,7 +217,7 @@ func (s *etcdSession) mutex(key string) *concurrency.Mutex {
 	defer s.mu.Unlock()
 	m, ok := s.mutexes[key]
 	if !ok {
-		m = concurrency.NewMutex(s.s, EtcdLockPrefix+key)
+		m = concurrency.NewMutex(s.s, etcdLockPrefix+key)
 		s.mutexes[key] = m
 	}
 	return m

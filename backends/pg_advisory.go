@@ -8,7 +8,7 @@ import (
 // pg-advisory is PostgreSQL's session-level advisory lock: each client holds
 // one connection for its whole life, takes the lock with
 // pg_try_advisory_lock(id) and gives it back with pg_advisory_unlock(id),
-// where id is PGLockID(key).
+// where id is pgLockID(key).
 //
 // Guarantees: the server holds the lock for as long as the session lives,
 // however long the client pauses, so a paused holder never sees another
@@ -36,7 +36,7 @@ func (c *pgAdvisoryClient) Acquire(ctx context.Context, key string) (Grant, erro
 		return Grant{}, err
 	}
 	var got bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", PGLockID(key)).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", pgLockID(key)).Scan(&got); err != nil {
 		// The lock may have been taken: closing the session frees it, so
 		// it can never stay held by a session nobody uses.
 		c.drop()
@@ -54,7 +54,7 @@ func (c *pgAdvisoryClient) Release(ctx context.Context, key string, g Grant) err
 		return fmt.Errorf("release %s: %w: the session ended, and the server freed its locks", key, ErrNotHeld)
 	}
 	var was bool
-	if err := c.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", PGLockID(key)).Scan(&was); err != nil {
+	if err := c.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", pgLockID(key)).Scan(&was); err != nil {
 		// Whatever happened, a closed session holds nothing.
 		c.drop()
 		return pgFail("release "+key, err)

@@ -7,7 +7,7 @@ import (
 )
 
 // pg-advisory-xact is PostgreSQL's transaction-level advisory lock: BEGIN;
-// SELECT pg_try_advisory_xact_lock(id) with id = PGLockID(key). The
+// SELECT pg_try_advisory_xact_lock(id) with id = pgLockID(key). The
 // transaction stays open for the whole critical section and its COMMIT is
 // the release (a lock not obtained rolls back). The grant's Conn is the
 // pgx.Tx, so the postgres resource reads and writes inside the lock's own
@@ -38,7 +38,7 @@ type pgAdvisoryXactClient struct {
 func (c *pgAdvisoryXactClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	return pgBegin(ctx, c.pgSession, "acquire "+key, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		var got bool
-		err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", PGLockID(key)).Scan(&got)
+		err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", pgLockID(key)).Scan(&got)
 		return got, err
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pg-skip-locked is the job-queue claim: a table (PGLocksTable) with one
+// pg-skip-locked is the job-queue claim: a table (pgLocksTable) with one
 // row per key; a client claims a key with BEGIN; SELECT key FROM
 // locktorture_locks WHERE key=$1 FOR UPDATE SKIP LOCKED. No row back means
 // another transaction holds the row: busy (rolled back). The transaction
@@ -35,7 +35,7 @@ type pgSkipLockedClient struct {
 func (c *pgSkipLockedClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	return pgBegin(ctx, c.pgSession, "acquire "+key, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		var k string
-		err := tx.QueryRow(ctx, "SELECT key FROM "+PGLocksTable+" WHERE key = $1 FOR UPDATE SKIP LOCKED", key).Scan(&k)
+		err := tx.QueryRow(ctx, "SELECT key FROM "+pgLocksTable+" WHERE key = $1 FOR UPDATE SKIP LOCKED", key).Scan(&k)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}

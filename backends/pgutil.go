@@ -24,8 +24,8 @@ const (
 	// its value, the highest fence seen (NULL before any) and a version
 	// that every accepted write bumps (pg-optimistic's compare-and-set).
 	PGResourceTable = "locktorture_resource"
-	// PGLocksTable holds one row per key for pg-skip-locked to claim.
-	PGLocksTable = "locktorture_locks"
+	// pgLocksTable holds one row per key for pg-skip-locked to claim.
+	pgLocksTable = "locktorture_locks"
 )
 
 // PGVersion is the Grant.Conn of pg-optimistic: no lock was taken, and
@@ -37,12 +37,12 @@ type PGVersion struct {
 	Version int64
 }
 
-// PGLockID is key's PostgreSQL advisory-lock id: the FNV-1a 64-bit hash of
+// pgLockID is key's PostgreSQL advisory-lock id: the FNV-1a 64-bit hash of
 // "locktorture:" followed by the key name, its bits read as a signed
 // int64. It is stable across runs, machines and versions, so a lock can be
 // found from outside: in pg_locks (locktype 'advisory', objsubid 1) classid
 // holds the high 32 bits of the id and objid the low 32 bits.
-func PGLockID(key string) int64 {
+func pgLockID(key string) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("locktorture:" + key))
 	return int64(h.Sum64())
@@ -111,9 +111,9 @@ func PGSetupResource(ctx context.Context, pg *cluster.Postgres, keys []string) e
 
 // pgSetupLocks creates pg-skip-locked's table with a row for each key.
 func pgSetupLocks(ctx context.Context, pg *cluster.Postgres, keys []string) error {
-	return pg.Setup(ctx, PGLocksTable+" "+keysID(keys),
-		`CREATE TABLE IF NOT EXISTS `+PGLocksTable+` (key text PRIMARY KEY)`,
-		`INSERT INTO `+PGLocksTable+` (key) SELECT unnest(`+sqlTextArray(keys)+`) ON CONFLICT DO NOTHING`)
+	return pg.Setup(ctx, pgLocksTable+" "+keysID(keys),
+		`CREATE TABLE IF NOT EXISTS `+pgLocksTable+` (key text PRIMARY KEY)`,
+		`INSERT INTO `+pgLocksTable+` (key) SELECT unnest(`+sqlTextArray(keys)+`) ON CONFLICT DO NOTHING`)
 }
 
 // keysID names a set of keys for Setup.

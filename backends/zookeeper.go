@@ -71,9 +71,9 @@ func init() {
 	}, newZooKeeper)
 }
 
-// ZooKeeperLockRoot is the znode under which the zookeeper backend keeps
-// its locks: key k's lock nodes are children of ZooKeeperLockRoot+"/"+k.
-const ZooKeeperLockRoot = "/locktorture"
+// zooKeeperLockRoot is the znode under which the zookeeper backend keeps
+// its locks: key k's lock nodes are children of zooKeeperLockRoot+"/"+k.
+const zooKeeperLockRoot = "/locktorture"
 
 type zkBackend struct {
 	env Env
@@ -247,14 +247,14 @@ func zkCertain(err error) bool {
 // parent makes sure /locktorture/<key> exists (persistent nodes, made
 // once per client and key).
 func (c *zkClient) parent(ctx context.Context, key string) (string, error) {
-	p := ZooKeeperLockRoot + "/" + key
+	p := zooKeeperLockRoot + "/" + key
 	c.mu.Lock()
 	ok := c.known[p]
 	c.mu.Unlock()
 	if ok {
 		return p, nil
 	}
-	for _, n := range []string{ZooKeeperLockRoot, p} {
+	for _, n := range []string{zooKeeperLockRoot, p} {
 		_, err := zkCall(ctx, func() (string, error) { return c.conn.Create(n, nil, 0, zk.WorldACL(zk.PermAll)) }, nil)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return "", err
@@ -377,7 +377,7 @@ func (c *zkClient) Acquire(ctx context.Context, key string) (Grant, error) {
 }
 
 func (c *zkClient) Release(ctx context.Context, key string, g Grant) error {
-	if g.Token == "" || !strings.HasPrefix(g.Token, ZooKeeperLockRoot+"/"+key+"/") {
+	if g.Token == "" || !strings.HasPrefix(g.Token, zooKeeperLockRoot+"/"+key+"/") {
 		return Certain(fmt.Errorf("release %s: not a zookeeper grant", key))
 	}
 	err := c.delete(ctx, g.Token)
