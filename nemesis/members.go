@@ -21,15 +21,15 @@ import (
 // TopologyMembers names the topology.
 const TopologyMembers = "members"
 
-// LeaderTarget names, in `servers:` of the members topology, the member
+// leaderTarget names, in `servers:` of the members topology, the member
 // that leads when the fault starts.
-const LeaderTarget = "leader"
+const leaderTarget = "leader"
 
 // validateMembers checks a members topology against the run: servers
 // named, no `clients:`, an ensemble whose members talk through links.
 func validateMembers(s Shape, fault string, servers []string, clients []int) error {
 	if len(servers) == 0 {
-		return keyErr("servers", "topology members needs `servers:` (the members to cut off from the others: letters, names, or %s)", LeaderTarget)
+		return keyErr("servers", "topology members needs `servers:` (the members to cut off from the others: letters, names, or %s)", leaderTarget)
 	}
 	if len(clients) > 0 {
 		return keyErr("clients", "topology members acts on the links between servers, not on clients' links: no `clients:` (a `process:` only picks whose `on:` event fires the step)")
@@ -63,7 +63,7 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 func memberNames(servers []string) []string {
 	var out []string
 	for _, n := range servers {
-		if n != LeaderTarget {
+		if n != leaderTarget {
 			out = append(out, n)
 		}
 	}
@@ -80,9 +80,9 @@ func memberSides(ctx context.Context, env *Env, names []string) (side, rest []cl
 	}
 	for _, n := range names {
 		var s cluster.Server
-		if n == LeaderTarget {
+		if n == leaderTarget {
 			if s, err = env.Cluster.PeerLeader(ctx); err != nil {
-				return nil, nil, "", fmt.Errorf("%w: servers [%s]: %w", ErrTarget, LeaderTarget, err)
+				return nil, nil, "", fmt.Errorf("%w: servers [%s]: %w", ErrTarget, leaderTarget, err)
 			}
 			leader = letter(env, s)
 		} else if s, err = findServer(env.Cluster.Servers(), n); err != nil {

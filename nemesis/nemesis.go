@@ -142,7 +142,7 @@ type Step struct {
 	At time.Duration
 	// On triggers the step on an event instead: the target process's (the
 	// params' `process:`) or, with none, any client's next successful op
-	// with this f (one of Events), at or after At.
+	// with this f (one of events), at or after At.
 	On string
 	// Duration is how long the fault lasts.
 	Duration time.Duration
@@ -236,11 +236,11 @@ func Plan(r Random, seed int64, length time.Duration, env *Env) ([]Step, error) 
 	return steps, nil
 }
 
-// Events are the ops a step may wait for with On.
-var Events = []string{history.Acquire, history.Read, history.Write, history.Release}
+// events are the ops a step may wait for with On.
+var events = []string{history.Acquire, history.Read, history.Write, history.Release}
 
 // Check checks one scripted step against the run's shape: its fault
-// exists and applies to the run, its event is one of Events, it lasts
+// exists and applies to the run, its event is one of events, it lasts
 // (unless the fault may be instant), and its params fit. An error about
 // one key is a *KeyError.
 func (s Step) Check(shape Shape) error {
@@ -252,8 +252,8 @@ func (s Step) Check(shape Shape) error {
 	if err != nil {
 		return err
 	}
-	if s.On != "" && !slices.Contains(Events, s.On) {
-		return keyErr("on", "on: %q is not an event (%s)", s.On, strings.Join(Events, ", "))
+	if s.On != "" && !slices.Contains(events, s.On) {
+		return keyErr("on", "on: %q is not an event (%s)", s.On, strings.Join(events, ", "))
 	}
 	if s.At < 0 || s.Duration < 0 {
 		return keyErr("", "at (%s) and for (%s) must be 0 or more", s.At, s.Duration)

@@ -116,7 +116,7 @@ func (partition) RandomParams(rng *rand.Rand, env *Env) Params {
 	}
 	if peers := env.Cluster.Peers(); len(peers) > 0 && rng.IntN(4) == 0 {
 		// One member (or the leader) cut from the other members.
-		target := LeaderTarget
+		target := leaderTarget
 		if i := rng.IntN(len(peers) + 1); i < len(peers) {
 			target = letter(env, peers[i])
 		}
