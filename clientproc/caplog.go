@@ -6,10 +6,10 @@ import (
 	"os"
 )
 
-// LogCap is the most a client's log (client-N.log, its stderr) keeps: its
-// first LogCap/2 bytes, then a line saying how much was cut, then its last
-// LogCap/2 bytes.
-const LogCap = 16 << 20
+// logCap is the most a client's log (client-N.log, its stderr) keeps: its
+// first logCap/2 bytes, then a line saying how much was cut, then its last
+// logCap/2 bytes.
+const logCap = 16 << 20
 
 // capLog copies a child's stderr into its log file, keeping the head and
 // the tail when there is more than cap bytes.

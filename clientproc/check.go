@@ -198,7 +198,7 @@ type line struct {
 
 // start starts copy p and returns it, or records why it could not run.
 func (k *conformance) start(p int) (*adapter, error) {
-	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, LogName(p)),
+	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, logName(p)),
 		lines: make(chan line, 256), exited: make(chan struct{}), late: map[int64]line{}}
 	logf, err := os.Create(a.logPath)
 	if err != nil {

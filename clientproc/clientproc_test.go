@@ -152,7 +152,7 @@ func TestGoodClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if !l.Has(AbilityExtend) || l.Has(AbilityClock) {
+	if !l.Has(abilityExtend) || l.Has(AbilityClock) {
 		t.Errorf("abilities %v, want [extend]", l.Abilities(0))
 	}
 	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
@@ -314,7 +314,7 @@ func TestDetachedChild(t *testing.T) {
 func TestLogCap(t *testing.T) {
 	dir := t.TempDir()
 	rec := history.NewRecorder(nil, history.RecorderOptions{})
-	l := New(Options{Command: []string{"/bin/sh", "testdata/chatty.sh"}, Dir: dir, TTL: time.Second, Timeout: time.Second, LogCap: 1 << 20})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/chatty.sh"}, Dir: dir, TTL: time.Second, Timeout: time.Second, logCap: 1 << 20})
 	ctx := context.Background()
 	if err := l.Start(ctx, procsOf(1, rec)); err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestReapOrphans(t *testing.T) {
 	}
 	start := func(owner string) *exec.Cmd {
 		cmd := exec.Command("sleep", "100")
-		cmd.Env = append(os.Environ(), OwnerEnv+"="+owner+"/1.0")
+		cmd.Env = append(os.Environ(), ownerEnv+"="+owner+"/1.0")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ type child struct {
 	fatalCh chan struct{}
 	once    sync.Once
 
-	tag            string        // its OwnerEnv value
+	tag            string        // its ownerEnv value
 	stdout, stderr *os.File      // the read ends of its pipes
 	log            *capLog       // its stderr, capped, into client-N.log
 	exited         chan struct{} // closed when the process has exited
@@ -436,8 +436,8 @@ func (c *child) open(ctx context.Context, timeout time.Duration) error {
 	}
 	if c.clock != nil && slices.Contains(c.abilities, AbilityClock) {
 		c.clock.OnChange(func(offset time.Duration, rate float64) {
-			// A message with no id and no reply (see OpClock).
-			go func() { _ = c.write(Clock{Op: OpClock, OffsetNS: int64(offset), Rate: rate}) }()
+			// A message with no id and no reply (see opClock).
+			go func() { _ = c.write(Clock{Op: opClock, OffsetNS: int64(offset), Rate: rate}) }()
 		})
 	}
 	return nil

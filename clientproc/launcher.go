@@ -63,8 +63,8 @@ type Options struct {
 	// harness does not count. A child that answers neither close nor a
 	// request that timed out before it is wedged too.
 	ReplyGrace time.Duration
-	// LogCap caps each client's log (zero: LogCap).
-	LogCap int64
+	// logCap caps each client's log (zero: logCap).
+	logCap int64
 }
 
 // Procs are the harness's view of the simulated processes: process p's
@@ -91,7 +91,7 @@ type Launcher struct {
 	failed   chan struct{}
 	failErr  error
 
-	// tag marks every child's environment (OwnerEnv), "owner/N".
+	// tag marks every child's environment (ownerEnv), "owner/N".
 	tag      string
 	warnMu   sync.Mutex
 	warnings []string
@@ -110,8 +110,8 @@ func New(opt Options) *Launcher {
 	if opt.ReplyGrace <= 0 {
 		opt.ReplyGrace = max(opt.Timeout, 3*time.Second)
 	}
-	if opt.LogCap <= 0 {
-		opt.LogCap = LogCap
+	if opt.logCap <= 0 {
+		opt.logCap = logCap
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	owner, err := cluster.OwnerID()
@@ -199,12 +199,12 @@ func jsonOptions(o any) (map[string]any, error) {
 	return out, nil
 }
 
-// LogName is the name of process p's stderr log in the store.
-func LogName(p int) string { return fmt.Sprintf("client-%d.log", p) }
+// logName is the name of process p's stderr log in the store.
+func logName(p int) string { return fmt.Sprintf("client-%d.log", p) }
 
 // spawn starts process p's child (not yet opened).
 func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
-	logPath := filepath.Join(l.opt.Dir, LogName(p))
+	logPath := filepath.Join(l.opt.Dir, logName(p))
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("clientproc: %w", err)
@@ -229,7 +229,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	closeReaders := func() { outR.Close(); errR.Close(); logf.Close() }
 	tag := fmt.Sprintf("%s.%d", l.tag, p)
 	cmd := exec.Command(l.opt.Command[0], l.opt.Command[1:]...)
-	cmd.Env = append(os.Environ(), OwnerEnv+"="+tag)
+	cmd.Env = append(os.Environ(), ownerEnv+"="+tag)
 	keys := make([]string, 0, len(l.opt.Env))
 	for k := range l.opt.Env {
 		keys = append(keys, k)
@@ -272,7 +272,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
 		events: make(chan Message, 1024), fatalCh: make(chan struct{}), exited: make(chan struct{}),
 		readDone: make(chan struct{}), logDone: make(chan struct{}), done: make(chan struct{}),
-		stdout: outR, stderr: errR, log: newCapLog(logf, l.opt.LogCap),
+		stdout: outR, stderr: errR, log: newCapLog(logf, l.opt.logCap),
 		nextID: -1}
 	if err := cmd.Start(); err != nil {
 		closeReaders()

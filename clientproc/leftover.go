@@ -14,16 +14,16 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// OwnerEnv is the environment variable every client process (and so,
+// ownerEnv is the environment variable every client process (and so,
 // unless it clears its environment, everything it starts) carries: the
 // harness that owns it ("pid starttime", cluster.OwnerID) and the
 // launcher's number in it, "pid starttime/N". A process that left the
 // client's process group (setsid) is still found by it: at Close, as a
 // process the client left behind, and by any later run once the harness
 // that owns it is gone (ReapOrphans).
-const OwnerEnv = "LOCKTORTURE_CLIENT_OF"
+const ownerEnv = "LOCKTORTURE_CLIENT_OF"
 
-// launchers numbers the launchers of this harness, for their OwnerEnv tags.
+// launchers numbers the launchers of this harness, for their ownerEnv tags.
 var launchers atomic.Int64
 
 // Leftover is a process a client started and left running.
@@ -36,7 +36,7 @@ type Leftover struct {
 // String is "process 123 (sleep 3600)".
 func (p Leftover) String() string { return fmt.Sprintf("process %d (%s)", p.PID, p.Cmd) }
 
-// procsTagged lists the live processes (not zombies) whose OwnerEnv
+// procsTagged lists the live processes (not zombies) whose ownerEnv
 // matches: the tag itself, when exact, or any tag whose owner match says.
 func procsTagged(match func(tag string) bool) []Leftover {
 	var out []Leftover
@@ -51,7 +51,7 @@ func procsTagged(match func(tag string) bool) []Leftover {
 		if err != nil {
 			continue
 		}
-		tag, ok := envValue(env, OwnerEnv)
+		tag, ok := envValue(env, ownerEnv)
 		if !ok || !match(tag) || zombie(d) {
 			continue
 		}

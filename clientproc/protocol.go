@@ -41,19 +41,19 @@ const (
 	OpAcquire = "acquire"
 	OpRelease = "release"
 	OpClose   = "close"
-	// OpClock is not part of the protocol: it is sent only to a child that
+	// opClock is not part of the protocol: it is sent only to a child that
 	// announced the "clock" ability (locktorture client does), with no id,
 	// and is never answered: the child sets its own clock to the harness's
 	// clock of that process.
-	OpClock = "clock"
+	opClock = "clock"
 )
 
 // Abilities a child may announce in its open reply.
 const (
-	// AbilityExtend: the child renews its leases and sends extend events.
-	AbilityExtend = "extend"
+	// abilityExtend: the child renews its leases and sends extend events.
+	abilityExtend = "extend"
 	// AbilityClock: the child keeps a clock the harness may jump and skew
-	// (OpClock messages), so client clock faults act on it.
+	// (opClock messages), so client clock faults act on it.
 	AbilityClock = "clock"
 )
 
@@ -94,7 +94,7 @@ type Request struct {
 	Key string `json:"key,omitempty"`
 }
 
-// Clock is the OpClock message: the offset of the process's clock from
+// Clock is the opClock message: the offset of the process's clock from
 // real time and its rate (clock seconds per real second).
 type Clock struct {
 	Op       string  `json:"op"`

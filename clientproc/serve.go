@@ -92,7 +92,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ChildConfig) er
 				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
 				return
 			}
-			if r.Op == OpClock && r.ID == nil {
+			if r.Op == opClock && r.ID == nil {
 				s.setClock(r)
 				continue
 			}
