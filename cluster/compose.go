@@ -57,18 +57,18 @@ type ComposeService struct {
 	Retries     int
 }
 
-// ComposeContainer is the container name of service name.
-func ComposeContainer(name string) string { return "locktorture-" + name }
+// composeContainer is the container name of service name.
+func composeContainer(name string) string { return "locktorture-" + name }
 
-// ComposeEntry is the servers file entry of a service's server at addr,
+// composeEntry is the servers file entry of a service's server at addr,
 // controlled through its container.
-func ComposeEntry(service, addr string) ServerEntry {
-	return ServerEntry{Addr: addr, Control: "docker", Container: ComposeContainer(service)}
+func composeEntry(service, addr string) ServerEntry {
+	return ServerEntry{Addr: addr, Control: "docker", Container: composeContainer(service)}
 }
 
-// ComposeImageVar is the environment variable that names kind's image in
+// composeImageVar is the environment variable that names kind's image in
 // docker-compose.yml (REDIS_IMAGE).
-func ComposeImageVar(kind string) string {
+func composeImageVar(kind string) string {
 	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(kind)) + "_IMAGE"
 }
 
@@ -80,7 +80,7 @@ func programCompose(kind string, spec ProgramSpec) ComposeSpec {
 		return ComposeCluster{
 			Services: []ComposeService{{Name: name, Image: image,
 				Command: append([]string{spec.Program}, spec.Args("127.0.0.1", port, "/tmp")...)}},
-			Servers: map[string][]ServerEntry{kind: {ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
+			Servers: map[string][]ServerEntry{kind: {composeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
 		}
 	}}
 }
@@ -125,7 +125,7 @@ func composeParts(images map[string]string) ([]composePart, error) {
 			return nil, fmt.Errorf("cluster: compose: kinds %s and %s both have the ports from %d", other, k.Name, port)
 		}
 		used[port] = k.Name
-		image := "${" + ComposeImageVar(k.Name) + ":-" + ResolveImage(images, k.Name, k.Image) + "}"
+		image := "${" + composeImageVar(k.Name) + ":-" + ResolveImage(images, k.Name, k.Image) + "}"
 		parts = append(parts, composePart{kind: k, ComposeCluster: spec.Services(port, image)})
 	}
 	return parts, nil
@@ -148,7 +148,7 @@ func writeCompose(parts []composePart) string {
 `)
 	var vars []string
 	for _, p := range parts {
-		vars = append(vars, ComposeImageVar(p.kind.Name))
+		vars = append(vars, composeImageVar(p.kind.Name))
 	}
 	fmt.Fprintf(&b, "#   %s\n", strings.Join(vars, ", "))
 	b.WriteString(`#
@@ -176,7 +176,7 @@ func writeCompose(parts []composePart) string {
 
 // writeService writes one service.
 func writeService(b *strings.Builder, s ComposeService) {
-	fmt.Fprintf(b, "  %s:\n    container_name: %s\n    image: %s\n    network_mode: host\n    restart: \"no\"\n", s.Name, ComposeContainer(s.Name), s.Image)
+	fmt.Fprintf(b, "  %s:\n    container_name: %s\n    image: %s\n    network_mode: host\n    restart: \"no\"\n", s.Name, composeContainer(s.Name), s.Image)
 	if len(s.Environment) > 0 {
 		keys := make([]string, 0, len(s.Environment))
 		for k := range s.Environment {

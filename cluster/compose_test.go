@@ -13,7 +13,7 @@ import (
 // file parses and names each of them, images given replace the defaults,
 // and docker-compose's "$" is escaped.
 func TestComposeServesEveryKind(t *testing.T) {
-	compose, servers, err := ComposeFiles(map[string]string{ImageAll: "locktorture-servers:bookworm"})
+	compose, servers, err := ComposeFiles(map[string]string{imageAll: "locktorture-servers:bookworm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func TestComposeServesEveryKind(t *testing.T) {
 			if !ok {
 				t.Fatalf("no service %s in docker-compose.yml", tt.service)
 			}
-			want := "${" + ComposeImageVar(tt.kind) + ":-locktorture-servers:bookworm}"
+			want := "${" + composeImageVar(tt.kind) + ":-locktorture-servers:bookworm}"
 			if s["image"] != want {
 				t.Errorf("image %v, want %s", s["image"], want)
 			}
-			if s["container_name"] != ComposeContainer(tt.service) {
+			if s["container_name"] != composeContainer(tt.service) {
 				t.Errorf("container %v", s["container_name"])
 			}
 			if got := len(f.Servers[tt.kind]); got != tt.entries {

@@ -466,7 +466,7 @@ func etcdCompose(port int, image string) ComposeCluster {
 				"--initial-cluster-token", "locktorture", "--initial-cluster-state", "new"},
 			Healthcheck: []string{"CMD", "etcdctl", "--endpoints=" + url(client), "endpoint", "health"},
 			Retries:     60})
-		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
+		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], composeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
 	}
 	return cc
 }

@@ -166,8 +166,8 @@ func (c *Cluster) StartKind(ctx context.Context, name string, o StartOptions) er
 	return k.Start(ctx, c, o)
 }
 
-// KindOf is the name of the kind of server s ("" when it does not say).
-func KindOf(s Server) string {
+// kindOf is the name of the kind of server s ("" when it does not say).
+func kindOf(s Server) string {
 	if k, ok := s.(Kinded); ok {
 		return k.Kind()
 	}
@@ -199,7 +199,7 @@ func startOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, e
 		return none, ErrClosed
 	}
 	for _, s := range c.Servers() {
-		if t, ok := s.(T); ok && KindOf(s) == kind {
+		if t, ok := s.(T); ok && kindOf(s) == kind {
 			return t, nil
 		}
 	}

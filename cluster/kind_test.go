@@ -83,7 +83,7 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ext.Servers(); len(got) != 1 || got[0].Addr() != s.Addr() || KindOf(got[0]) != testProgramKind {
+	if got := ext.Servers(); len(got) != 1 || got[0].Addr() != s.Addr() || kindOf(got[0]) != testProgramKind {
 		t.Fatalf("the external cluster handed out %v", got)
 	}
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err == nil {

@@ -60,7 +60,7 @@ func (c *Cluster) ClientServers(p int) ServerSet {
 		if ca, ok := s.(ClientAddresser); ok {
 			a = ca.ClientAddress(a, p)
 		}
-		kind := KindOf(s)
+		kind := kindOf(s)
 		if kind == "" {
 			kind = nameKind(s.Name())
 		}

@@ -922,7 +922,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{postgresKind: {ComposeEntry("postgres",
+		Servers: map[string][]ServerEntry{postgresKind: {composeEntry("postgres",
 			"postgres://locktorture:locktorture@127.0.0.1:"+p+"/locktorture?sslmode=disable")}},
 	}
 }

@@ -154,7 +154,7 @@ func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program,
 func (c *Cluster) started(kind string) int {
 	n := 0
 	for _, s := range c.Servers() {
-		if KindOf(s) == kind {
+		if kindOf(s) == kind {
 			n++
 		}
 	}

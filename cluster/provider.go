@@ -24,8 +24,8 @@ const (
 	ServersDocker = "docker"
 )
 
-// ImageAll is the Images key that names one image for every kind.
-const ImageAll = "all"
+// imageAll is the Images key that names one image for every kind.
+const imageAll = "all"
 
 // ErrNoProvider is wrapped when a mode of Options.Servers is not built in.
 var ErrNoProvider = errors.New("server mode not available")
@@ -188,18 +188,6 @@ func SweepLeftovers(ctx context.Context, tempDir string) []string {
 	return out
 }
 
-// Modes lists the server modes this program knows, sorted.
-func Modes() []string {
-	providersMu.Lock()
-	defer providersMu.Unlock()
-	out := []string{ServersLocal}
-	for m := range providers {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func newProvider(ctx context.Context, mode string, opt ProviderOptions) (Provider, error) {
 	if mode == "" || mode == ServersLocal {
 		return localProvider{tmp: opt.TempDir}, nil
@@ -219,7 +207,7 @@ func ResolveImage(images map[string]string, kind, def string) string {
 	if ref := images[kind]; ref != "" {
 		return ref
 	}
-	if ref := images[ImageAll]; ref != "" {
+	if ref := images[imageAll]; ref != "" {
 		return ref
 	}
 	return def
@@ -234,8 +222,8 @@ func CheckImages(images map[string]string) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if _, known := LookupKind(k); !known && k != ImageAll {
-			return fmt.Errorf("image kind %q is not one of %s, %s", k, strings.Join(KindNames(), ", "), ImageAll)
+		if _, known := LookupKind(k); !known && k != imageAll {
+			return fmt.Errorf("image kind %q is not one of %s, %s", k, strings.Join(KindNames(), ", "), imageAll)
 		}
 		if strings.TrimSpace(images[k]) == "" {
 			return fmt.Errorf("image for %s: empty reference", k)

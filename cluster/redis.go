@@ -261,14 +261,14 @@ func redisCompose(port int, image string) ComposeCluster {
 	for i := range 5 {
 		name := fmt.Sprintf("redis-%d", i)
 		cc.Services = append(cc.Services, server(name, port+i))
-		cc.Servers[redisKind] = append(cc.Servers[redisKind], ComposeEntry(name, addr(port+i)))
+		cc.Servers[redisKind] = append(cc.Servers[redisKind], composeEntry(name, addr(port+i)))
 	}
 	primary, replica := port+10, port+11
 	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))
 	rs.DependsOn = []string{"redis-primary"}
 	cc.Services = append(cc.Services, server("redis-primary", primary), rs)
 	cc.Sentinel = &SentinelEntry{Master: SentinelMaster, Servers: []ServerEntry{
-		ComposeEntry("redis-primary", addr(primary)), ComposeEntry("redis-replica", addr(replica))}}
+		composeEntry("redis-primary", addr(primary)), composeEntry("redis-replica", addr(replica))}}
 	for i := range 3 {
 		name, p := fmt.Sprintf("sentinel-%d", i), port+20+i
 		conf := fmt.Sprintf(`port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n`,
@@ -277,7 +277,7 @@ func redisCompose(port int, image string) ComposeCluster {
 			Entrypoint:  []string{"sh", "-c", "printf '" + conf + "' >/tmp/sentinel.conf && exec redis-sentinel /tmp/sentinel.conf"},
 			DependsOn:   []string{"redis-replica"},
 			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, SentinelMaster)}})
-		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, ComposeEntry(name, addr(p)))
+		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, composeEntry(name, addr(p)))
 	}
 	return cc
 }

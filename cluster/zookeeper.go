@@ -76,9 +76,9 @@ type zookeeperSlot struct {
 // maxZooKeeperMembers bounds ZooKeeperOptions.Members.
 const maxZooKeeperMembers = 7
 
-// ZooKeeperTick is the members' tickTime: the unit of their timeouts and
+// zooKeeperTick is the members' tickTime: the unit of their timeouts and
 // how often they expire sessions.
-const ZooKeeperTick = 100 * time.Millisecond
+const zooKeeperTick = 100 * time.Millisecond
 
 // zookeeperJars is the classpath of a member: Debian's zookeeper.jar (its
 // manifest names the jars it needs) and slf4j-simple, which sends the
@@ -236,7 +236,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 // lines and runs standalone.
 func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\n", ZooKeeperTick.Milliseconds())
+	fmt.Fprintf(&b, "tickTime=%d\n", zooKeeperTick.Milliseconds())
 	b.WriteString("initLimit=50\nsyncLimit=10\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", m.dataDir)
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.port, m.host)
@@ -552,6 +552,6 @@ exec zkServer.sh start-foreground /tmp/zoo.cfg
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + " && echo ruok >&3 && grep -q imok <&3"},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{zookeeperKind: {ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
+		Servers: map[string][]ServerEntry{zookeeperKind: {composeEntry("zookeeper", "127.0.0.1:"+p)}},
 	}
 }
