@@ -49,8 +49,8 @@ func TestPgBouncerPoolModes(t *testing.T) {
 			if b == nil {
 				t.Fatal("no PgBouncer in front of the server")
 			}
-			if KindOf(b) != pgbouncerKind || c.Label(b) != "B" {
-				t.Errorf("kind %q, label %q; want pgbouncer, B (after the server)", KindOf(b), c.Label(b))
+			if kindOf(b) != pgbouncerKind || c.Label(b) != "B" {
+				t.Errorf("kind %q, label %q; want pgbouncer, B (after the server)", kindOf(b), c.Label(b))
 			}
 			for _, f := range []string{"pgbouncer.ini", "userlist.txt"} {
 				body, err := os.ReadFile(filepath.Join(c.TempDir(), "pgbouncer", f))
