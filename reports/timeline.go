@@ -82,8 +82,10 @@ type timelineData struct {
 	stale     []checker.StaleWrite
 }
 
-func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) *timelineData {
-	d := &timelineData{row: map[int]int{}}
+// placeRows finds the time span and the processes the timeline shows —
+// the clients, those a fault names, those in a violation — and gives each
+// its row (p0 on top); it takes the violations to mark from res.
+func (d *timelineData) placeRows(ops []history.Op, res *checker.Results) {
 	seen := map[int]bool{}
 	if len(ops) > 0 && ops[0].Index > 0 {
 		d.from = ops[0].Time
@@ -132,6 +134,12 @@ func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) 
 	if d.span <= 0 {
 		d.span = 1e9
 	}
+}
+
+func buildTimeline(ops []history.Op, res *checker.Results, plotWidthPx float64) *timelineData {
+	d := &timelineData{row: map[int]int{}}
+	d.placeRows(ops, res)
+	n := len(d.procs)
 
 	holds := checker.Holds(ops)
 	d.holds = len(holds)
