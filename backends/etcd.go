@@ -11,7 +11,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
@@ -114,13 +113,13 @@ func newEtcdClient(c *cluster.Cluster, e *cluster.Etcd, process int, timeout tim
 	for _, m := range e.Members() {
 		eps = append(eps, c.ClientAddr(process, m))
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   eps,
-		DialTimeout: timeout,
-		// No AutoSyncInterval: the client must keep to its own links, not
-		// the members' advertised addresses.
-		Logger: zap.NewNop(),
-	})
+	// No AutoSyncInterval: the client must keep to its own links, not
+	// the members' advertised addresses.
+	cfg, err := e.ClientConfig(eps, timeout)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -50,7 +49,11 @@ func benchBareEtcd(b *testing.B) {
 	}
 	mus := make([]*concurrency.Mutex, benchClients)
 	for p := range mus {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		cfg, err := e.ClientConfig(e.Endpoints(), 2*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cli, err := clientv3.New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

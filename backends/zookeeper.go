@@ -113,7 +113,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zkClient{clock: clock, ctx: cctx, cancel: cancel, session: make(chan struct{}),
-		lost: closedChan(), known: map[string]bool{}}
+		lost: closedChan(), known: map[string]bool{}, auth: b.zk.Auth()}
 	c.timeoutMS.Store(b.env.TTL.Milliseconds())
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		conn, err := net.DialTimeout(network, address, timeout)
@@ -133,6 +133,11 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	defer t.Stop()
 	select {
 	case <-c.session:
+		// go-zookeeper sends the credentials again on every reconnect.
+		if err := cluster.ZooKeeperAddAuth(conn, c.auth); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("zookeeper client %d: %w", ce.Process, err)
+		}
 		return c, nil
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -151,6 +156,7 @@ func closedChan() chan struct{} {
 
 type zkClient struct {
 	conn   *zk.Conn
+	auth   *cluster.Auth // the servers' digest user (nil: none)
 	clock  *clientsim.Clock
 	ctx    context.Context // ends with Close: the wire stops waiting at the gate
 	cancel context.CancelFunc
@@ -255,7 +261,8 @@ func (c *zkClient) parent(ctx context.Context, key string) (string, error) {
 		return p, nil
 	}
 	for _, n := range []string{zooKeeperLockRoot, p} {
-		_, err := zkCall(ctx, func() (string, error) { return c.conn.Create(n, nil, 0, zk.WorldACL(zk.PermAll)) }, nil)
+		acl := cluster.ZooKeeperACL(c.auth, n == zooKeeperLockRoot)
+		_, err := zkCall(ctx, func() (string, error) { return c.conn.Create(n, nil, 0, acl) }, nil)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return "", err
 		}
@@ -325,7 +332,7 @@ func (c *zkClient) Acquire(ctx context.Context, key string) (Grant, error) {
 		return Grant{}, Certain(fmt.Errorf("acquire %s: %w", key, err))
 	}
 	path, err := zkCall(ctx, func() (string, error) {
-		return c.conn.CreateProtectedEphemeralSequential(parent+"/lock-", nil, zk.WorldACL(zk.PermAll))
+		return c.conn.CreateProtectedEphemeralSequential(parent+"/lock-", nil, cluster.ZooKeeperACL(c.auth, false))
 	}, c.orphan)
 	if err != nil {
 		if zkCertain(err) {

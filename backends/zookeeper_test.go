@@ -3,8 +3,11 @@ package backends
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
@@ -68,9 +71,12 @@ func zkTestClient(t *testing.T, b Backend, p *testProc) Client {
 func TestZooKeeperMutualExclusion(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(map[int]string{1: "one", 3: "three"}[members], func(t *testing.T) {
-			_, b := zkTestBackend(t, members, 2*time.Second)
+			cl, b := zkTestBackend(t, members, 2*time.Second)
 			ctx := guard(t)
 			c0, c1 := zkTestClient(t, b, newTestProc(0)), zkTestClient(t, b, newTestProc(1))
+			if members == 1 {
+				checkZooKeeperLocked(t, cl, c0)
+			}
 			var last int64
 			for round := range 3 {
 				holder, other := c0, c1
@@ -229,5 +235,56 @@ func TestZooKeeperPartitionSuspends(t *testing.T) {
 	t.Logf("holder suspended %v after the cut; another client got the lock after %v", lostAt.Sub(cut), took)
 	for _, h := range handles {
 		h()
+	}
+}
+
+// checkZooKeeperLocked: the znodes a client of the run makes (the key's
+// parent, its lock node) carry the run's digest user's ACL: a client
+// without it cannot list, read or delete them; it may still make znodes
+// of its own under the shared root (ZooKeeper has no server password).
+func checkZooKeeperLocked(t *testing.T, cl *cluster.Cluster, c Client) {
+	t.Helper()
+	ctx := guard(t)
+	z, err := cl.ZooKeeper(ctx, cluster.ZooKeeperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := z.Auth(); a == nil || a.Scheme != "digest" || !strings.HasPrefix(a.Digest, cluster.ZooKeeperUser+":") {
+		t.Fatalf("the run's ZooKeeper has no digest user: %+v", a)
+	}
+	g, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Release(ctx, "k", g) }()
+	var addrs []string
+	for _, m := range z.Members() {
+		addrs = append(addrs, m.Addr())
+	}
+	stranger, _, err := zk.Connect(addrs, 2*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	parent := zooKeeperLockRoot + "/k"
+	for _, tc := range []struct {
+		what string
+		do   func() error
+	}{
+		{"list the key's lock nodes", func() error { _, _, err := stranger.Children(parent); return err }},
+		{"read the key's node", func() error { _, _, err := stranger.Get(parent); return err }},
+		{"delete the key's node", func() error { return stranger.Delete(parent, -1) }},
+		{"make a lock node for the key", func() error {
+			_, err := stranger.Create(parent+"/lock-0", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			return err
+		}},
+		{"list the root", func() error { _, _, err := stranger.Children(zooKeeperLockRoot); return err }},
+	} {
+		if err := tc.do(); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("a client without the run's user could %s: %v, want %v", tc.what, err, zk.ErrNoAuth)
+		}
+	}
+	if _, err := stranger.Create(zooKeeperLockRoot+"/theirs", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Errorf("another user cannot share the root: %v", err)
 	}
 }

@@ -15,10 +15,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/internal/runca"
 )
 
 // Sentinel errors of this package.
@@ -43,6 +45,10 @@ type Options struct {
 	Servers string
 	// Images names the image per kind of server (or "all") in docker mode.
 	Images map[string]string
+	// TLS starts every server the cluster starts with TLS, from a
+	// certificate authority made for the run (`security: tls`, --tls):
+	// the kinds that speak TLS (a kind that cannot refuses to start).
+	TLS bool
 }
 
 // Server is what every server the cluster runs can do.
@@ -77,6 +83,9 @@ type Cluster struct {
 	once     kindLocks     // the starts of kinds with one server per run (startOnce)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
+	caMu     sync.Mutex
+	ca       *runca.CA // the run's certificate authority (Options.TLS), made on first use
+	caSerial int       // certificates signed so far (each start's have names of their own)
 	// external, when set, makes the cluster start nothing: its starters hand
 	// out the servers it names (serverset.go).
 	external *externalState
@@ -141,6 +150,65 @@ func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
 
 // TempDir is the cluster's private temporary directory, removed by Close.
 func (c *Cluster) TempDir() string { return c.tmp }
+
+// TLS reports whether the cluster starts its servers with TLS.
+func (c *Cluster) TLS() bool { return c.opt.TLS && c.external == nil }
+
+// CA is the run's certificate authority, made on first use in the
+// cluster's private temporary directory (removed with it by Close).
+func (c *Cluster) CA() (*runca.CA, error) {
+	c.caMu.Lock()
+	defer c.caMu.Unlock()
+	if c.ca == nil {
+		ca, err := runca.New(filepath.Join(c.tmp, "tls"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		c.ca = ca
+	}
+	return c.ca, nil
+}
+
+// serverTLS signs a certificate for the server called name at host (its
+// address: an IP, or a container's) and returns the files the server
+// reads, written where it runs under dir (mode 0600), and their paths
+// there: the CA, its certificate and its key.
+func (c *Cluster) serverTLS(name, dir string, hosts ...string) (files []File, ca, cert, key string, err error) {
+	a, err := c.CA()
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	c.caMu.Lock()
+	c.caSerial++
+	n := c.caSerial
+	c.caMu.Unlock()
+	p, err := a.Server(fmt.Sprintf("%s-%d", name, n), hosts...)
+	if err != nil {
+		return nil, "", "", "", fmt.Errorf("cluster: %w", err)
+	}
+	ca, cert, key = path.Join(dir, "ca.pem"), path.Join(dir, "server.pem"), path.Join(dir, "server-key.pem")
+	files = []File{{Path: ca, Content: a.CAPEM(), Mode: 0o600}, {Path: cert, Content: p.CertPEM, Mode: 0o600}, {Path: key, Content: p.KeyPEM, Mode: 0o600}}
+	return files, ca, cert, key, nil
+}
+
+// clientTLS signs a client certificate for user and returns the TLS files
+// the harness and the run's clients use (in the cluster's private
+// temporary directory).
+func (c *Cluster) clientTLS(name, user string) (*TLSFiles, error) {
+	a, err := c.CA()
+	if err != nil {
+		return nil, err
+	}
+	c.caMu.Lock()
+	c.caSerial++
+	n := c.caSerial
+	c.caMu.Unlock()
+	p, err := a.Client(fmt.Sprintf("%s-%d", name, n), user)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &TLSFiles{CA: a.CAFile(), Cert: p.CertFile, Key: p.KeyFile}, nil
+}
 
 // Redis returns the Redis servers started so far, in start order.
 func (c *Cluster) Redis() []*Redis {

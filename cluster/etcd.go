@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,6 +46,7 @@ type EtcdMember struct {
 	faultable
 	peerPort int
 	dataDir  string
+	tlsArgs  []string // with TLS, its certificate's flags
 }
 
 // newEtcdMember is an etcd member at p (its client port).
@@ -113,6 +113,17 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	var peers []string
 	pv := c.provider()
 	port := ports(pv, "etcd")
+	// With TLS the harness's and the clients' certificate names a user
+	// etcd does not have: it alone authenticates no one (etcd takes a
+	// certificate's name as the user), the run's password is still asked.
+	var clientFiles *TLSFiles
+	if c.TLS() {
+		var err error
+		if clientFiles, err = c.clientTLS("etcd-client", "locktorture"); err != nil {
+			return nil, err
+		}
+	}
+	tlsFiles := map[*EtcdMember][]File{}
 	for i := range opt.Members {
 		cp, err := port(2379)
 		if err != nil {
@@ -133,6 +144,15 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		}
 		m := newEtcdMember(program{name: name, host: host, port: cp})
 		m.peerPort, m.dataDir = pp, path.Join(dir, "data")
+		if clientFiles != nil {
+			m.auth = &Auth{TLS: clientFiles}
+			files, ca, cert, key, err := c.serverTLS(name, dir, host)
+			if err != nil {
+				return nil, err
+			}
+			tlsFiles[m] = files
+			m.tlsArgs = etcdTLSArgs(ca, cert, key)
+		}
 		// Each attempt starts from an empty data directory (Dir's): a
 		// member bootstrapped with other peers' ports cannot join new ones.
 		e.members = append(e.members, m)
@@ -152,7 +172,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	}
 	for _, m := range e.members {
 		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin, Shell: etcdStart,
-			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir),
+			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir), Files: tlsFiles[m],
 			LogPath: filepath.Join(c.opt.LogDir, m.name+".log")})
 		if err != nil {
 			return fail(err)
@@ -164,6 +184,9 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		all = append(all, &m.faultable)
 	}
 	if err := startMembers(ctx, all); err != nil {
+		return fail(err)
+	}
+	if err := e.lock(ctx, clientFiles); err != nil {
 		return fail(err)
 	}
 	return e, nil
@@ -187,18 +210,30 @@ func etcdArgs(m *EtcdMember, initialCluster, token string, extra []string) []str
 		"--auto-compaction-mode", "revision",
 		"--auto-compaction-retention", "10000",
 	}
+	args = append(args, m.tlsArgs...)
 	return append(args, extra...)
 }
 
 // etcdStart is the script every member runs ($1 its program, its
-// arguments after): etcd 3.4 and later log through zap to stderr; etcd 3.3
-// (Debian 11's) has neither flag, and logs to stderr anyway.
+// arguments after): etcd 3.4 and later log through zap to stderr, and hash
+// the run's random password (lock) at bcrypt's lowest cost, which adds
+// nothing to a random secret but CPU at every client's login; etcd 3.3
+// (Debian 11's) has none of these flags, and logs to stderr anyway.
 const etcdStart = `bin="$1"; shift
 case "$("$bin" --version 2>/dev/null)" in
 *"etcd Version: 3.3."* | *"etcd Version: 3.2."*) exec "$bin" "$@" ;;
 esac
-exec "$bin" "$@" --logger zap --log-outputs stderr
+exec "$bin" "$@" --logger zap --log-outputs stderr --bcrypt-cost 4
 `
+
+// etcdTLSArgs make a member speak TLS with clients and peers alike, and
+// ask each for a certificate of the run's CA.
+func etcdTLSArgs(ca, cert, key string) []string {
+	return []string{
+		"--cert-file", cert, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth",
+		"--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", ca, "--peer-client-cert-auth",
+	}
+}
 
 // Members returns the members in start order.
 func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
@@ -250,8 +285,16 @@ func (m *EtcdMember) PeerAddr() string {
 	return hostPort("", m.host, m.peerPort)
 }
 
-func (m *EtcdMember) clientURL() string { return "http://" + m.Addr() }
-func (m *EtcdMember) peerURL() string   { return "http://" + m.PeerAddr() }
+func (m *EtcdMember) clientURL() string { return m.scheme() + "://" + m.Addr() }
+func (m *EtcdMember) peerURL() string   { return m.scheme() + "://" + m.PeerAddr() }
+
+// scheme is https when the member speaks TLS.
+func (m *EtcdMember) scheme() string {
+	if m.auth != nil && m.auth.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
 
 // DataDir is the member's data directory.
 func (m *EtcdMember) DataDir() string { return m.dataDir }
@@ -272,18 +315,22 @@ var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true
 func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return etcdHTTP(ctx, m.name, m.clientURL(), method, path, body, 1<<16)
+	hc, err := m.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	return etcdHTTP(ctx, hc, m.name, m.clientURL(), method, path, body, 1<<16)
 }
 
 // etcdHTTP sends one request to an etcd member's HTTP API at base and
 // returns at most limit bytes of its answer; a status other than 200 is an
 // error naming who (a member's name or address) and the path.
-func etcdHTTP(ctx context.Context, who, base, method, path, body string, limit int64) ([]byte, error) {
+func etcdHTTP(ctx context.Context, hc *http.Client, who, base, method, path, body string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -322,84 +369,12 @@ func (m *EtcdMember) health(ctx context.Context) error {
 func (m *EtcdMember) Healthy(ctx context.Context) error { return m.health(ctx) }
 
 // Status asks the member for its id, its leader and its term.
-func (m *EtcdMember) Status(ctx context.Context) (EtcdStatus, error) {
-	b, err := m.get(ctx, http.MethodPost, "/v3/maintenance/status", "{}")
-	if err != nil {
-		return EtcdStatus{}, err
-	}
-	// The gateway writes uint64s as JSON strings.
-	var s struct {
-		Header struct {
-			MemberID string `json:"member_id"`
-		} `json:"header"`
-		Leader   string `json:"leader"`
-		RaftTerm string `json:"raftTerm"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return EtcdStatus{}, fmt.Errorf("%s status: %w", m.name, err)
-	}
-	var st EtcdStatus
-	for _, f := range []struct {
-		s   string
-		dst *uint64
-	}{{s.Header.MemberID, &st.ID}, {s.Leader, &st.Leader}, {s.RaftTerm, &st.RaftTerm}} {
-		if f.s == "" {
-			continue
-		}
-		v, err := strconv.ParseUint(f.s, 10, 64)
-		if err != nil {
-			return EtcdStatus{}, fmt.Errorf("%s status: %w", m.name, err)
-		}
-		*f.dst = v
-	}
-	if st.ID == 0 {
-		return EtcdStatus{}, fmt.Errorf("%s status: no member id in %s", m.name, strings.TrimSpace(string(b)))
-	}
-	return st, nil
-}
+func (m *EtcdMember) Status(ctx context.Context) (EtcdStatus, error) { return m.status(ctx) }
 
 // ID is the member's raft id.
 func (m *EtcdMember) ID(ctx context.Context) (uint64, error) {
 	st, err := m.Status(ctx)
 	return st.ID, err
-}
-
-// etcdDeleteHolding deletes the keys under prefix that hold part, through
-// etcd's JSON gateway (/v3/kv/range, /v3/kv/deleterange).
-func etcdDeleteHolding(ctx context.Context, addr, prefix, part string) error {
-	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	end := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
-	body, err := etcdPost(ctx, addr, "/v3/kv/range", map[string]any{"key": b64(prefix), "range_end": b64(end), "keys_only": true})
-	if err != nil {
-		return err
-	}
-	var resp struct {
-		Kvs []struct {
-			Key string `json:"key"`
-		} `json:"kvs"`
-	}
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return fmt.Errorf("range: %w", err)
-	}
-	for _, kv := range resp.Kvs {
-		k, err := base64.StdEncoding.DecodeString(kv.Key)
-		if err != nil || !strings.Contains(string(k), part) {
-			continue
-		}
-		if _, err := etcdPost(ctx, addr, "/v3/kv/deleterange", map[string]any{"key": kv.Key}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// etcdPost sends one JSON request to an etcd member's gateway.
-func etcdPost(ctx context.Context, addr, path string, req any) ([]byte, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	return etcdHTTP(ctx, addr, "http://"+addr, http.MethodPost, path, string(b), 64<<20)
 }
 
 // etcdKind is the etcd kind's name.
@@ -415,14 +390,14 @@ func init() {
 			return err
 		},
 		Check: func(ctx context.Context, e Endpoint) error {
-			return newEtcdMember(program{name: "etcd " + e.Addr, external: e.Addr, auth: e.Auth}).health(ctx)
+			return newEtcdMember(program{name: "etcd " + e.Addr, external: e.Addr, auth: e.Auth}).check(ctx)
 		},
 		Compose: &ComposeSpec{Port: 17040, Services: etcdCompose},
 		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
 			var errs []error
 			for _, e := range servers {
 				a := e.Addr
-				err := etcdDeleteHolding(ctx, a, "locktorture/", namespace+":k")
+				err := etcdDeleteHolding(ctx, e, "locktorture/", namespace+":k")
 				if err == nil {
 					return nil // one member is the whole cluster
 				}

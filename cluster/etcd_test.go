@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/internal/testenv"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
@@ -55,8 +56,9 @@ func TestEtcdSingle(t *testing.T) {
 	if l, err := e.Leader(ctx); err != nil || l != m {
 		t.Errorf("leader %v, %v", l, err)
 	}
-	// A value written through the JSON gateway must survive a crash.
-	put(t, ctx, m, "a2V5", "dmFsdWU=") // key -> value, base64
+	checkEtcdLocked(t, ctx, e)
+	// A value written must survive a crash.
+	put(t, ctx, m, "key", "value")
 	port := m.Addr()
 
 	if err := m.Pause(ctx); err != nil {
@@ -87,7 +89,7 @@ func TestEtcdSingle(t *testing.T) {
 	if m.Addr() != port || m.Healthy(ctx) != nil {
 		t.Errorf("restart: addr %s (was %s), health %v", m.Addr(), port, m.Healthy(ctx))
 	}
-	if got := rangeKey(t, ctx, m, "a2V5"); !strings.Contains(got, "dmFsdWU=") {
+	if got := rangeKey(t, ctx, m, "key"); got != "value" {
 		t.Errorf("the value did not survive kill -9 and restart: %s", got)
 	}
 
@@ -181,7 +183,7 @@ func TestEtcdThree(t *testing.T) {
 	if l, err := e.Leader(ctx); err != nil || l == leader {
 		t.Errorf("after killing the leader: leader %v, %v", l, err)
 	}
-	put(t, ctx, rest[0], "azM=", "dg==")
+	put(t, ctx, rest[0], "k3", "v")
 	if err := leader.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestEtcdThree(t *testing.T) {
 	if err := leader.Healthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := rangeKey(t, ctx, leader, "azM="); !strings.Contains(got, "dg==") {
+	if got := rangeKey(t, ctx, leader, "k3"); got != "v" {
 		t.Errorf("restarted member does not have the write made while it was down: %s", got)
 	}
 	// Close takes a few seconds here: the leader, told to stop, first
@@ -221,20 +223,137 @@ func TestEtcdMissingBinaryNamesPackage(t *testing.T) {
 	}
 }
 
-// put writes key=value (both base64) through the member's JSON gateway.
+// put writes key=value on the member, with its credentials.
 func put(t *testing.T, ctx context.Context, m *EtcdMember, key, value string) {
 	t.Helper()
-	if _, err := m.get(ctx, "POST", "/v3/kv/put", `{"key":"`+key+`","value":"`+value+`"}`); err != nil {
+	cli, err := m.dial(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(ctx, key, value); err != nil {
 		t.Fatalf("put: %v", err)
 	}
 }
 
-// rangeKey reads key (base64) through the member's JSON gateway.
+// rangeKey reads key's value on the member ("" when missing).
 func rangeKey(t *testing.T, ctx context.Context, m *EtcdMember, key string) string {
 	t.Helper()
-	b, err := m.get(ctx, "POST", "/v3/kv/range", `{"key":"`+key+`"}`)
+	cli, err := m.dial(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	r, err := cli.Get(ctx, key)
 	if err != nil {
 		t.Fatalf("range: %v", err)
 	}
-	return string(b)
+	if len(r.Kvs) == 0 {
+		return ""
+	}
+	return string(r.Kvs[0].Value)
+}
+
+// etcdKeys lists every key on the member.
+func etcdKeys(t *testing.T, m *EtcdMember) []string {
+	t.Helper()
+	cli, err := m.dial(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	r, err := cli.Get(context.Background(), "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range r.Kvs {
+		out = append(out, string(kv.Key))
+	}
+	return out
+}
+
+// checkEtcdLocked: the run's etcd takes a put with the run's credentials
+// only — not without a user, not with another password.
+func checkEtcdLocked(t *testing.T, ctx context.Context, e *Etcd) {
+	t.Helper()
+	a := e.Members()[0].Auth()
+	if a == nil || a.Username != etcdRootUser || len(a.Password) < 16 {
+		t.Fatalf("the run's etcd has no password of its own: %+v", a)
+	}
+	for _, tc := range []struct {
+		name, user, password string
+		ok                   bool
+	}{
+		{"no user", "", "", false},
+		{"a wrong password", etcdRootUser, "guess", false},
+		{"the run's credentials", a.Username, a.Password, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := e.ClientConfig(e.Endpoints(), etcdCallTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Username, cfg.Password = tc.user, tc.password
+			cli, err := clientv3.New(cfg)
+			if err == nil {
+				defer cli.Close()
+				cctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+				_, err = cli.Put(cctx, "locked", "x")
+				cancel()
+			}
+			if (err == nil) != tc.ok {
+				t.Fatalf("put: %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestEtcdTLS: with Options.TLS the members speak TLS only, with
+// certificates of the run's CA, and ask for a client certificate and the
+// run's password: the harness's client works; plain HTTP, and TLS
+// without a client certificate, do not. The CA's files go with Close.
+func TestEtcdTLS(t *testing.T) {
+	requireEtcd(t)
+	ctx := context.Background()
+	c, err := New(Options{TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Etcd(ctx, EtcdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEtcdLocked(t, ctx, e)
+	m := e.Members()[0]
+	if !strings.HasPrefix(m.clientURL(), "https://") {
+		t.Errorf("client URL %s", m.clientURL())
+	}
+	put(t, ctx, m, "key", "value")
+	if got := rangeKey(t, ctx, e.Members()[len(e.Members())-1], "key"); got != "value" {
+		t.Errorf("read %q from the last member", got)
+	}
+	if _, err := httpClient.Get("http://" + m.Addr() + "/health"); err == nil {
+		t.Error("the member answers plain HTTP")
+	}
+	a := m.Auth()
+	noCert := &Auth{Username: a.Username, Password: a.Password, TLS: &TLSFiles{CA: a.TLS.CA}}
+	stranger := newEtcdMember(program{name: "stranger", external: m.Addr(), auth: noCert})
+	if err := stranger.health(ctx); err == nil {
+		t.Error("the member answers TLS without a client certificate")
+	}
+	dir := filepath.Dir(a.TLS.CA)
+	if !strings.HasPrefix(dir, c.TempDir()) {
+		t.Errorf("the CA's files are in %s, not in the cluster's temp dir", dir)
+	}
+	if st, err := os.Stat(a.TLS.Key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("client key: %v, %v", st, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the CA's files outlive the run: %v", err)
+	}
 }

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,12 +36,24 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := fmt.Sprintf("redis: [%s]\netcd: [%s]\npostgres: %s\n", r.Addr(), e.Endpoints()[0], pg.DSN())
-	f, err := ParseServersFile([]byte(file), "s.yaml")
+	// The run's etcd asks for its root user's password, as a locked one
+	// someone else runs would.
+	t.Setenv("LT_TEST_ETCD_PW", e.Members()[0].Auth().Password)
+	t.Setenv("LT_TEST_ETCD_WRONG", "guess")
+	etcdFile := "redis: [%s]\netcd: [{addr: %s, username: root, password_env: %s}]\npostgres: %s\n"
+	wrong, err := ParseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_WRONG", pg.DSN()), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := []string{"redis", "etcd", "postgres"}
+	err = wrong.Check(ctx, kinds, false)
+	if want := "etcd " + e.Endpoints()[0] + ": refused: "; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a wrong etcd password: %v, want one line with %q", err, want)
+	}
+	f, err := ParseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_PW", pg.DSN()), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Check(ctx, kinds, false); err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +63,8 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	for _, k := range theirs {
 		mustRedis(t, r.Addr(), "SET", k, "mine")
 	}
-	etcdPut(t, e.Endpoints()[0], "app/config", "v")
-	etcdPut(t, e.Endpoints()[0], "locktorture/lock/lt00000000:k0", "other run")
+	etcdPut(t, e.Members()[0], "app/config", "v")
+	etcdPut(t, e.Members()[0], "locktorture/lock/lt00000000:k0", "other run")
 	if err := pgExec(ctx, pg.DSN(), "CREATE TABLE mine (x int); INSERT INTO mine VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +81,8 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	for _, k := range ours {
 		mustRedis(t, r.Addr(), "SET", k, "run")
 	}
-	etcdPut(t, e.Endpoints()[0], "locktorture/lock/"+ns+":k0/694d", "")
-	etcdPut(t, e.Endpoints()[0], "locktorture/value/"+ns+":k1", "3")
+	etcdPut(t, e.Members()[0], "locktorture/lock/"+ns+":k0/694d", "")
+	etcdPut(t, e.Members()[0], "locktorture/value/"+ns+":k1", "3")
 	if err := pgExec(ctx, g.Addrs("postgres")[0], "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +100,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 			t.Errorf("the owner's key %s is gone (%v)", k, v)
 		}
 	}
-	keys := etcdKeys(t, e.Endpoints()[0])
+	keys := etcdKeys(t, e.Members()[0])
 	if !slices.Contains(keys, "app/config") || !slices.Contains(keys, "locktorture/lock/lt00000000:k0") {
 		t.Errorf("the owner's etcd keys are gone: %v", keys)
 	}
@@ -120,40 +130,9 @@ func mustRedis(t *testing.T, addr string, args ...string) {
 	}
 }
 
-func etcdPut(t *testing.T, addr, k, v string) {
+func etcdPut(t *testing.T, m *EtcdMember, k, v string) {
 	t.Helper()
-	if _, err := etcdPost(context.Background(), addr, "/v3/kv/put", map[string]any{"key": base64Std(k), "value": base64Std(v)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func etcdKeys(t *testing.T, addr string) []string {
-	t.Helper()
-	body, err := etcdPost(context.Background(), addr, "/v3/kv/range", map[string]any{"key": base64Std("\x00"), "range_end": base64Std("\x00"), "keys_only": true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeKeys(t, body)
-}
-
-func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
-func decodeKeys(t *testing.T, body []byte) []string {
-	t.Helper()
-	var resp struct {
-		Kvs []struct {
-			Key string `json:"key"`
-		} `json:"kvs"`
-	}
-	if err := json.Unmarshal(body, &resp); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, kv := range resp.Kvs {
-		k, _ := base64.StdEncoding.DecodeString(kv.Key)
-		out = append(out, string(k))
-	}
-	return out
+	put(t, context.Background(), m, k, v)
 }
 
 // TestExternalCleanupZooKeeper: the run's znodes go; the owner's and

@@ -2,15 +2,14 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster/links"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // SessionKiller is a server (or a replicated group of them) that can end
@@ -152,44 +151,19 @@ func (e *Etcd) KillSessions(ctx context.Context, clients []int) ([]map[string]an
 // revokeHolders lists every key bound to a lease and revokes the lease of
 // the oldest key under each parent path.
 func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error) {
-	all := base64.StdEncoding.EncodeToString([]byte{0})
-	b, err := etcdHTTP(ctx, m.name, m.clientURL(), http.MethodPost, "/v3/kv/range",
-		`{"key":"`+all+`","range_end":"`+all+`","keys_only":true}`, 16<<20)
+	keys, cli, err := m.leasedKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var resp struct {
-		KVs []struct {
-			Key            string `json:"key"`
-			CreateRevision string `json:"create_revision"`
-			Lease          string `json:"lease"`
-		} `json:"kvs"`
-	}
-	if err := json.Unmarshal(b, &resp); err != nil {
-		return nil, fmt.Errorf("%s: range: %w", m.name, err)
-	}
-	type holder struct {
-		key   string
-		rev   int64
-		lease string
-	}
-	oldest := map[string]holder{}
-	for _, kv := range resp.KVs {
-		if kv.Lease == "" || kv.Lease == "0" {
-			continue
+	defer cli.Close()
+	oldest := map[string]leaseKey{}
+	for _, kv := range keys {
+		parent := kv.key
+		if i := strings.LastIndexByte(kv.key, '/'); i >= 0 {
+			parent = kv.key[:i]
 		}
-		k, err := base64.StdEncoding.DecodeString(kv.Key)
-		if err != nil {
-			continue
-		}
-		rev, _ := strconv.ParseInt(kv.CreateRevision, 10, 64)
-		key := string(k)
-		parent := key
-		if i := strings.LastIndexByte(key, '/'); i >= 0 {
-			parent = key[:i]
-		}
-		if h, ok := oldest[parent]; !ok || rev < h.rev {
-			oldest[parent] = holder{key, rev, kv.Lease}
+		if h, ok := oldest[parent]; !ok || kv.rev < h.rev {
+			oldest[parent] = kv
 		}
 	}
 	parents := make([]string, 0, len(oldest))
@@ -200,11 +174,14 @@ func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error
 	var out []map[string]any
 	for _, p := range parents {
 		h := oldest[p]
-		_, err := etcdHTTP(ctx, m.name, m.clientURL(), http.MethodPost, "/v3/kv/lease/revoke", `{"ID":"`+h.lease+`"}`, 1<<16)
+		lease := strconv.FormatInt(h.lease, 10)
+		cctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+		_, err := cli.Revoke(cctx, clientv3.LeaseID(h.lease))
+		cancel()
 		if err != nil {
-			return out, fmt.Errorf("%s: revoke lease %s: %w", m.name, h.lease, err)
+			return out, fmt.Errorf("%s: revoke lease %s: %s", m.name, lease, etcdRefusal(err))
 		}
-		out = append(out, map[string]any{"key": h.key, "lease": h.lease, "revoked": true})
+		out = append(out, map[string]any{"key": h.key, "lease": lease, "revoked": true})
 	}
 	return out, nil
 }

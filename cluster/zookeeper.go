@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/locktorture/locktorture/cluster/links"
+
+	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // ZooKeeperOptions configure the run's ZooKeeper ensemble.
@@ -229,7 +231,60 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 	if err := startMembers(ctx, all); err != nil {
 		return fail(err)
 	}
+	z.lock()
 	return z, nil
+}
+
+// ZooKeeperUser is the digest user a run's own ZooKeeper's znodes belong to.
+const ZooKeeperUser = "locktorture"
+
+// lock gives the run's own ensemble a digest user of the run's own (a
+// fresh random password) that its clients authenticate as: the znodes
+// they make carry an ACL for that user only (ZooKeeper has no
+// server-wide password: anyone may still connect and make znodes of
+// their own, but not read, change or delete the run's).
+func (z *ZooKeeper) lock() {
+	pw := newPassword()
+	digest := ZooKeeperUser + ":" + pw
+	secret.Register(pw)
+	secret.Register(digest)
+	for _, m := range z.members {
+		m.auth = &Auth{Scheme: "digest", Digest: digest}
+	}
+}
+
+// Auth is what the ensemble's clients authenticate with (nil: nothing).
+func (z *ZooKeeper) Auth() *Auth {
+	if len(z.members) == 0 {
+		return nil
+	}
+	return z.members[0].auth
+}
+
+// ZooKeeperACL is the ACL for znodes a client with auth makes: only the
+// client's own authenticated identity (ZooKeeper's "auth" scheme) when it
+// has one, else anyone. Under a shared parent (root: /locktorture) anyone
+// may also create, so runs of other users share it.
+func ZooKeeperACL(auth *Auth, root bool) []zk.ACL {
+	if auth == nil || auth.Scheme == "" {
+		return zk.WorldACL(zk.PermAll)
+	}
+	acl := zk.AuthACL(zk.PermAll)
+	if root {
+		acl = append(zk.WorldACL(zk.PermCreate), acl...)
+	}
+	return acl
+}
+
+// ZooKeeperAddAuth authenticates conn with auth (nothing without it).
+func ZooKeeperAddAuth(conn *zk.Conn, auth *Auth) error {
+	if auth == nil || auth.Scheme == "" {
+		return nil
+	}
+	if err := conn.AddAuth(auth.Scheme, []byte(auth.Digest)); err != nil {
+		return fmt.Errorf("zookeeper: add auth (%s): %s", auth.Scheme, secret.Redact(err.Error()))
+	}
+	return nil
 }
 
 // zookeeperConfig is one member's zoo.cfg. A single member has no server
@@ -457,7 +512,7 @@ func zkHandshake(ctx context.Context, addr string) error {
 // zkDeleteRun deletes the children of root whose names begin with prefix,
 // with everything under them (the lock recipe's per-key znodes; their
 // ephemeral lock nodes are gone with the run's sessions).
-func zkDeleteRun(ctx context.Context, servers []string, root, prefix string) error {
+func zkDeleteRun(ctx context.Context, servers []string, auth *Auth, root, prefix string) error {
 	conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		return err
@@ -469,6 +524,9 @@ func zkDeleteRun(ctx context.Context, servers []string, root, prefix string) err
 			return ctx.Err()
 		case <-events:
 		}
+	}
+	if err := ZooKeeperAddAuth(conn, auth); err != nil {
+		return err
 	}
 	kids, _, err := conn.Children(root)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -527,7 +585,7 @@ func init() {
 			for _, e := range servers {
 				addrs = append(addrs, e.Addr)
 			}
-			if err := zkDeleteRun(ctx, addrs, "/locktorture", namespace+":k"); err != nil {
+			if err := zkDeleteRun(ctx, addrs, servers[0].Auth, "/locktorture", namespace+":k"); err != nil {
 				return fmt.Errorf("zookeeper: %w", err)
 			}
 			return nil

@@ -11,7 +11,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
@@ -65,7 +64,11 @@ func newEtcdResource(ctx context.Context, env ResourceEnv) (Resource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd resource: %w", err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: etcdResourceTimeout, Logger: zap.NewNop()})
+	cfg, err := e.ClientConfig(e.Endpoints(), etcdResourceTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("etcd resource: %w", err)
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd resource: %w", err)
 	}
