@@ -186,8 +186,8 @@ type Info struct {
 	// fewer is refused before it starts. A kind not listed needs one.
 	Counts map[string]int
 	// InTx is set when a grant's Conn is a transaction that the postgres
-	// resource acts inside: it cannot leave a client's process, so client
-	// processes refuse that resource.
+	// (or mysql) resource acts inside: it cannot leave a client's process,
+	// so client processes refuse that resource.
 	InTx bool
 	// Options, when set, returns the backend's fresh options with their
 	// defaults: the keys of its backend_options block (see Options).

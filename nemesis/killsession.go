@@ -10,9 +10,11 @@ import (
 
 // killSession has the servers end client sessions, as an operator, a
 // pooler or a server-side timeout would: PostgreSQL terminates the
-// session (its locks go with it), Redis closes the connection (CLIENT
-// KILL; the lock is a key and stays until its TTL), etcd revokes the
-// holder's session lease (its lock key goes with it). ZooKeeper has no
+// session (its locks go with it), MariaDB kills the connection (KILL
+// CONNECTION: its GET_LOCK locks go with it, its transaction rolls back),
+// Redis closes the connection (CLIENT KILL; the lock is a key and stays
+// until its TTL), etcd revokes the holder's session lease (its lock key
+// goes with it). ZooKeeper has no
 // server command that ends one session: the fault does not apply there.
 // Recorded as one `kill-session` op naming what was ended.
 type killSession struct{}
@@ -20,8 +22,8 @@ type killSession struct{}
 func init() {
 	Register(Info{
 		Name:        "kill-session",
-		Description: "the servers end the holder's session: PostgreSQL terminate, Redis CLIENT KILL, etcd lease revoke",
-		AppliesTo:   "PostgreSQL, Redis and etcd backends",
+		Description: "the servers end the holder's session: PostgreSQL terminate, MariaDB KILL CONNECTION, Redis CLIENT KILL, etcd lease revoke",
+		AppliesTo:   "PostgreSQL, MariaDB, Redis and etcd backends",
 	}, killSession{})
 }
 
@@ -34,7 +36,7 @@ func (killSession) AllowsZeroDuration() bool { return true }
 func (killSession) Params() Params { return &TerminateParams{} }
 
 func (killSession) Applies(s Shape) error {
-	for _, k := range []string{"postgres", "redis", "etcd"} {
+	for _, k := range []string{"postgres", "mariadb", "redis", "etcd"} {
 		if hasKind(s.Kinds, k) {
 			return s.controlled("kill-session")
 		}
@@ -51,7 +53,7 @@ func (killSession) Start(ctx context.Context, env *Env, params Params, d time.Du
 	clients := params.(*TerminateParams).List()
 	killers := env.Cluster.SessionKillers()
 	if len(killers) == 0 {
-		return nil, nil, fmt.Errorf("%w: kill-session needs a PostgreSQL, Redis or etcd server", ErrTarget)
+		return nil, nil, fmt.Errorf("%w: kill-session needs a PostgreSQL, MariaDB, Redis or etcd server", ErrTarget)
 	}
 	sessions := []map[string]any{}
 	var errs []error

@@ -25,7 +25,7 @@ func needs(t *testing.T, sc *scenarios.Scenario) {
 	if _, _, err := backends.Lookup(sc.Backend); err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "postgres", "zookeeper": "java", "pgbouncer": "pgbouncer"}
+	bins := map[string]string{"redis": "redis-server", "etcd": "etcd", "postgres": "postgres", "zookeeper": "java", "pgbouncer": "pgbouncer", "mariadb": "mariadbd"}
 	for _, k := range sc.ServerKinds() {
 		if bins[k] != "" {
 			testenv.Require(t, bins[k])

@@ -83,6 +83,9 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if slices.Contains(kinds, "postgres") {
 		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
 	}
+	if slices.Contains(kinds, "mariadb") {
+		r.lg.Printf("external servers: MariaDB database %s", cluster.MariaDBDatabaseOf(ns))
+	}
 	return cluster.NewExternal(g), nil
 }
 

@@ -131,8 +131,8 @@ func (s *Scenario) validateClients() error {
 			}
 		}
 	}
-	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && s.Resource == "postgres" {
-		return bad("client_mode", "backend %s with the postgres resource writes inside the lock's own transaction, which cannot leave the client's process: run it with client_mode inproc", s.Backend)
+	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && (s.Resource == "postgres" || s.Resource == "mysql") {
+		return bad("client_mode", "backend %s with the %s resource writes inside the lock's own transaction, which cannot leave the client's process: run it with client_mode inproc", s.Backend, s.Resource)
 	}
 	return nil
 }

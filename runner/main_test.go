@@ -1,0 +1,13 @@
+package runner
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain stops the servers the package's tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopSharedMariaDB()
+	os.Exit(code)
+}
