@@ -189,6 +189,10 @@ type Info struct {
 	// (or mysql) resource acts inside: it cannot leave a client's process,
 	// so client processes refuse that resource.
 	InTx bool
+	// Tables is set when the backend's clients use tables of the run's
+	// own in PostgreSQL (pg-skip-locked's rows to claim, pg-optimistic's
+	// versioned rows).
+	Tables bool
 	// Options, when set, returns the backend's fresh options with their
 	// defaults: the keys of its backend_options block (see Options).
 	Options func() Options

@@ -63,6 +63,7 @@ func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
 // newClient wraps in the backend's way of locking.
 func registerPG(info Info, setup func(ctx context.Context, pg *cluster.Postgres, keys []string) error, newClient func(*pgSession) Client) {
 	info.Servers, info.Kinds = "1 postgres", []string{"postgres"}
+	info.Tables = setup != nil
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
 		pg, err := startPostgres(ctx, env)
 		if err != nil {

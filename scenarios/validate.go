@@ -263,5 +263,10 @@ func (s *Scenario) validatePooler() error {
 	if !slices.Contains(s.serverKinds(info), "postgres") && s.Resource != workload.ResourcePostgres {
 		return bad("postgres_via", "postgres_via: backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
 	}
+	// Someone else's PgBouncer passes no search_path: the run's schema,
+	// where its tables are, does not reach the server through it.
+	if s.Servers == cluster.ServersExternal && (info.Tables || (info.InTx && s.Resource == workload.ResourcePostgres)) {
+		return bad("postgres_via", "postgres_via: pgbouncer with servers: external: backend %s uses tables in the run's own schema (resource %s), which a PgBouncer cannot name to the server (it passes no search_path); run it on the harness's own servers (local or docker)", s.Backend, s.Resource)
+	}
 	return nil
 }
