@@ -146,8 +146,11 @@ type Postgres struct {
 	// password is the run's own password for PostgresUser over TCP (set
 	// at start, random per run): no one else on the machine can log in.
 	password string
-	opt      PostgresOptions
-	dataDir  string
+	// tlsCA, with TLS (Options.TLS), is the run's CA file: clients dial
+	// with sslmode=verify-full against it.
+	tlsCA   string
+	opt     PostgresOptions
+	dataDir string
 
 	setupMu sync.Mutex
 	setups  map[string]bool
@@ -192,6 +195,9 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	if c.provider().Mode() != ServersLocal {
+		if c.TLS() {
+			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
+		}
 		return c.startPostgresElsewhere(ctx, opt)
 	}
 	bins, err := findPostgres()
@@ -234,8 +240,16 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	// in a directory only the server's user (and root) can enter, trusts —
 	// the harness sets the password through it. With no socket (a path too
 	// long), TCP trusts as before.
+	tlsArgs, tlsCA, err := c.postgresTLS(as, base)
+	if err != nil {
+		return nil, err
+	}
 	if sockSetting != "" {
-		hba := "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+		host := "host"
+		if tlsCA != "" {
+			host = "hostssl" // TCP without TLS is refused
+		}
+		hba := "local all all trust\n" + host + " all all 127.0.0.1/32 scram-sha-256\n"
 		if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 			return nil, fmt.Errorf("cluster: %s: %w", name, err)
 		}
@@ -250,6 +264,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 			return nil, err
 		}
 		pg := newPostgres(program{name: name, host: "127.0.0.1", port: port}, opt, data)
+		pg.tlsCA = tlsCA
 		args := append([]string{
 			"-D", data,
 			"-p", strconv.Itoa(port),
@@ -258,7 +273,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 			"-c", "shared_buffers=32MB",
 			"-c", "logging_collector=off",
 			"-c", "log_line_prefix=%m [%p] %q%a ",
-		}, opt.args()...)
+		}, append(tlsArgs, opt.args()...)...)
 		pg.p, err = c.launch(ctx, Spec{
 			Name:       name,
 			Kind:       "postgres",
@@ -303,14 +318,24 @@ func (pg *Postgres) DSN() string { return pg.ClientDSN(pg.Addr(), "locktorture")
 func (pg *Postgres) ClientDSN(addr, application string) string {
 	if pg.externalDSN == "" {
 		dsn := PostgresDSN(addr, application)
-		if pg.password == "" {
+		if pg.password == "" && pg.tlsCA == "" {
 			return dsn
 		}
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return dsn
 		}
-		u.User = url.UserPassword(PostgresUser, pg.password)
+		if pg.password != "" {
+			u.User = url.UserPassword(PostgresUser, pg.password)
+		}
+		if pg.tlsCA != "" {
+			// The server's certificate names 127.0.0.1, which every link
+			// listens on too.
+			q := u.Query()
+			q.Set("sslmode", "verify-full")
+			q.Set("sslrootcert", pg.tlsCA)
+			u.RawQuery = q.Encode()
+		}
 		return u.String()
 	}
 	u, err := url.Parse(pg.externalDSN)
@@ -925,4 +950,32 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 		Servers: map[string][]ServerEntry{postgresKind: {composeEntry("postgres",
 			"postgres://locktorture:locktorture@127.0.0.1:"+p+"/locktorture?sslmode=disable")}},
 	}
+}
+
+// postgresTLS, with TLS (Options.TLS), writes the server's certificate
+// and key from the run's CA into dir, owned by the server's user (mode
+// 0600: PostgreSQL refuses a key others can read), and returns the
+// server's ssl settings and the CA file clients check it against.
+// Without TLS: nothing.
+func (c *Cluster) postgresTLS(as runAs, dir string) ([]string, string, error) {
+	if !c.TLS() {
+		return nil, "", nil
+	}
+	files, ca, cert, key, err := c.serverTLS("postgres", dir, "127.0.0.1")
+	if err != nil {
+		return nil, "", err
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.Path, f.Content, 0o600); err != nil {
+			return nil, "", fmt.Errorf("cluster: postgres: %w", err)
+		}
+		if err := as.chown(f.Path); err != nil {
+			return nil, "", err
+		}
+	}
+	a, err := c.CA()
+	if err != nil {
+		return nil, "", err
+	}
+	return []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key, "-c", "ssl_ca_file=" + ca}, a.CAFile(), nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -48,4 +49,55 @@ func TestPostgresNeedsTheRunsPassword(t *testing.T) {
 		t.Fatalf("the run's own DSN after a restart: %v", err)
 	}
 	conn.Close(ctx)
+}
+
+// TestPostgresTLS: with Options.TLS the run's PostgreSQL takes TCP
+// connections over TLS only (hostssl), with a certificate of the run's
+// CA for 127.0.0.1: the run's DSN dials with sslmode=verify-full; the
+// same credentials without TLS, or checking the server against the
+// system's roots, do not log in.
+func TestPostgresTLS(t *testing.T) {
+	testenv.Require(t, "postgres")
+	ctx := context.Background()
+	c, err := New(Options{TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pg, err := c.Postgres(ctx, PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := pg.DSN()
+	if !strings.Contains(dsn, "sslmode=verify-full") || !strings.Contains(dsn, "sslrootcert=") {
+		t.Fatalf("the run's DSN does not check the server: %s", redactDSN(dsn))
+	}
+	var ssl bool
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("the run's own DSN: %v", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
+		t.Errorf("the run's connection: ssl %v, %v", ssl, err)
+	}
+	conn.Close(ctx)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("sslrootcert")
+	u.RawQuery = q.Encode()
+	for name, bad := range map[string]string{
+		"no TLS":             strings.Replace(dsn, "sslmode=verify-full", "sslmode=disable", 1),
+		"the system's roots": u.String(),
+	} {
+		conn, err := pgx.Connect(ctx, bad)
+		if err == nil {
+			conn.Close(ctx)
+			t.Errorf("%s: logged in", name)
+		} else if name == "the system's roots" && !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: %v, want a certificate error", name, err)
+		}
+	}
 }

@@ -205,7 +205,8 @@ func (r *run) startServers(ctx context.Context) error {
 	if r.sc.Servers == cluster.ServersExternal {
 		cl, err = r.externalCluster(ctx)
 	} else {
-		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images})
+		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images,
+			TLS: r.sc.Security == scenarios.SecurityTLS})
 	}
 	if err != nil {
 		return err

@@ -39,6 +39,8 @@ type Overrides struct {
 	ServersFile *string
 	// Images are --image KIND=REF settings, over the scenario's images.
 	Images map[string]string
+	// TLS is --tls: security: tls.
+	TLS bool
 }
 
 // Apply sets the overrides on s and validates the result. An error wraps
@@ -126,6 +128,9 @@ func (s *Scenario) Apply(o Overrides) error {
 	if o.ServersFile != nil {
 		s.ServersFile = *o.ServersFile
 	}
+	if o.TLS {
+		s.Security = SecurityTLS
+	}
 	for k, v := range o.Images {
 		if s.Images == nil {
 			s.Images = map[string]string{}
@@ -139,8 +144,11 @@ func (s *Scenario) Apply(o Overrides) error {
 		var fe *fieldError
 		if errors.As(err, &fe) {
 			flag := strings.ReplaceAll(fe.field, "_", "-")
-			if flag == "images" {
+			switch flag {
+			case "images":
 				flag = "image"
+			case "security":
+				flag = "tls"
 			}
 			return fmt.Errorf("%w: --%s: %s", ErrInvalid, flag, fe.msg)
 		}

@@ -220,6 +220,12 @@ type Scenario struct {
 	// cluster.ServersFile); a relative path is from the scenario file's
 	// directory, or the working directory for --servers-file.
 	ServersFile string `yaml:"servers_file,omitempty"`
+	// Security is how the run's own servers talk to their clients: ""
+	// (plain, each asking for a password of the run's own) or tls (the
+	// same over TLS, every server's certificate signed by a CA made for
+	// the run; --tls). Servers someone else runs speak TLS when their
+	// servers file says so.
+	Security string `yaml:"security,omitempty"`
 	// KeyPrefix is put before every key name (k0, k1...): an external run
 	// sets its namespace there, so everything it touches names the run.
 	// Not part of the file.

@@ -8,6 +8,9 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
+// SecurityTLS is `security: tls`: the run's own servers speak TLS.
+const SecurityTLS = "tls"
+
 // serverModes are the values `servers:` takes.
 var serverModes = []string{cluster.ServersLocal, cluster.ServersDocker, cluster.ServersExternal}
 
@@ -23,6 +26,12 @@ func (s *Scenario) validateServers() error {
 		return &fieldError{field: "servers", msg: "servers: external needs servers_file: a file naming the servers (--servers-file FILE)"}
 	case s.Servers != cluster.ServersExternal && s.ServersFile != "":
 		return &fieldError{field: "servers_file", msg: "servers_file names someone else's servers: it needs servers: external (--servers external)"}
+	}
+	switch {
+	case s.Security != "" && s.Security != SecurityTLS:
+		return &fieldError{field: "security", msg: fmt.Sprintf("unknown security %q (tls, or leave it out)", s.Security)}
+	case s.Security == SecurityTLS && s.Servers == cluster.ServersExternal:
+		return &fieldError{field: "security", msg: "security: tls starts the run's own servers with TLS; servers someone else runs speak TLS when the servers file says so (tls: {ca: FILE})"}
 	}
 	if len(s.Images) == 0 {
 		return nil

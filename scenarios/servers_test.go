@@ -24,6 +24,10 @@ func TestServersAndImages(t *testing.T) {
 		{"unknown image kind", base + "servers: docker\nimages:\n  redis: redis:7.4\n  mysql: mysql:8\n", 6, "mysql"},
 		{"empty reference", base + "servers: docker\nimages:\n  redis: \"\"\n", 5, "empty"},
 		{"images without docker", base + "images:\n  redis: redis:7.4\n", 3, "servers: docker"},
+		{"tls", base + "security: tls\n", 0, ""},
+		{"tls in docker", base + "servers: docker\nsecurity: tls\n", 0, ""},
+		{"unknown security", base + "security: mtls\n", 3, "mtls"},
+		{"tls for someone else's servers", base + "servers: external\nservers_file: s.yaml\nsecurity: tls\n", 5, "servers file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +41,7 @@ func TestServersAndImages(t *testing.T) {
 					t.Fatal(err)
 				}
 				back, err := scenarios.Parse(out, "eff.yaml")
-				if err != nil || back.Servers != s.Servers || !reflect.DeepEqual(back.Images, s.Images) {
+				if err != nil || back.Servers != s.Servers || back.Security != s.Security || !reflect.DeepEqual(back.Images, s.Images) {
 					t.Errorf("scenario.yaml does not keep servers/images: %v\n%s", err, out)
 				}
 				return

@@ -171,6 +171,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
 	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default), docker (a container each) or external (servers someone else runs: --servers-file)")
 	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, etcd, zookeeper)")
+	tlsOn := fs.Bool("tls", false, "start the run's own servers with TLS, from a certificate authority made for the run (security: tls)")
 	images := imageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture run --scenario NAME | --scenario-file PATH [flags]\n\nRuns one scenario against real servers and checks the history.\n\n")
@@ -253,6 +254,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		o.ServersFile = serversFile
 	}
 	o.Images = images
+	o.TLS = *tlsOn
 	before := *sc
 	if err := sc.Apply(o); err != nil {
 		fmt.Fprintf(stderr, "locktorture run: %v\n", err)
