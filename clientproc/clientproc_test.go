@@ -16,7 +16,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -337,7 +337,7 @@ func TestLogCap(t *testing.T) {
 // (kill -9 of the harness) is killed by ReapOrphans; one whose harness
 // still runs is left alone.
 func TestReapOrphans(t *testing.T) {
-	self, err := cluster.OwnerID()
+	self, err := local.OwnerID()
 	if err != nil {
 		t.Fatal(err)
 	}

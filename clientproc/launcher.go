@@ -21,6 +21,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -114,7 +115,7 @@ func New(opt Options) *Launcher {
 		opt.logCap = logCap
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	owner, err := cluster.OwnerID()
+	owner, err := local.OwnerID()
 	if err != nil {
 		owner = strconv.Itoa(os.Getpid())
 	}

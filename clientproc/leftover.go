@@ -11,12 +11,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // ownerEnv is the environment variable every client process (and so,
 // unless it clears its environment, everything it starts) carries: the
-// harness that owns it ("pid starttime", cluster.OwnerID) and the
+// harness that owns it ("pid starttime", local.OwnerID) and the
 // launcher's number in it, "pid starttime/N". A process that left the
 // client's process group (setsid) is still found by it: at Close, as a
 // process the client left behind, and by any later run once the harness
@@ -114,7 +114,7 @@ func killAll(ps []Leftover) {
 func ReapOrphans() []Leftover {
 	ps := procsTagged(func(tag string) bool {
 		owner, _, _ := strings.Cut(tag, "/")
-		return !cluster.OwnerAlive(owner)
+		return !local.OwnerAlive(owner)
 	})
 	killAll(ps)
 	return ps

@@ -5,7 +5,9 @@
 // per-(client, server) links (in-process toxiproxy) that partitions and
 // delays act on. Every server a Cluster starts is stopped by Close, which
 // callers defer; a process-death signal stops the servers even when the
-// harness itself is killed.
+// harness itself is killed. Each kind of server is one file registering a
+// Kind; local processes and the reaper of what killed harnesses left are
+// in cluster/local, containers in cluster/docker, links in cluster/links.
 package cluster
 
 import (
@@ -20,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/runca"
 )
 
@@ -28,7 +31,7 @@ var (
 	// ErrMissingBinary is wrapped when a server's program is not on PATH.
 	ErrMissingBinary = errors.New("server program not found")
 	// ErrStart is wrapped when a server does not come up.
-	ErrStart = errors.New("server did not start")
+	ErrStart = local.ErrStart
 	// ErrClosed is returned when starting a server on a closed cluster.
 	ErrClosed = errors.New("cluster is closed")
 )
@@ -92,17 +95,17 @@ type Cluster struct {
 }
 
 // New makes a cluster with its own temporary directory, and removes those
-// that harnesses killed with SIGKILL left behind (see reapOrphans).
+// that harnesses killed with SIGKILL left behind (see local.Reap).
 func New(opt Options) (*Cluster, error) {
-	tmp, err := os.MkdirTemp(opt.TempDir, tempPattern)
+	tmp, err := os.MkdirTemp(opt.TempDir, local.TempPattern)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: temp dir: %w", err)
 	}
-	if err := writeOwner(tmp); err != nil {
+	if err := local.MarkOwned(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	reapOrphans(filepath.Dir(tmp), tmp)
+	local.Reap(filepath.Dir(tmp), tmp)
 	if opt.LogDir == "" {
 		opt.LogDir = tmp
 	}

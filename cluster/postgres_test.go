@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -114,9 +115,9 @@ func TestPostgresLifecycle(t *testing.T) {
 	if state := procState(t, pg.PID()); state != "T" {
 		t.Errorf("paused server in state %q, want T", state)
 	}
-	for _, k := range descendants(pg.PID()) {
-		if st, ok := procStat(k.pid); ok && st.state != 'T' && st.state != 'Z' {
-			t.Errorf("child %d of a paused server in state %c", k.pid, st.state)
+	for _, k := range local.Children(pg.PID()) {
+		if st, ok := local.State(k.PID()); ok && st != 'T' && st != 'Z' {
+			t.Errorf("child %d of a paused server in state %c", k.PID(), st)
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -132,13 +133,13 @@ func TestPostgresLifecycle(t *testing.T) {
 	}
 
 	// Kill leaves no process of the server; Restart recovers the data.
-	kids := descendants(pg.PID())
+	kids := local.Children(pg.PID())
 	if err := pg.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range kids {
-		if !k.gone() {
-			t.Errorf("postgres child %d outlived the kill", k.pid)
+		if !k.Gone() {
+			t.Errorf("postgres child %d outlived the kill", k.PID())
 		}
 	}
 	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {
@@ -165,13 +166,13 @@ func TestPostgresLifecycle(t *testing.T) {
 	if err := pg.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kids = descendants(pg.PID())
+	kids = local.Children(pg.PID())
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range kids {
-		if !k.gone() {
-			t.Errorf("postgres child %d outlived Close", k.pid)
+		if !k.Gone() {
+			t.Errorf("postgres child %d outlived Close", k.PID())
 		}
 	}
 	if left := leakcheck.ProcessesUnder(tmp); len(left) > 0 {

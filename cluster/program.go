@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // program is what every server of the cluster has, whatever its kind and
@@ -55,7 +57,12 @@ type faultable struct {
 
 // PID is the server's process id, or 0 when it is not running (or not a
 // local process).
-func (s *faultable) PID() int { return unitPID(s.p) }
+func (s *faultable) PID() int {
+	if p, ok := s.p.(*local.Proc); ok {
+		return p.PID()
+	}
+	return 0
+}
 
 // Running reports whether the server is up.
 func (s *faultable) Running() bool { return s.p.Running() }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // Where servers come from (Options.Servers).
@@ -177,7 +179,7 @@ func SweepLeftovers(ctx context.Context, tempDir string) []string {
 	if tempDir == "" {
 		tempDir = os.TempDir()
 	}
-	reapOrphans(tempDir, "")
+	local.Reap(tempDir, "")
 	sweepersMu.Lock()
 	fs := slices.Clone(sweepers)
 	sweepersMu.Unlock()
@@ -311,8 +313,8 @@ func (l localProvider) Launch(_ context.Context, s Spec) (Unit, error) {
 		// As in a container: $0 is sh, the program is $1.
 		bin, args = "/bin/sh", append([]string{"-c", s.Shell, "sh", s.Program}, s.Args...)
 	}
-	return &proc{name: s.Name, bin: bin, args: args, dir: s.Dir, logPath: s.LogPath,
-		cred: as.cred, stopSig: s.StopSignal, tree: s.Tree}, nil
+	return local.New(local.Config{Name: s.Name, Bin: bin, Args: args, Dir: s.Dir, LogPath: s.LogPath,
+		Cred: as.cred, StopSig: s.StopSignal, Tree: s.Tree}), nil
 }
 
 func (localProvider) Images() map[string]string { return nil }
@@ -339,8 +341,8 @@ func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Co
 // waitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
 func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
-	if p, ok := u.(*proc); ok {
-		return p.waitReady(ctx, ready)
+	if p, ok := u.(*local.Proc); ok {
+		return p.WaitReady(ctx, ready)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -354,7 +356,7 @@ func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Conte
 			return fmt.Errorf("%w: %s exited during start-up%s (its log: %s): %w", ErrStart, name, lastLogLine(u.LogPath()), u.LogPath(), last)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s not ready (see %s): %w", ErrStart, name, u.LogPath(), last)
-		case <-time.After(readyPoll):
+		case <-time.After(local.ReadyPoll):
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // TestNewReapsOrphans: a new cluster removes the temporary directories of
@@ -22,7 +24,7 @@ func TestNewReapsOrphans(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	self, err := procIdentity(os.Getpid())
+	self, err := local.OwnerID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestNewReapsOrphans(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.owner != "" {
-			if err := os.WriteFile(filepath.Join(parent, d.name, ownerFile), []byte(d.owner+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(parent, d.name, local.OwnerFile), []byte(d.owner+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -59,7 +61,7 @@ func TestNewReapsOrphans(t *testing.T) {
 		}
 	}
 	// The new cluster's own directory names its owner, and goes on Close.
-	b, err := os.ReadFile(filepath.Join(c.TempDir(), ownerFile))
+	b, err := os.ReadFile(filepath.Join(c.TempDir(), local.OwnerFile))
 	if err != nil || string(b) != self+"\n" {
 		t.Errorf("owner file %q, %v; want %q", b, err, self)
 	}
@@ -84,7 +86,7 @@ func TestReapKillsStoppedLeftovers(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(fmt.Sprintf("%d 1\n", dead.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, local.OwnerFile), []byte(fmt.Sprintf("%d 1\n", dead.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	left := exec.Command("sleep", "600")
@@ -97,7 +99,7 @@ func TestReapKillsStoppedLeftovers(t *testing.T) {
 	if err := left.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	reapOrphans(parent, "")
+	local.Reap(parent, "")
 	select {
 	case <-exited:
 	case <-time.After(time.Minute): // only against a hang: SIGKILL is at once
@@ -123,7 +125,7 @@ func TestReapRemovesSharedMemory(t *testing.T) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(orphan, ownerFile), fmt.Appendf(nil, "%d 1\n", dead.Process.Pid), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(orphan, local.OwnerFile), fmt.Appendf(nil, "%d 1\n", dead.Process.Pid), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	left, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
@@ -184,10 +186,10 @@ func TestMarkOwnedIsSwept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dead, ownerFile), []byte("2147483 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dead, local.OwnerFile), []byte("2147483 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := MarkOwned(mine); err != nil {
+	if err := local.MarkOwned(mine); err != nil {
 		t.Fatal(err)
 	}
 	SweepLeftovers(context.Background(), tmp)

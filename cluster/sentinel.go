@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
@@ -234,7 +235,7 @@ func waitFor(ctx context.Context, limit time.Duration, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(4 * readyPoll):
+		case <-time.After(4 * local.ReadyPoll):
 		}
 	}
 }

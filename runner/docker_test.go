@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -22,7 +23,7 @@ func inDocker() scenarios.Overrides {
 // assertNoContainers checks that this process left no container or network.
 func assertNoContainers(t *testing.T) {
 	t.Helper()
-	owner, err := cluster.OwnerID()
+	owner, err := local.OwnerID()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
@@ -95,7 +96,7 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 // first (kill -9 included). At the run's end, after every undo, the
 // journal is closed (and removed) and the guard told to go.
 func (r *run) openJournal() (*journal.Journal, error) {
-	owner, err := cluster.OwnerID()
+	owner, err := local.OwnerID()
 	if err != nil {
 		return nil, err
 	}

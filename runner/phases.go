@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/secret"
 
 	"context"
@@ -181,7 +182,7 @@ func (r *run) openStore() error {
 // returns what it did, in words, for run.log.
 func sweep(ctx context.Context, tempDir string) []string {
 	var out []string
-	undone, errs := journal.ReplayDead(ctx, journal.Dir(), cluster.OwnerAlive)
+	undone, errs := journal.ReplayDead(ctx, journal.Dir(), local.OwnerAlive)
 	for _, u := range undone {
 		out = append(out, "undid, for a harness that died: "+u)
 	}

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/runner"
@@ -231,7 +231,7 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	defer os.RemoveAll(scratch)
 	// Owned, so that the next run removes it if this process is killed.
-	if err := cluster.MarkOwned(scratch); err != nil {
+	if err := local.MarkOwned(scratch); err != nil {
 		return nil, fmt.Errorf("shrink: scratch store: %w", err)
 	}
 	s := &search{r: r, opt: opt, scratch: scratch, start: time.Now(), cache: map[string]bool{}}

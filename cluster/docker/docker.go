@@ -41,13 +41,14 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // The labels every container and network of a run carries.
 const (
 	// LabelRun names the run (a random id per provider).
 	LabelRun = "org.locktorture.run"
-	// LabelOwner names the owner process: "pid starttime" (cluster.OwnerID).
+	// LabelOwner names the owner process: "pid starttime" (local.OwnerID).
 	LabelOwner = "org.locktorture.owner"
 	// LabelHost names the machine the owner runs on (its hostname): only
 	// orphans of this machine's harnesses are swept.
@@ -153,7 +154,7 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 	if err != nil {
 		return nil, fmt.Errorf("%w (%w): start it, or run with servers: local", ErrNoEngine, err)
 	}
-	owner, err := cluster.OwnerID()
+	owner, err := local.OwnerID()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -180,7 +181,7 @@ func TestBadImageKind(t *testing.T) {
 }
 
 func owner(t *testing.T) string {
-	id, err := cluster.OwnerID()
+	id, err := local.OwnerID()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -48,7 +48,7 @@ func TestServersFlags(t *testing.T) {
 				t.Errorf("store written: %v", runs)
 			}
 			if tc.docker {
-				owner, err := cluster.OwnerID()
+				owner, err := local.OwnerID()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package cluster
+package local
 
 import (
 	"errors"
@@ -13,47 +13,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownerFile, in a cluster's temporary directory, names the harness process
+// OwnerFile, in a cluster's temporary directory, names the harness process
 // that owns it: "pid starttime" (the start time from /proc tells a reused
 // pid from the owner).
-const ownerFile = ".locktorture-owner"
+const OwnerFile = ".locktorture-owner"
 
-// tempPattern is the name pattern of every cluster's temporary directory.
-const tempPattern = "locktorture-"
+// TempPattern is the name pattern of every cluster's temporary directory.
+const TempPattern = "locktorture-"
 
-// writeOwner records this process as the owner of dir.
-func writeOwner(dir string) error {
+// MarkOwned names this process the owner of dir, a directory named
+// locktorture-* in the system's (or a run's) temporary directory: should
+// this process die without removing it, the next run on the machine does
+// (Reap; cluster.SweepLeftovers).
+func MarkOwned(dir string) error {
 	id, err := procIdentity(os.Getpid())
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(id+"\n"), 0o644); err != nil {
 		return fmt.Errorf("cluster: owner file: %w", err)
 	}
 	return nil
 }
 
-// reapOrphans removes the temporary directories that earlier harnesses left
+// Reap removes the temporary directories that earlier harnesses left
 // in parent when they died without cleaning up (kill -9 cannot be caught;
 // their servers die with them, their data directories do not): every
 // locktorture-* directory but keep whose owner process is gone. A directory
 // without an owner file, or whose owner still runs, is left alone. It is
 // best effort.
-func reapOrphans(parent, keep string) {
+func Reap(parent, keep string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		dir := filepath.Join(parent, e.Name())
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), tempPattern) || dir == keep {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), TempPattern) || dir == keep {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		b, err := os.ReadFile(filepath.Join(dir, OwnerFile))
 		if err != nil {
 			continue
 		}
-		if ownerAlive(strings.TrimSpace(string(b))) {
+		if OwnerAlive(strings.TrimSpace(string(b))) {
 			continue
 		}
 		killLeftovers(dir)
@@ -140,9 +143,9 @@ func usesDir(procDir, dir string) bool {
 	return err == nil && strings.Contains(string(cmd), dir)
 }
 
-// ownerAlive reports whether the process an owner file names still runs.
+// OwnerAlive reports whether the process an owner file names still runs.
 // An unreadable owner file counts as alive, so nothing is removed on a guess.
-func ownerAlive(owner string) bool {
+func OwnerAlive(owner string) bool {
 	pidText, _, ok := strings.Cut(owner, " ")
 	pid, err := strconv.Atoi(pidText)
 	if !ok || err != nil || pid <= 0 {
@@ -176,16 +179,6 @@ func procIdentity(pid int) (string, error) {
 	return fmt.Sprintf("%d %s", pid, f[19]), nil
 }
 
-// MarkOwned names this process the owner of dir, a directory named
-// locktorture-* in the system's (or a run's) temporary directory: should
-// this process die without removing it, the next run on the machine does
-// (SweepLeftovers).
-func MarkOwned(dir string) error { return writeOwner(dir) }
-
 // OwnerID names this process the way owner files and container labels do
 // ("pid starttime"): a reused pid is never taken for it.
 func OwnerID() (string, error) { return procIdentity(os.Getpid()) }
-
-// OwnerAlive reports whether the process an OwnerID names still runs (an
-// unreadable one counts as alive, so nothing is removed on a guess).
-func OwnerAlive(owner string) bool { return ownerAlive(owner) }

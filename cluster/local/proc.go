@@ -1,4 +1,9 @@
-package cluster
+// Package local runs servers as processes of this machine, for the
+// cluster's local provider: a process that is paused, killed and started
+// again (Proc), with the process trees of servers that fork (postgres),
+// and the reaper that removes what harnesses killed with SIGKILL left
+// behind (Reap, owner files).
+package local
 
 import (
 	"bytes"
@@ -14,9 +19,39 @@ import (
 	"time"
 )
 
-// proc is one server process that can be paused, killed and started again
+// ErrStart is wrapped when a server does not come up (cluster.ErrStart).
+var ErrStart = errors.New("server did not start")
+
+// Config is how a Proc runs its program.
+type Config struct {
+	// Name names the server in errors.
+	Name string
+	// Bin and Args are the command line; Dir its working directory.
+	Bin  string
+	Args []string
+	Dir  string
+	// LogPath receives the program's output (appended to).
+	LogPath string
+	// Cred, when set, runs the process as another user (PostgreSQL
+	// refuses to run as root).
+	Cred *syscall.Credential
+	// StopSig is the polite stop signal; zero means SIGTERM.
+	StopSig syscall.Signal
+	// Tree makes signals, kill and stop reach every descendant too, and
+	// kill and stop wait until none is left: for servers that fork
+	// children into sessions of their own (postgres).
+	Tree bool
+}
+
+// New is a process of c, not started.
+func New(c Config) *Proc {
+	return &Proc{name: c.Name, bin: c.Bin, args: c.Args, dir: c.Dir, logPath: c.LogPath,
+		cred: c.Cred, stopSig: c.StopSig, tree: c.Tree}
+}
+
+// Proc is one server process that can be paused, killed and started again
 // with the same arguments.
-type proc struct {
+type Proc struct {
 	name    string
 	bin     string
 	args    []string
@@ -45,7 +80,7 @@ type proc struct {
 	onDeath func(name, logPath string)
 }
 
-func (p *proc) start() error {
+func (p *Proc) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -84,7 +119,7 @@ func (p *proc) start() error {
 }
 
 // running reports whether the process is up (not exited).
-func (p *proc) running() bool {
+func (p *Proc) running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -98,7 +133,7 @@ func (p *proc) running() bool {
 	}
 }
 
-func (p *proc) exitedCh() <-chan struct{} {
+func (p *Proc) exitedCh() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited == nil {
@@ -109,7 +144,7 @@ func (p *proc) exitedCh() <-chan struct{} {
 	return p.exited
 }
 
-func (p *proc) signal(sig syscall.Signal) error {
+func (p *Proc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || p.cmd.Process == nil {
@@ -141,7 +176,7 @@ func (p *proc) signal(sig syscall.Signal) error {
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill() error {
+func (p *Proc) kill() error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.ending = true
@@ -163,7 +198,7 @@ func (p *proc) kill() error {
 
 // stop ends the process politely (SIGCONT, SIGTERM), then by force after a
 // grace period, and closes its log.
-func (p *proc) stop() error {
+func (p *Proc) stop() error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.ending = true
@@ -211,42 +246,38 @@ func (p *proc) stop() error {
 }
 
 // Start starts the process (Unit).
-func (p *proc) Start(context.Context) error { return p.start() }
+func (p *Proc) Start(context.Context) error { return p.start() }
 
 // Pause freezes the process (and, for a tree, its descendants) with SIGSTOP.
-func (p *proc) Pause(context.Context) error { return p.signal(syscall.SIGSTOP) }
+func (p *Proc) Pause(context.Context) error { return p.signal(syscall.SIGSTOP) }
 
 // Resume thaws it with SIGCONT.
-func (p *proc) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
+func (p *Proc) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
 
 // Kill ends it with SIGKILL and waits until it is gone.
-func (p *proc) Kill(context.Context) error { return p.kill() }
+func (p *Proc) Kill(context.Context) error { return p.kill() }
 
 // Stop ends it for good.
-func (p *proc) Stop(context.Context) error { return p.stop() }
+func (p *Proc) Stop(context.Context) error { return p.stop() }
 
 // Running reports whether it is up.
-func (p *proc) Running() bool { return p.running() }
+func (p *Proc) Running() bool { return p.running() }
 
 // Exited is closed when the current start has ended.
-func (p *proc) Exited() <-chan struct{} { return p.exitedCh() }
+func (p *Proc) Exited() <-chan struct{} { return p.exitedCh() }
 
 // LogPath is its log file.
-func (p *proc) LogPath() string { return p.logPath }
+func (p *Proc) LogPath() string { return p.logPath }
 
 // OnDeath sets what hears of an exit nobody asked for.
-func (p *proc) OnDeath(f func(name, logPath string)) {
+func (p *Proc) OnDeath(f func(name, logPath string)) {
 	p.mu.Lock()
 	p.onDeath = f
 	p.mu.Unlock()
 }
 
-// unitPID is a local unit's process id, or 0 (not running, or not local).
-func unitPID(u Unit) int {
-	p, ok := u.(*proc)
-	if !ok {
-		return 0
-	}
+// PID is the process id, or 0 when it is not running.
+func (p *Proc) PID() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || p.cmd.Process == nil {
@@ -255,13 +286,14 @@ func unitPID(u Unit) int {
 	return p.cmd.Process.Pid
 }
 
-// readyPoll is how often a starting server is asked whether it is ready:
+// ReadyPoll is how often a starting server is asked whether it is ready:
 // often, since a run waits for its servers (a redis-server answers within
 // about 10ms of its start).
-const readyPoll = 5 * time.Millisecond
+const ReadyPoll = 5 * time.Millisecond
 
-// waitReady polls ready until it succeeds, the process exits, or ctx ends.
-func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error) error {
+// WaitReady polls ready until it succeeds, the process exits, or ctx ends
+// (15s at most).
+func (p *Proc) WaitReady(ctx context.Context, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var last error
@@ -274,7 +306,7 @@ func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error)
 			return fmt.Errorf("%w: %s exited during start-up (see %s): %w", ErrStart, p.name, p.logPath, last)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s not ready (see %s): %w", ErrStart, p.name, p.logPath, last)
-		case <-time.After(readyPoll):
+		case <-time.After(ReadyPoll):
 		}
 	}
 }
@@ -420,4 +452,30 @@ func killTree(pid int, exited <-chan struct{}, extra ...procRef) {
 	}
 	<-exited
 	waitGone(all, 10*time.Second)
+}
+
+// Child is a process below a server's (a postgres backend), named so that
+// a reused pid is not taken for it.
+type Child struct{ ref procRef }
+
+// PID is its process id.
+func (c Child) PID() int { return c.ref.pid }
+
+// Gone reports whether it has ended.
+func (c Child) Gone() bool { return c.ref.gone() }
+
+// Children lists the processes below pid (children, their children...).
+func Children(pid int) []Child {
+	var out []Child
+	for _, r := range descendants(pid) {
+		out = append(out, Child{r})
+	}
+	return out
+}
+
+// State is a process's state letter as /proc says it ('T' stopped, 'Z' a
+// zombie...), and whether it could be read.
+func State(pid int) (byte, bool) {
+	st, ok := procStat(pid)
+	return st.state, ok
 }
