@@ -132,3 +132,55 @@ type addrServer struct{ name, addr string }
 
 func (g *addrServer) Name() string { return g.name }
 func (g *addrServer) Addr() string { return g.addr }
+
+// TestLoseOneReply: while armed, the first reply is dropped and its
+// connection closed (the server did get the request); once one is lost,
+// another connection's replies pass, though the link is still armed.
+func TestLoseOneReply(t *testing.T) {
+	ctx := context.Background()
+	ls := NewSet("127.0.0.1")
+	defer ls.Close()
+	s := &addrServer{name: "echo", addr: echoServer(t)}
+	l, err := ls.Get("t-once->"+s.Name(), "t-once", s, s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	roundTrip := func(conn net.Conn, msg string) (string, error) {
+		if _, err := conn.Write([]byte(msg)); err != nil {
+			return "", err
+		}
+		b := make([]byte, 64)
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := conn.Read(b)
+		return string(b[:n]), err
+	}
+	first := dial()
+	if got, err := roundTrip(first, "before"); got != "before" {
+		t.Fatalf("before the fault: %q, %v", got, err)
+	}
+	if _, err := l.LoseOneReply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		conn    net.Conn
+		want    string
+		wantErr bool
+	}{
+		{"the first reply is lost, its connection closed", first, "", true},
+		{"a new connection's replies pass", dial(), "again", false},
+	} {
+		got, err := roundTrip(tc.conn, "again")
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("%s: got %q, %v", tc.name, got, err)
+		}
+	}
+}
