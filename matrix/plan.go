@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/internal/shell"
@@ -53,6 +54,30 @@ type Planned struct {
 	Source   []string
 	Expect   scenarios.Expectation
 	LockFree bool
+	// Kinds are the kinds of server the cell's backend starts.
+	Kinds []string
+}
+
+// startupCost is about how long a server of each kind takes to start on a
+// busy 2-core machine (PostgreSQL copies its data directory and starts its
+// postmaster, ZooKeeper starts a JVM), for scheduling only.
+var startupCost = map[string]time.Duration{
+	"postgres":  2 * time.Second,
+	"zookeeper": 1500 * time.Millisecond,
+	"etcd":      500 * time.Millisecond,
+	"redis":     100 * time.Millisecond,
+}
+
+// Estimate is about how long the cell takes, for running the longest
+// first: its clients' run time, one more critical section (a client in
+// one when the time is up finishes it) and its servers' start-up. It
+// decides only the order, never a verdict.
+func (c Planned) Estimate() time.Duration {
+	d := c.Scenario.Duration.D() + c.Scenario.Hold.D()
+	for _, k := range c.Kinds {
+		d += startupCost[k]
+	}
+	return d
 }
 
 // scenarioSource loads a fresh copy of one scenario each time.
@@ -132,7 +157,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 				n = 1
 			}
 			for _, mode := range modes {
-				planned, err := planPair(opt, src, base, b, mode, n, infos[b].LockFree)
+				planned, err := planPair(opt, src, base, b, mode, n, infos[b])
 				if err != nil {
 					return nil, nil, err
 				}
@@ -168,7 +193,7 @@ type pairPlan struct {
 
 // planPair plans one scenario/backend pair's seeds, with the fencing mode
 // overridden when fencing is not empty.
-func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, fencing string, seeds int, lockFree bool) (pairPlan, error) {
+func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, fencing string, seeds int, info backends.Info) (pairPlan, error) {
 	var out pairPlan
 	for i := range seeds {
 		sc, err := src.load()
@@ -187,7 +212,7 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 			return out, nil
 		}
 		key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing}
-		out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: lockFree})
+		out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds()})
 	}
 	return out, nil
 }

@@ -307,15 +307,17 @@ func (r *matrixRun) dispatch(ctx context.Context) {
 			}
 		})
 	}
-	// Longest first, so that side-by-side cells finish together rather
-	// than one minute-long cell running alone at the end.
+	// Longest first (by each cell's estimate: its run time, one more
+	// critical section, its servers' start-up), so that side-by-side
+	// cells finish together rather than one long cell running alone at
+	// the end.
 	order := make([]int, len(r.share))
 	for i := range order {
 		order[i] = i
 	}
 	if parallel > 1 {
 		slices.SortStableFunc(order, func(a, b int) int {
-			return cmp.Compare(r.share[b].Scenario.Duration, r.share[a].Scenario.Duration)
+			return cmp.Compare(r.share[b].Estimate(), r.share[a].Estimate())
 		})
 	}
 	for _, i := range order {

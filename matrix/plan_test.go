@@ -1,0 +1,35 @@
+package matrix
+
+import (
+	"testing"
+	"time"
+)
+
+// TestEstimate: a cell's estimate is its run time, one more critical
+// section and its servers' start-up, so the compare plan's failover cells
+// come first and a PostgreSQL cell before a Redis cell of the same family.
+func TestEstimate(t *testing.T) {
+	m, cells, err := Plan(PlanOptions{Scenarios: []string{"pause", "failover"}, Backends: []string{"redis-token", "pg-advisory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := map[string]time.Duration{}
+	for _, c := range cells {
+		est[c.Key.Scenario+"/"+c.Key.Backend] = c.Estimate()
+	}
+	for _, tc := range []struct {
+		cell string
+		want time.Duration
+	}{
+		{"pause/redis-token", 4500*time.Millisecond + 100*time.Millisecond + 100*time.Millisecond},
+		{"pause/pg-advisory", 4500*time.Millisecond + 100*time.Millisecond + 2*time.Second},
+		{"failover/redis-token", 14*time.Second + 12*time.Second + 100*time.Millisecond},
+	} {
+		if got, ok := est[tc.cell]; !ok || got != tc.want {
+			t.Errorf("%s: estimate %v (planned %v), want %v (plan %v)", tc.cell, got, ok, tc.want, m.Planned)
+		}
+	}
+	if est["failover/redis-token"] <= est["pause/pg-advisory"] || est["pause/pg-advisory"] <= est["pause/redis-token"] {
+		t.Errorf("estimates out of order: %v", est)
+	}
+}
