@@ -22,10 +22,10 @@ type SessionKiller interface {
 }
 
 // SessionKillers lists what can end the run's client sessions: every
-// server that can (PostgreSQL, each Redis server, MariaDB), and the etcd
+// server that can (PostgreSQL, each Redis server, MariaDB), the etcd
 // cluster (once, not per member: a revoked lease is gone from every
-// member). ZooKeeper has no server command that ends one client's
-// session, so it is not listed.
+// member) and the ZooKeeper ensemble (once: a closed session is gone from
+// every member).
 func (c *Cluster) SessionKillers() []SessionKiller {
 	var out []SessionKiller
 	for _, s := range c.Servers() {
@@ -38,6 +38,11 @@ func (c *Cluster) SessionKillers() []SessionKiller {
 		out = append(out, c.etcd.e)
 	}
 	c.etcd.mu.Unlock()
+	c.zk.mu.Lock()
+	if c.zk.z != nil {
+		out = append(out, c.zk.z)
+	}
+	c.zk.mu.Unlock()
 	return out
 }
 

@@ -21,8 +21,8 @@ func TestEstimate(t *testing.T) {
 		cell string
 		want time.Duration
 	}{
-		{"pause/redis-token", 4500*time.Millisecond + 100*time.Millisecond + 100*time.Millisecond},
-		{"pause/pg-advisory", 4500*time.Millisecond + 100*time.Millisecond + 2*time.Second},
+		{"pause/redis-token", 3500*time.Millisecond + 100*time.Millisecond + 100*time.Millisecond},
+		{"pause/pg-advisory", 3500*time.Millisecond + 100*time.Millisecond + 2*time.Second},
 		{"failover/redis-token", 14*time.Second + 12*time.Second + 100*time.Millisecond},
 	} {
 		if got, ok := est[tc.cell]; !ok || got != tc.want {

@@ -14,16 +14,17 @@ import (
 // CONNECTION: its GET_LOCK locks go with it, its transaction rolls back),
 // Redis closes the connection (CLIENT KILL; the lock is a key and stays
 // until its TTL), etcd revokes the holder's session lease (its lock key
-// goes with it). ZooKeeper has no
-// server command that ends one session: the fault does not apply there.
+// goes with it), ZooKeeper closes the holder's session (reattached to with
+// its id and the password the server derives from it; its ephemeral lock
+// node goes with it).
 // Recorded as one `kill-session` op naming what was ended.
 type killSession struct{}
 
 func init() {
 	Register(Info{
 		Name:        "kill-session",
-		Description: "the servers end the holder's session: PostgreSQL terminate, MariaDB KILL CONNECTION, Redis CLIENT KILL, etcd lease revoke",
-		AppliesTo:   "PostgreSQL, MariaDB, Redis and etcd backends",
+		Description: "the servers end the holder's session: PostgreSQL terminate, MariaDB KILL CONNECTION, Redis CLIENT KILL, etcd lease revoke, ZooKeeper session close",
+		AppliesTo:   "PostgreSQL, MariaDB, Redis, etcd and ZooKeeper backends",
 	}, killSession{})
 }
 
@@ -32,17 +33,14 @@ func (killSession) OpNames(string) (string, string) { return "kill-session", "" 
 func (killSession) AllowsZeroDuration() bool { return true }
 
 // Params are terminate's: the clients whose sessions to end (none: every
-// session holding a lock; etcd always ends the holders').
+// session holding a lock; etcd and ZooKeeper always end the holders').
 func (killSession) Params() Params { return &TerminateParams{} }
 
 func (killSession) Applies(s Shape) error {
-	for _, k := range []string{"postgres", "mariadb", "redis", "etcd"} {
+	for _, k := range []string{"postgres", "mariadb", "redis", "etcd", "zookeeper"} {
 		if hasKind(s.Kinds, k) {
 			return s.controlled("kill-session")
 		}
-	}
-	if hasKind(s.Kinds, "zookeeper") {
-		return fmt.Errorf("kill-session does not apply to %s: ZooKeeper has no server command that ends one client's session (only the client holds the session's password)", s.Backend)
 	}
 	return fmt.Errorf("kill-session does not apply to %s: it has no server session", s.Backend)
 }
@@ -53,7 +51,7 @@ func (killSession) Start(ctx context.Context, env *Env, params Params, d time.Du
 	clients := params.(*TerminateParams).List()
 	killers := env.Cluster.SessionKillers()
 	if len(killers) == 0 {
-		return nil, nil, fmt.Errorf("%w: kill-session needs a PostgreSQL, MariaDB, Redis or etcd server", ErrTarget)
+		return nil, nil, fmt.Errorf("%w: kill-session needs a PostgreSQL, MariaDB, Redis, etcd or ZooKeeper server", ErrTarget)
 	}
 	sessions := []map[string]any{}
 	var errs []error

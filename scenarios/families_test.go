@@ -49,13 +49,13 @@ func TestNotRun(t *testing.T) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
-	s, err := Builtin("kill-session")
+	s, err := Builtin("delay")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := "zookeeper"
-	if err := s.Apply(Overrides{Backend: &b}); err == nil || !strings.Contains(err.Error(), "ZooKeeper has no server command") {
-		t.Errorf("kill-session with zookeeper: %v", err)
+	b := "etcd"
+	if err := s.Apply(Overrides{Backend: &b}); err == nil || !strings.Contains(err.Error(), "delay is not run with etcd: in-process etcd clients renew") {
+		t.Errorf("delay with etcd: %v", err)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestBuiltinsLoadWithTheirPlan(t *testing.T) {
 		"inflight-delay":  {"latency process 0, direction downstream, latency 1s at 0s for 1h0m0s"},
 		"failover":        {"partition topology replication at 0s for 1h0m0s", "failover (no target) on acquire for 12s"},
 		"pg-terminate":    {"terminate process 0 on read for 0s"},
-		"lost-reply":      {"lost-reply process 0 once on write for 200ms", "lost-reply process 0 on release after 300ms for 100ms"},
+		"lost-reply":      {"lost-reply process 1 once on write for 200ms", "lost-reply process 0 on release for 100ms"},
 		"redlock-clock-jump": {
 			"partition process 0, servers [D E], topology cut at 0s for 1h0m0s",
 			"partition process 1, servers [A B], topology cut at 0s for 1h0m0s",
