@@ -34,7 +34,7 @@ func (z *ZooKeeper) KillSessions(ctx context.Context, clients []int) ([]map[stri
 	if len(addrs) == 0 {
 		return nil, errors.New("zookeeper: no member")
 	}
-	holders, err := zkHolders(ctx, addrs)
+	holders, err := zkHolders(ctx, addrs, z.Auth())
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper: find the lock holders: %w", err)
 	}
@@ -68,8 +68,9 @@ type zkHolder struct {
 
 // zkHolders walks the tree (outside /zookeeper, three levels deep: the
 // lock recipe's root, key, lock node) and returns, per parent, its oldest
-// ephemeral child, sorted by path.
-func zkHolders(ctx context.Context, addrs []string) ([]zkHolder, error) {
+// ephemeral child, sorted by path; subtrees the run's user may not list
+// (someone else's) are skipped.
+func zkHolders(ctx context.Context, addrs []string, auth *Auth) ([]zkHolder, error) {
 	conn, events, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		return nil, err
@@ -82,12 +83,15 @@ func zkHolders(ctx context.Context, addrs []string) ([]zkHolder, error) {
 		case <-events:
 		}
 	}
+	if err := ZooKeeperAddAuth(conn, auth); err != nil {
+		return nil, err
+	}
 	oldest := map[string]zkHolder{}
 	var walk func(p string, depth int) error
 	walk = func(p string, depth int) error {
 		kids, _, err := conn.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth) {
+			return nil // gone, or someone else's
 		}
 		if err != nil {
 			return err
@@ -97,7 +101,7 @@ func zkHolders(ctx context.Context, addrs []string) ([]zkHolder, error) {
 			if child == "/zookeeper" {
 				continue
 			}
-			_, st, err := conn.Get(child)
+			st, err := zkStat(conn, child)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
@@ -126,6 +130,15 @@ func zkHolders(ctx context.Context, addrs []string) ([]zkHolder, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
 	return out, nil
+}
+
+// zkStat is the stat of p (Exists needs no read permission).
+func zkStat(conn *zk.Conn, p string) (*zk.Stat, error) {
+	ok, st, err := conn.Exists(p)
+	if err == nil && !ok {
+		err = zk.ErrNoNode
+	}
+	return st, err
 }
 
 // zkSessionPassword is the password ZooKeeper gives session id:
