@@ -64,6 +64,9 @@ func TestPgBouncerPoolModes(t *testing.T) {
 					t.Errorf("%s does not set pool_mode %s:\n%s", f, tc.mode, body)
 				}
 			}
+			if dsn := c.PostgresResourceDSN(pg); !strings.Contains(dsn, b.Addr()+"/"+pgbouncerResourceDB) {
+				t.Errorf("the resource dials %s, not its own pool of the PgBouncer at %s", redactDSN(dsn), b.Addr())
+			}
 			if v, err := b.Version(ctx); err != nil || !strings.HasPrefix(v, "1.") {
 				t.Errorf("Version: %q, %v", v, err)
 			}

@@ -45,6 +45,7 @@ func TestScenariosInDocker(t *testing.T) {
 		{"redlock-clock-jump", ""},
 		{"redlock-restart", ""}, // a restart "at once" must be one: a killed server refuses at once
 		{"pg-terminate", ""},
+		{"pg-bouncer-transaction", ""}, // PgBouncer's container in front of PostgreSQL's
 		{"etcd-pause", ""},
 		{"baseline", "redis-token"},
 		{"baseline", "redlock"},

@@ -234,7 +234,7 @@ type Scenario struct {
 	// run's, without control): set by the runner from the servers file.
 	Uncontrolled []string `yaml:"-"`
 	// Images names, in docker mode, the image each kind of server runs
-	// from: redis, postgres, etcd, zookeeper, or all (official images by
+	// from: a kind's name (redis, postgres, pgbouncer, ...), or all (official images by
 	// default; `make images` builds locktorture-servers:bookworm).
 	Images map[string]string `yaml:"images,omitempty"`
 	// ClientMode is how clients run: inproc (the default: goroutines of

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/locktorture/locktorture/cluster"
 	// Linked in for `--servers docker`: the cluster package itself does
 	// not depend on a container library.
 	_ "github.com/locktorture/locktorture/cluster/docker"
@@ -15,7 +16,7 @@ import (
 // returns fills as fs parses (the kinds are checked with the scenario).
 func imageFlag(fs *flag.FlagSet) map[string]string {
 	images := map[string]string{}
-	fs.Func("image", "with --servers docker: the image for a `KIND=REF` of server (redis, postgres, etcd, zookeeper, or all=REF for every kind; repeatable; make images builds locktorture-servers:bookworm)", func(v string) error {
+	fs.Func("image", "with --servers docker: the image for a `KIND=REF` of server ("+strings.Join(cluster.KindNames(), ", ")+", or all=REF for every kind; repeatable; make images builds locktorture-servers:bookworm)", func(v string) error {
 		kind, ref, ok := strings.Cut(v, "=")
 		if !ok || strings.TrimSpace(kind) == "" || strings.TrimSpace(ref) == "" {
 			return fmt.Errorf("want KIND=REF (redis=redis:7.4, all=locktorture-servers:bookworm), not %q", v)
