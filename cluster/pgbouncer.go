@@ -407,13 +407,19 @@ func init() {
 		// builds from Debian's packages has it.
 		Image: "locktorture-servers:bookworm",
 		DSN:   true,
-		// exec.servers: [pgbouncer] starts the run's PostgreSQL with a
-		// PgBouncer in front (in session mode unless the run says).
+		// exec.servers: [pgbouncer] starts the run's PostgreSQL (or joins
+		// it) and a PgBouncer in front (in session mode unless the run's
+		// postgres_via says).
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
-			if o.Postgres.Bouncer.PoolMode == "" {
-				o.Postgres.Bouncer.PoolMode = PoolSession
+			bo := o.Postgres.Bouncer
+			if bo.PoolMode == "" {
+				bo.PoolMode = PoolSession
 			}
-			_, err := c.Postgres(ctx, o.Postgres)
+			pg, err := c.Postgres(ctx, o.Postgres)
+			if err != nil {
+				return err
+			}
+			_, err = c.PgBouncer(ctx, pg, bo)
 			return err
 		},
 		CheckAddr: func(a string) error {

@@ -44,7 +44,24 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(tmp)
-			c, pg, _ := startPG(t, tmp, PostgresOptions{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
+			var c *Cluster
+			var pg *Postgres
+			if tc.mode == PoolSession {
+				// As exec.servers: [pgbouncer] starts it: session mode.
+				c, err = New(Options{TempDir: tmp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if err := c.StartKind(ctx, pgbouncerKind, StartOptions{Postgres: PostgresOptions{Bouncer: PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
+					t.Fatal(err)
+				}
+				if pg, err = c.Postgres(ctx, PostgresOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c, pg, _ = startPG(t, tmp, PostgresOptions{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
+			}
 			b := c.frontOf(pg)
 			if b == nil {
 				t.Fatal("no PgBouncer in front of the server")
