@@ -138,23 +138,41 @@ func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program,
 		}
 		return fmt.Sprintf("%s-%d", spec.Kind, n)
 	}
-	if c.external != nil {
-		addr, n, err := c.external.next(spec.Kind)
-		if err != nil {
-			return nil, err
-		}
-		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
-		s.auth = c.external.g.Auth.For(spec.Kind, n)
-		c.AddServer(s)
-		return s, nil
-	}
-	s.name = name(c.started(spec.Kind))
-	err := c.startOne(ctx, &s.faultable, spec.Kind, spec.Program, spec.Package, spec.Port, spec.Args)
+	err := c.place(ctx, &s.faultable, name, placement{kind: spec.Kind, program: spec.Program, pkg: spec.Package, usual: spec.Port, args: spec.Args})
 	if err != nil {
 		return nil, err
 	}
 	c.AddServer(s)
 	return s, nil
+}
+
+// placement is how a provider starts one server of a kind that is one
+// program on one port: the program, its Debian package, the kind's usual
+// port, and its command line for a host, port and directory.
+type placement struct {
+	kind, program, pkg string
+	usual              int
+	args               func(host string, port int, dir string) []string
+}
+
+// place gives s, one more server of pl's kind, its place — named name(n),
+// n the number of that kind before it: on a cluster of servers someone
+// else runs, the next one of the kind named there (its address, its
+// control, its credentials); otherwise the program pl describes, started
+// by the provider and ready. A kind's starter calls it and never asks
+// which mode runs.
+func (c *Cluster) place(ctx context.Context, s *faultable, name func(n int) string, pl placement) error {
+	if c.external != nil {
+		addr, n, err := c.external.next(pl.kind)
+		if err != nil {
+			return err
+		}
+		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
+		s.auth = c.external.g.Auth.For(pl.kind, n)
+		return nil
+	}
+	s.name = name(c.started(pl.kind))
+	return c.startOne(ctx, s, pl)
 }
 
 // started is how many servers of kind the cluster runs so far.
@@ -168,16 +186,16 @@ func (c *Cluster) started(kind string) int {
 	return n
 }
 
-// startOne starts s (its name set) as program on the kind's usual port
-// (a free one locally), with the command line args gives, and waits until
-// s.ready.
-func (c *Cluster) startOne(ctx context.Context, s *faultable, kind, program, pkg string, usual int, args func(host string, port int, dir string) []string) error {
-	bin, err := c.provider().Program(program, pkg)
+// startOne starts s (its name set) as pl's program on the kind's usual
+// port (a free one locally), with the command line pl gives, and waits
+// until s.ready.
+func (c *Cluster) startOne(ctx context.Context, s *faultable, pl placement) error {
+	bin, err := c.provider().Program(pl.program, pl.pkg)
 	if err != nil {
 		return err
 	}
-	return c.startSpec(ctx, s, usual, func(host string, port int, dir string) (Spec, error) {
-		return Spec{Kind: kind, Program: bin, Args: args(host, port, dir), Dir: dir}, nil
+	return c.startSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
+		return Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}, nil
 	})
 }
 

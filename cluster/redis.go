@@ -32,22 +32,19 @@ type Redis struct {
 
 // StartRedis starts a redis-server on a free port and waits until it answers PING.
 func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
-	if c.external != nil {
-		return c.externalRedis(opt)
+	r := newRedis(program{}, opt, c.keyMatch())
+	name := func(n int) string {
+		if opt.Name != "" {
+			return opt.Name
+		}
+		return fmt.Sprintf("redis-%d", n)
 	}
-	c.mu.Lock()
-	n := len(c.redis)
-	c.mu.Unlock()
-	if opt.Name == "" {
-		opt.Name = fmt.Sprintf("redis-%d", n)
-	}
-	r := newRedis(program{name: opt.Name}, opt, "")
-	err := c.startOne(ctx, &r.faultable, redisKind, "redis-server", "redis-server", 6379, func(host string, port int, dir string) []string {
-		return redisArgs(host, port, dir, opt)
-	})
+	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: "redis-server", pkg: "redis-server", usual: 6379,
+		args: func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) }})
 	if err != nil {
 		return nil, err
 	}
+	r.opt.Name = r.name
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()

@@ -216,6 +216,15 @@ func (c *Cluster) externalRedis(opt RedisOptions) (*Redis, error) {
 	return c.externalRedisAt(opt, addr, c.external.g.Auth.For(redisKind, n)), nil
 }
 
+// keyMatch is the SCAN pattern of the run's own keys on servers someone
+// else runs ("" otherwise: every key is the run's).
+func (c *Cluster) keyMatch() string {
+	if c.external == nil {
+		return ""
+	}
+	return c.external.g.KeyMatch
+}
+
 // externalRedisAt lists the external Redis server at addr, asking for
 // auth, among the cluster's.
 func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Redis {
