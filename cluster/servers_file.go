@@ -345,6 +345,9 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		if err := e.resolve(dir); err != nil {
 			return bad(e.line, "%s %s: %v", kind, redactDSN(a), err)
 		}
+		if err := e.adapt(kind); err != nil {
+			return bad(e.line, "%s %s: %v", kind, redactDSN(a), err)
+		}
 		return nil
 	}
 	seen := map[string]int{}
@@ -556,6 +559,68 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 				return fmt.Errorf("%w: redis %s (the master %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
 			}
 		}
+	}
+	return nil
+}
+
+// adapt turns the entry's credentials into what its kind's clients take:
+// ZooKeeper's digest (scheme digest, auth user:pass); PostgreSQL's DSN
+// (the user and password in it, TLS as sslmode=verify-full, sslrootcert,
+// sslcert and sslkey — PostgreSQL keeps its credentials in its DSN).
+func (e *ServerEntry) adapt(kind string) error {
+	a := e.auth
+	if a == nil {
+		return nil
+	}
+	switch kind {
+	case zookeeperKind:
+		if a.TLS != nil {
+			return errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
+		}
+		if a.Username == "" || a.Password == "" {
+			return errors.New("ZooKeeper's digest auth needs both username and password_env")
+		}
+		digest := a.Username + ":" + a.Password
+		secret.Register(digest)
+		e.auth = &Auth{Scheme: "digest", Digest: digest}
+	case postgresKind:
+		u, err := url.Parse(e.address())
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return errors.New("username, password_env and tls need a postgres:// DSN")
+		}
+		if a.Username != "" || a.Password != "" {
+			user := a.Username
+			if user == "" && u.User != nil {
+				user = u.User.Username()
+			}
+			u.User = url.UserPassword(user, a.Password)
+			if a.Password == "" {
+				u.User = url.User(user)
+			}
+		}
+		if t := a.TLS; t != nil {
+			if t.ServerName != "" {
+				return errors.New("tls: server_name is not supported for PostgreSQL: the DSN's host must be the certificate's name")
+			}
+			q := u.Query()
+			mode := "verify-full"
+			if t.InsecureSkipVerify {
+				mode = "require"
+			}
+			q.Set("sslmode", mode)
+			for k, v := range map[string]string{"sslrootcert": t.CA, "sslcert": t.Cert, "sslkey": t.Key} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
+		if e.DSN != "" {
+			e.DSN = u.String()
+		} else {
+			e.Addr = u.String()
+		}
+		e.auth = nil
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -161,5 +162,48 @@ func TestServersFileCheckZooKeeper(t *testing.T) {
 	}
 	if err := f.Check(ctx, []string{"zookeeper"}, false); err != nil {
 		t.Fatalf("a ZooKeeper server refused: %v", err)
+	}
+}
+
+// TestServersFileKindCredentials: ZooKeeper's username and password
+// become its digest; PostgreSQL's go into its DSN, TLS as
+// sslmode=verify-full with the files; what a kind cannot take is one line.
+func TestServersFileKindCredentials(t *testing.T) {
+	t.Setenv("LT_KC_PW", "s3cret")
+	tests := []struct {
+		name, file string
+		kind       string
+		addr       string // the address the run dials ("": refused)
+		auth       *Auth
+		has        string // what the refusal names
+	}{
+		{"zookeeper digest", "zookeeper: [{addr: 10.0.0.8:2181, username: lt, password_env: LT_KC_PW}]\n", zookeeperKind,
+			"10.0.0.8:2181", &Auth{Scheme: "digest", Digest: "lt:s3cret"}, ""},
+		{"zookeeper without a password", "zookeeper: [{addr: 10.0.0.8:2181, username: lt}]\n", zookeeperKind, "", nil, "both username and password_env"},
+		{"zookeeper tls", "zookeeper: [{addr: 10.0.0.8:2181, tls: {insecure_skip_verify: true}}]\n", zookeeperKind, "", nil, "tls is not supported for ZooKeeper"},
+		{"postgres password and tls", "postgres: {dsn: 'postgres://lt@db:5432/app', password_env: LT_KC_PW, tls: {insecure_skip_verify: true}}\n", postgresKind,
+			"postgres://lt:s3cret@db:5432/app?sslmode=require", nil, ""},
+		{"postgres server_name", "postgres: {dsn: 'postgres://lt@db:5432/app', tls: {server_name: db.example, insecure_skip_verify: true}}\n", postgresKind, "", nil, "server_name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseServersFile([]byte(tc.file), "s.yaml")
+			if tc.addr == "" {
+				if err == nil || !strings.Contains(err.Error(), tc.has) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line naming %q", err, tc.has)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := f.ServerSet()
+			if got := g.Addrs(tc.kind); len(got) != 1 || got[0] != tc.addr {
+				t.Errorf("addresses %v, want %s", got, tc.addr)
+			}
+			if got := g.Auth.For(tc.kind, 0); !reflect.DeepEqual(got, tc.auth) {
+				t.Errorf("auth %+v, want %+v", got, tc.auth)
+			}
+		})
 	}
 }

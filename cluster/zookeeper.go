@@ -328,7 +328,7 @@ func (c *Cluster) externalZooKeeper() (*ZooKeeper, error) {
 	z := &ZooKeeper{}
 	for i, a := range addrs {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := newZooKeeperMember(program{name: name, external: a, p: c.externalUnit(name, a)}, i+1)
+		m := newZooKeeperMember(program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(zookeeperKind, i)}, i+1)
 		z.members = append(z.members, m)
 		c.AddServer(m)
 	}
