@@ -173,6 +173,9 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	if pg.externalDSN != "" {
 		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", ErrStart, name)
 	}
+	if c.TLS() {
+		return nil, fmt.Errorf("%w: %s: security: tls (--tls) is not supported with a PgBouncer yet", ErrStart, name)
+	}
 	pv := c.provider()
 	secret, err := pg.roleSecret(ctx)
 	if err != nil {

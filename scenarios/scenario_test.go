@@ -124,6 +124,7 @@ func TestParseErrors(t *testing.T) {
 		{"pool mode without a pooler", "name: x\nbackend: pg-advisory\npool_mode: session\n", 3, "postgres_via: pgbouncer"},
 		{"pool size zero", "name: x\nbackend: pg-advisory\npostgres_via: pgbouncer\npool_size: 0\n", 4, "pool_size"},
 		{"tables through someone else's pooler", "name: x\nbackend: pg-skip-locked\npostgres_via: pgbouncer\nservers: external\nservers_file: s.yaml\n", 3, "search_path"},
+		{"pooler with TLS", "name: x\nbackend: pg-advisory\npostgres_via: pgbouncer\nsecurity: tls\n", 3, "not supported yet"},
 		{"pooler without PostgreSQL", base + "postgres_via: pgbouncer\n", 3, "nothing to put PgBouncer in front of"},
 		{"think_max below think_min", base + "think_min: 10ms\nthink_max: 5ms\n", 4, "think_max"},
 		{"empty file", "", 1, "empty"},

@@ -263,6 +263,9 @@ func (s *Scenario) validatePooler() error {
 	if !slices.Contains(s.serverKinds(info), "postgres") && s.Resource != workload.ResourcePostgres {
 		return bad("postgres_via", "postgres_via: backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
 	}
+	if s.Security == SecurityTLS {
+		return bad("postgres_via", "postgres_via: pgbouncer with security: tls is not supported yet: the harness's PgBouncer speaks no TLS to its clients nor to the server")
+	}
 	// Someone else's PgBouncer passes no search_path: the run's schema,
 	// where its tables are, does not reach the server through it.
 	if s.Servers == cluster.ServersExternal && (info.Tables || (info.InTx && s.Resource == workload.ResourcePostgres)) {
