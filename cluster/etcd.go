@@ -280,13 +280,13 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 	return nil, fmt.Errorf("etcd: no leader: %w", errors.Join(errs...))
 }
 
-// PeerAddr is the member's peer (raft) address, host:port.
-func (m *EtcdMember) PeerAddr() string {
+// peerAddr is the member's peer (raft) address, host:port.
+func (m *EtcdMember) peerAddr() string {
 	return hostPort("", m.host, m.peerPort)
 }
 
 func (m *EtcdMember) clientURL() string { return m.scheme() + "://" + m.Addr() }
-func (m *EtcdMember) peerURL() string   { return m.scheme() + "://" + m.PeerAddr() }
+func (m *EtcdMember) peerURL() string   { return m.scheme() + "://" + m.peerAddr() }
 
 // scheme is https when the member speaks TLS.
 func (m *EtcdMember) scheme() string {

@@ -140,7 +140,7 @@ func TestEtcdThree(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, m := range ms {
-		for _, a := range []string{m.Addr(), m.PeerAddr()} {
+		for _, a := range []string{m.Addr(), m.peerAddr()} {
 			if seen[a] {
 				t.Errorf("address %s used twice", a)
 			}

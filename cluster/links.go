@@ -20,8 +20,8 @@ func (c *Cluster) EnableLinks() {
 	}
 }
 
-// LinksEnabled reports whether client traffic goes through links.
-func (c *Cluster) LinksEnabled() bool { return c.linkSet() != nil }
+// linksEnabled reports whether client traffic goes through links.
+func (c *Cluster) linksEnabled() bool { return c.linkSet() != nil }
 
 // linkSet is the cluster's links, nil when not enabled.
 func (c *Cluster) linkSet() *links.Set {
@@ -178,7 +178,7 @@ func (c *Cluster) Peers() []Server {
 // and sets each member's view of the others; nothing without links or with
 // one member. On an error, the links made are stopped.
 func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
-	if len(z.members) < 2 || !c.LinksEnabled() {
+	if len(z.members) < 2 || !c.linksEnabled() {
 		return nil
 	}
 	z.peers = map[string][]*links.Link{}
@@ -198,12 +198,12 @@ func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
 			if o == m {
 				continue
 			}
-			q, err := c.peerLink(m, o, "quorum", o.QuorumAddr())
+			q, err := c.peerLink(m, o, "quorum", o.quorumAddr())
 			if err != nil {
 				return fail(err)
 			}
 			made = append(made, q)
-			e, err := c.peerLink(m, o, "election", o.ElectionAddr())
+			e, err := c.peerLink(m, o, "election", o.electionAddr())
 			if err != nil {
 				return fail(err)
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
-// ReplicasOf asks the Sentinels for the primary's replicas (host:port).
-func (g *SentinelGroup) ReplicasOf(ctx context.Context) ([]string, error) {
+// replicasOf asks the Sentinels for the primary's replicas (host:port).
+func (g *SentinelGroup) replicasOf(ctx context.Context) ([]string, error) {
 	var last error
 	for _, s := range g.Sentinels {
 		v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", g.MasterName())
@@ -51,7 +51,7 @@ func asList(v any) []any {
 // setting back. The replicas stay up and answer Sentinel, which can still
 // promote one. It returns the heal.
 func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.Context) error, err error) {
-	replicas, err := g.ReplicasOf(ctx)
+	replicas, err := g.replicasOf(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,9 @@ func TestCutReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reps, err := g.ReplicasOf(ctx)
+	reps, err := g.replicasOf(ctx)
 	if err != nil || len(reps) != 1 || reps[0] != g.Replica.Addr() {
-		t.Fatalf("ReplicasOf = %v, %v; want [%s]", reps, err, g.Replica.Addr())
+		t.Fatalf("replicasOf = %v, %v; want [%s]", reps, err, g.Replica.Addr())
 	}
 	heal, err := g.CutReplication(ctx)
 	if err != nil {

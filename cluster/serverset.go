@@ -161,17 +161,6 @@ func NewExternal(g ServerSet) *Cluster {
 	return &Cluster{external: &externalState{g: g}}
 }
 
-// ExternalAddrs returns the addresses named for a kind of server, and
-// whether the cluster is an external one: a starter of a kind of server calls
-// it first and, on an external cluster, hands out those addresses instead of
-// starting anything.
-func (c *Cluster) ExternalAddrs(kind string) ([]string, bool) {
-	if c.external == nil {
-		return nil, false
-	}
-	return c.external.g.Addrs(kind), true
-}
-
 // Addrs returns the addresses named for a kind of server ("redis", "etcd",
 // "zookeeper", "postgres" — its DSN —, or any other).
 func (g ServerSet) Addrs(kind string) []string { return g.Servers[kind] }

@@ -367,20 +367,20 @@ func (z *ZooKeeper) Leader(ctx context.Context) (*ZooKeeperMember, error) {
 	return nil, fmt.Errorf("zookeeper: no leader: %w", errors.Join(errs...))
 }
 
-// QuorumAddr and ElectionAddr are the member's ports for its peers.
-func (m *ZooKeeperMember) QuorumAddr() string { return hostPort("", m.host, m.quorumPort) }
+// quorumAddr and electionAddr are the member's ports for its peers.
+func (m *ZooKeeperMember) quorumAddr() string { return hostPort("", m.host, m.quorumPort) }
 
-// ElectionAddr is the member's leader-election address, host:port.
-func (m *ZooKeeperMember) ElectionAddr() string { return hostPort("", m.host, m.electionPort) }
+// electionAddr is the member's leader-election address, host:port.
+func (m *ZooKeeperMember) electionAddr() string { return hostPort("", m.host, m.electionPort) }
 
 // DataDir is the member's data directory (its zoo.cfg, myid and
 // transaction log).
 func (m *ZooKeeperMember) DataDir() string { return m.dataDir }
 
-// FourLetter sends one of ZooKeeper's four-letter commands (srvr, ruok,
+// fourLetter sends one of ZooKeeper's four-letter commands (srvr, ruok,
 // mntr: the ones the members allow) to the member's client port and
 // returns the reply.
-func (m *ZooKeeperMember) FourLetter(ctx context.Context, cmd string) (string, error) {
+func (m *ZooKeeperMember) fourLetter(ctx context.Context, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var d net.Dialer
@@ -415,7 +415,7 @@ func srvrField(reply, name string) (string, bool) {
 // Mode is the member's role as it reports it: standalone, leader,
 // follower or observer; an error while it does not serve (no quorum).
 func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
-	r, err := m.FourLetter(ctx, "srvr")
+	r, err := m.fourLetter(ctx, "srvr")
 	if err != nil {
 		return "", err
 	}
@@ -442,7 +442,7 @@ func (m *ZooKeeperMember) serving(ctx context.Context) error {
 
 // Version is the member's ZooKeeper version ("3.8.0-..."), as srvr says.
 func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
-	r, err := m.FourLetter(ctx, "srvr")
+	r, err := m.fourLetter(ctx, "srvr")
 	if err != nil {
 		return "", err
 	}

@@ -79,7 +79,7 @@ func TestZooKeeper(t *testing.T) {
 			seen := map[string]bool{}
 			leaders := 0
 			for _, m := range ms {
-				for _, a := range []string{m.Addr(), m.QuorumAddr(), m.ElectionAddr()} {
+				for _, a := range []string{m.Addr(), m.quorumAddr(), m.electionAddr()} {
 					if seen[a] || !strings.HasPrefix(a, "127.0.0.1:") {
 						t.Errorf("address %s used twice or not on loopback", a)
 					}
@@ -98,7 +98,7 @@ func TestZooKeeper(t *testing.T) {
 				if v, err := c.ServerVersion(ctx, m); err != nil || !strings.HasPrefix(v, "3.") {
 					t.Errorf("%s version %q, %v", m.Name(), v, err)
 				}
-				if _, err := m.FourLetter(ctx, "conf"); err != nil {
+				if _, err := m.fourLetter(ctx, "conf"); err != nil {
 					t.Errorf("conf: %v", err)
 				}
 			}
