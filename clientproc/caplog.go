@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // logCap is the most a client's log (client-N.log, its stderr) keeps: its
@@ -78,7 +80,29 @@ func (c *capLog) finish() error {
 	if cerr := c.f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = redactFile(c.f.Name())
+	}
 	return err
+}
+
+// redactFile masks every secret the run knows (the passwords it gave the
+// client in its open request: its own servers' and the servers file's) in
+// the log at path, once it is whole: a client that logs its open request
+// or its connection string writes no secret into the store. The whole
+// file at once, so a secret split between two writes is masked too.
+func redactFile(path string) error {
+	if !secret.Any() {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if r := secret.Redact(string(b)); r != string(b) {
+		return os.WriteFile(path, []byte(r), 0o644)
+	}
+	return nil
 }
 
 var _ io.Writer = (*capLog)(nil)
