@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // The user and database every MariaDB the harness starts has.
@@ -53,24 +54,35 @@ type MariaDB struct {
 }
 
 // mariadbDSN is what a session needs besides the address: user, password,
-// database and the driver's settings (an external DSN's query).
+// database and the driver's settings (an external DSN's query), and what a
+// servers file adds (its username, password and TLS files replace the
+// DSN's, for the server whose own address is server).
 type mariadbDSN struct {
 	user, password, database string
 	params                   url.Values
+	auth                     *Auth
+	server                   string
 }
 
 // parseMariaDBDSN reads mariadb://user:password@host:port/database?params
-// (mysql:// alike) and returns it with its host:port.
+// (mysql:// alike; the port 3306 when left out; the user and password may
+// come from the servers file's username and password_env instead) and
+// returns it with its host:port.
 func parseMariaDBDSN(s string) (mariadbDSN, string, error) {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "mariadb" && u.Scheme != "mysql") || u.Host == "" || u.User == nil {
+	if err != nil || (u.Scheme != "mariadb" && u.Scheme != "mysql") || u.Host == "" {
 		return mariadbDSN{}, "", fmt.Errorf("%q is not a DSN (mariadb://user:password@host:3306/database)", redactDSN(s))
 	}
 	if u.Port() == "" {
 		u.Host += ":3306"
 	}
-	pw, _ := u.User.Password()
-	return mariadbDSN{user: u.User.Username(), password: pw, database: strings.TrimPrefix(u.Path, "/"), params: u.Query()}, u.Host, nil
+	d := mariadbDSN{database: strings.TrimPrefix(u.Path, "/"), params: u.Query()}
+	if u.User != nil {
+		d.user = u.User.Username()
+		d.password, _ = u.User.Password()
+		secret.Register(d.password)
+	}
+	return d, u.Host, nil
 }
 
 // url is the DSN of a session to addr.
@@ -92,6 +104,17 @@ func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
 	cfg.User, cfg.Passwd = d.user, d.password
+	if a := d.auth; a != nil {
+		if a.Username != "" {
+			cfg.User = a.Username
+		}
+		if a.Password != "" {
+			cfg.Passwd = a.Password
+		}
+		if cfg.TLS, err = a.WithServerName(d.server).TLSConfig(addr); err != nil {
+			return nil, fmt.Errorf("mariadb: %w", err)
+		}
+	}
 	cfg.InterpolateParams = true
 	cfg.Logger = &mysql.NopLogger{}
 	if cfg.Timeout == 0 {
@@ -143,6 +166,7 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 		return nil, err
 	}
 	m := &MariaDB{dsn: mariadbDSN{user: MariaDBUser, password: newPassword(), database: MariaDBDatabase}, setups: map[string]bool{}}
+	secret.Register(m.dsn.password)
 	m.kind, m.name = mariadbKind, "mariadb"
 	m.ready = m.ping
 	init := "CREATE USER IF NOT EXISTS '" + MariaDBUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
@@ -178,7 +202,7 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 
 // externalMariaDB hands out the MariaDB a servers file names (its DSN).
 func (c *Cluster) externalMariaDB() (*MariaDB, error) {
-	dsn, _, err := c.external.next(mariadbKind)
+	dsn, n, err := c.external.next(mariadbKind)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +210,16 @@ func (c *Cluster) externalMariaDB() (*MariaDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w: the external MariaDB: %w", ErrStart, err)
 	}
+	d.auth, d.server = c.external.g.Auth.For(mariadbKind, n), addr
 	m := &MariaDB{dsn: d, setups: map[string]bool{}}
 	m.kind, m.name, m.external, m.p = mariadbKind, "mariadb", addr, c.externalUnit("mariadb", dsn)
 	m.ready = m.ping
 	c.AddServer(m)
 	return m, nil
 }
+
+// Auth is what the servers file adds to the server's DSN (nil: nothing).
+func (m *MariaDB) Auth() *Auth { return m.dsn.auth }
 
 // Database is the database the run's tables live in.
 func (m *MariaDB) Database() string { return m.dsn.database }
@@ -379,6 +407,13 @@ func scanRows(ctx context.Context, db *sql.DB, row func(int64, string), query st
 	return rows.Err()
 }
 
+// endpointDSN is a servers file's MariaDB: its DSN and credentials.
+func endpointDSN(e Endpoint) (mariadbDSN, string, error) {
+	d, addr, err := parseMariaDBDSN(e.Addr)
+	d.auth, d.server = e.Auth, addr
+	return d, addr, err
+}
+
 // MariaDBDatabaseOf is the database of an external run of namespace.
 func MariaDBDatabaseOf(namespace string) string { return "locktorture_" + namespace }
 
@@ -392,12 +427,13 @@ func init() {
 			_, err := c.MariaDB(ctx)
 			return err
 		},
+		Compose: &ComposeSpec{Port: 17060, Services: mariadbCompose},
 		CheckAddr: func(a string) error {
 			_, _, err := parseMariaDBDSN(a)
 			return err
 		},
 		Check: func(ctx context.Context, e Endpoint) error {
-			d, addr, err := parseMariaDBDSN(e.Addr)
+			d, addr, err := endpointDSN(e)
 			if err != nil {
 				return err
 			}
@@ -405,7 +441,7 @@ func init() {
 		},
 		Prepare: func(ctx context.Context, e Endpoint, namespace string) (string, error) {
 			dsn := e.Addr
-			d, addr, err := parseMariaDBDSN(dsn)
+			d, addr, err := endpointDSN(e)
 			if err != nil {
 				return "", err
 			}
@@ -419,7 +455,7 @@ func init() {
 			return d.url(addr), nil
 		},
 		Cleanup: func(ctx context.Context, dsns []Endpoint, namespace string) error {
-			d, addr, err := parseMariaDBDSN(dsns[0].Addr)
+			d, addr, err := endpointDSN(dsns[0])
 			if err != nil {
 				return err
 			}
@@ -432,4 +468,29 @@ func init() {
 			return nil
 		},
 	})
+}
+
+// mariadbCompose is MariaDB in the standing cluster: one server, its data
+// directory made at the first start as a run's is (the official image and
+// one with Debian's packages alike: mariadbd drops root for the mysql
+// user itself), the user locktorture with the password locktorture, and
+// the database locktorture.
+func mariadbCompose(port int, image string) ComposeCluster {
+	p := strconv.Itoa(port)
+	script := `D=/var/lib/locktorture-mariadb
+if [ ! -d $D/mysql ]; then
+  mariadb-install-db --no-defaults --user=mysql --datadir=$D --skip-test-db --auth-root-authentication-method=socket >/tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
+fi
+printf "CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s';\nGRANT ALL PRIVILEGES ON *.* TO '%s'@'%%';\nCREATE DATABASE IF NOT EXISTS %s;\n" "$MARIADB_USER" "$MARIADB_PASSWORD" "$MARIADB_USER" "$MARIADB_DATABASE" >/tmp/init.sql
+exec mariadbd --no-defaults --user=mysql --datadir=$D --port=` + p + ` --bind-address=127.0.0.1 --socket=/tmp/mariadbd.sock --skip-name-resolve --init-file=/tmp/init.sql --plugin-load-add=metadata_lock_info
+`
+	return ComposeCluster{
+		Services: []ComposeService{{Name: "mariadb", Image: image,
+			Environment: map[string]string{"MARIADB_USER": "locktorture", "MARIADB_PASSWORD": "locktorture", "MARIADB_DATABASE": "locktorture"},
+			Entrypoint:  []string{"sh", "-c", script},
+			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -plocktorture --silent"},
+			Retries:     60}},
+		Servers: map[string][]ServerEntry{mariadbKind: {composeEntry("mariadb",
+			"mariadb://locktorture:locktorture@127.0.0.1:"+p+"/locktorture")}},
+	}
 }

@@ -157,6 +157,23 @@ func TestMariaDB(t *testing.T) {
 		if err := ext.ping(ctx); err == nil {
 			t.Fatal("the run's database is still there after the clean-up")
 		}
+		// The servers file's username and password_env replace the DSN's.
+		t.Setenv("LT_TEST_MARIADB_PW", m.dsn.password)
+		f, err = ParseServersFile([]byte("mariadb: {dsn: \"mariadb://nobody:wrong@"+m.Addr()+"/\", username: "+MariaDBUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Check(ctx, []string{mariadbKind}, false); err != nil {
+			t.Fatalf("with the file's credentials: %v", err)
+		}
+		t.Setenv("LT_TEST_MARIADB_PW", "wrong-password")
+		f, err = ParseServersFile([]byte("mariadb: {dsn: \"mariadb://"+m.Addr()+"\", username: "+MariaDBUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Check(ctx, []string{mariadbKind}, false); err == nil || strings.Contains(err.Error(), "wrong-password") {
+			t.Fatalf("a wrong password: %v", err)
+		}
 		if _, err := ParseServersFile([]byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {
 			t.Fatal("a mariadb server named by host:port was taken for a DSN")
 		}

@@ -154,7 +154,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("scenario", "", "built-in scenario `NAME` (see: locktorture list scenarios)")
 	file := fs.String("scenario-file", "", "scenario file `PATH` (YAML)")
 	backend := fs.String("backend", "", "lock backend `NAME` (see: locktorture list backends)")
-	resource := fs.String("resource", "", "protected resource: memory, postgres or etcd")
+	resource := fs.String("resource", "", "protected resource: memory, postgres, mysql or etcd")
 	fencing := fs.String("fencing", "", "resource fencing: none, writes or all")
 	clients := fs.Int("clients", 0, "number of client processes")
 	keys := fs.Int("keys", 0, "number of lock keys")
@@ -170,7 +170,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	clientMode := fs.String("client-mode", "", "how clients run: inproc (goroutines of the harness) or process (one process each; a pause freezes it whole)")
 	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
 	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default), docker (a container each) or external (servers someone else runs: --servers-file)")
-	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, etcd, zookeeper)")
+	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, mariadb, etcd, zookeeper)")
 	tlsOn := fs.Bool("tls", false, "start the run's own servers with TLS, from a certificate authority made for the run (security: tls)")
 	images := imageFlag(fs)
 	fs.Usage = func() {
