@@ -46,7 +46,7 @@ func TestScenariosInDocker(t *testing.T) {
 		{"redlock-restart", ""}, // a restart "at once" must be one: a killed server refuses at once
 		{"pg-terminate", ""},
 		{"pg-bouncer-transaction", ""}, // PgBouncer's container in front of PostgreSQL's
-		{"mysql-for-update-kill", ""}, // MariaDB made at its container's first start; KILL CONNECTION
+		{"mysql-for-update-kill", ""},  // MariaDB made at its container's first start; KILL CONNECTION
 		{"etcd-pause", ""},
 		{"baseline", "redis-token"},
 		{"baseline", "redlock"},
