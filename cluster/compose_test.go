@@ -37,6 +37,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 		{postgresKind, "postgres", 1},
 		{etcdKind, "etcd-2", 3},
 		{zookeeperKind, "zookeeper", 1},
+		{mariadbKind, "mariadb", 1},
 		{testProgramKind, testProgramKind + "-0", 1},
 	}
 	for _, tt := range tests {
