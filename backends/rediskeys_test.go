@@ -19,7 +19,7 @@ func TestRedisKeysActOnTheirOwnKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := newRedisClient(r.Addr(), time.Second, "")
+	rc := newRedisClient(r.Addr(), cluster.AuthOf(r), time.Second, "")
 	defer rc.Close()
 	other := redisKeys{Prefix: "elsewhere:"}
 	if err := defaultRedisKeys.setNX(ctx, rc, "k", "theirs", time.Minute); err != nil {

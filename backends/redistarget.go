@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -96,19 +97,60 @@ func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 func (t *redisTarget) client(c ClientEnv) *redis.Client {
 	timeout := t.env.OpTimeout
 	if t.group == nil {
-		return newRedisClient(t.env.Cluster.ClientAddr(c.Process, t.server), timeout, cluster.RedisClientName(c.Process))
+		return serverClient(t.env, c.Process, t.server, timeout)
 	}
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
 	o := lockFailoverOptions(t.group.MasterName(), t.group.SentinelAddrs(), timeout)
 	o.ClientName = cluster.RedisClientName(c.Process)
+	if a := t.group.MasterAuth; a != nil {
+		o.Username, o.Password = a.Username, a.Password
+	}
+	if len(t.group.Sentinels) > 0 {
+		if a := cluster.AuthOf(t.group.Sentinels[0]); a != nil {
+			o.SentinelUsername, o.SentinelPassword = a.Username, a.Password
+		}
+	}
+	sentinels := map[string]bool{}
+	for _, a := range t.group.SentinelAddrs() {
+		sentinels[a] = true
+	}
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// addr is the server's own address (a Sentinel's, or the primary's
+		// as the Sentinels name it): TLS names it, the link carries it.
+		auth := t.group.MasterAuth
+		if sentinels[addr] && len(t.group.Sentinels) > 0 {
+			auth = cluster.AuthOf(t.group.Sentinels[0])
+		}
+		real := addr
 		if s := cl.ServerByAddr(addr); s != nil {
 			addr = cl.ClientAddr(c.Process, s)
 		}
-		return d.DialContext(ctx, network, addr)
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return tlsClient(ctx, conn, auth, real)
 	}
 	return redis.NewFailoverClient(o)
+}
+
+// tlsClient is conn wrapped in TLS when auth asks for it (the server's
+// own address real names it), conn itself otherwise.
+func tlsClient(ctx context.Context, conn net.Conn, auth *cluster.Auth, real string) (net.Conn, error) {
+	cfg, err := auth.TLSConfig(real)
+	if err != nil || cfg == nil {
+		if err != nil {
+			conn.Close()
+		}
+		return conn, err
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // confirm runs after a successful SET: with wait_replicas it asks the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,14 +71,31 @@ func lockFailoverOptions(master string, sentinels []string, timeout time.Duratio
 	}
 }
 
-// newRedisClient returns a lock client's go-redis client to one server;
-// its connections carry name (cluster.RedisClientName: the server's
-// CLIENT LIST shows whose they are, and a session kill finds them), none
-// when name is empty.
-func newRedisClient(addr string, timeout time.Duration, name string) *redis.Client {
+// newRedisClient returns a lock client's go-redis client to one server at
+// addr (its link) that asks for auth (nil: nothing; its TLS names the
+// server: cluster.Auth.WithServerName); its connections carry name
+// (cluster.RedisClientName: the server's CLIENT LIST shows whose they
+// are, and a session kill finds them), none when name is empty.
+func newRedisClient(addr string, auth *cluster.Auth, timeout time.Duration, name string) *redis.Client {
 	o := lockClientOptions(addr, timeout)
 	o.ClientName = name
+	if auth != nil {
+		o.Username, o.Password = auth.Username, auth.Password
+		cfg, err := auth.TLSConfig(addr)
+		if err != nil {
+			// Every request fails, saying why (the files were checked
+			// before the run: this does not happen).
+			o.Dialer = func(context.Context, string, string) (net.Conn, error) { return nil, err }
+		}
+		o.TLSConfig = cfg
+	}
 	return redis.NewClient(o)
+}
+
+// serverClient is newRedisClient to server s through process p's link,
+// with the credentials s asks for.
+func serverClient(env Env, p int, s cluster.Server, timeout time.Duration) *redis.Client {
+	return newRedisClient(env.Cluster.ClientAddr(p, s), cluster.AuthOf(s).WithServerName(s.Addr()), timeout, cluster.RedisClientName(p))
 }
 
 // startOneRedis starts the single redis-server of a single-Redis backend.

@@ -87,10 +87,12 @@ func newRedlock(ctx context.Context, env Env) (Backend, error) {
 
 func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	addrs := make([]string, len(b.servers))
+	auths := make([]*cluster.Auth, len(b.servers))
 	for i, s := range b.servers {
-		addrs[i] = b.env.Cluster.ClientAddr(c.Process, s)
+		// Each server its own credentials (five managed Redis may differ).
+		addrs[i], auths[i] = b.env.Cluster.ClientAddr(c.Process, s), cluster.AuthOf(s).WithServerName(s.Addr())
 	}
-	rc := newRedlockClient(addrs, b.env.TTL, b.env.OpTimeout, c.Clock, cluster.RedisClientName(c.Process))
+	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, cluster.RedisClientName(c.Process))
 	for _, s := range b.servers {
 		rc.labels = append(rc.labels, b.env.Cluster.Label(s))
 	}
@@ -117,7 +119,7 @@ type redlockClient struct {
 	labels []string
 }
 
-func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clientsim.Clock, name string) *redlockClient {
+func newRedlockClient(addrs []string, auths []*cluster.Auth, ttl, opTimeout time.Duration, clock *clientsim.Clock, name string) *redlockClient {
 	c := &redlockClient{
 		keys:        defaultRedisKeys,
 		ttl:         ttl,
@@ -126,8 +128,12 @@ func newRedlockClient(addrs []string, ttl, opTimeout time.Duration, clock *clien
 		quorum:      len(addrs)/2 + 1,
 		clock:       clock,
 	}
-	for _, a := range addrs {
-		c.nodes = append(c.nodes, newRedisClient(a, opTimeout, name))
+	for i, a := range addrs {
+		var auth *cluster.Auth
+		if i < len(auths) {
+			auth = auths[i]
+		}
+		c.nodes = append(c.nodes, newRedisClient(a, auth, opTimeout, name))
 	}
 	return c
 }

@@ -54,7 +54,7 @@ func TestRedlockRefusesLateQuorum(t *testing.T) {
 	const ttl = time.Second
 	b, _ := startRedlock(t, ttl, 10*time.Second)
 	addrs, slow := proxied(t, b.servers, 2, 3, 4)
-	c := newRedlockClient(addrs, ttl, 10*time.Second, clientsim.NewClock(), "")
+	c := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientsim.NewClock(), "")
 	defer c.Close()
 	c.nodeTimeout = 10 * time.Second
 	ctx := guard(t)
@@ -92,7 +92,7 @@ func TestRedlockRefusesLateQuorum(t *testing.T) {
 			t.Errorf("node %c still holds the refused lock", 'a'+i)
 		}
 	}
-	other := newRedlockClient(addrs, ttl, 10*time.Second, clientsim.NewClock(), "")
+	other := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientsim.NewClock(), "")
 	defer other.Close()
 	if _, err := other.Acquire(ctx, "k0"); err != nil {
 		t.Errorf("after the refusal the lock is not free: %v", err)
@@ -107,7 +107,7 @@ func TestRedlockSlowNodesTimeOut(t *testing.T) {
 	const ttl = time.Second
 	b, env := startRedlock(t, ttl, 500*time.Millisecond)
 	addrs, slow := proxied(t, b.servers, 0, 1, 2)
-	c := newRedlockClient(addrs, ttl, env.OpTimeout, clientsim.NewClock(), "")
+	c := newRedlockClient(addrs, nil, ttl, env.OpTimeout, clientsim.NewClock(), "")
 	defer c.Close()
 	if c.nodeTimeout >= ttl {
 		t.Fatalf("per-node timeout %s is not small against the ttl %s", c.nodeTimeout, ttl)
@@ -216,7 +216,7 @@ func TestRedlockValidityFromClientClock(t *testing.T) {
 	for i, s := range b.servers {
 		addrs[i] = env.Cluster.ClientAddr(0, s)
 	}
-	c := newRedlockClient(addrs, ttl, env.OpTimeout, clock, "")
+	c := newRedlockClient(addrs, nil, ttl, env.OpTimeout, clock, "")
 	defer c.Close()
 	ctx := guard(t)
 	g, err := c.Acquire(ctx, "k0")

@@ -56,7 +56,7 @@ func newRedsync(ctx context.Context, env Env) (Backend, error) {
 func (b *redsyncBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	rc := &redsyncClient{keys: defaultRedisKeys, ttl: b.env.TTL, mutexes: map[string]*redsync.Mutex{}}
 	for _, s := range b.servers {
-		rc.conns = append(rc.conns, newRedisClient(b.env.Cluster.ClientAddr(c.Process, s), b.env.OpTimeout, cluster.RedisClientName(c.Process)))
+		rc.conns = append(rc.conns, serverClient(b.env, c.Process, s, b.env.OpTimeout))
 	}
 	rc.rs = newRedsyncOver(rc.conns)
 	return rc, nil
