@@ -107,7 +107,7 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	cl, err := cluster.New(cluster.Options{LogDir: dir})
+	cl, err := cluster.New(cluster.Options{LogDir: dir, Locked: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}

@@ -11,6 +11,8 @@
 package cluster
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +54,11 @@ type Options struct {
 	// certificate authority made for the run (`security: tls`, --tls):
 	// the kinds that speak TLS (a kind that cannot refuses to start).
 	TLS bool
+	// Locked makes every Redis and Sentinel the cluster starts ask its
+	// clients for a password of the cluster's own (Secret): on a shared
+	// host no other local user can use them (FLUSHALL, SHUTDOWN). Clients
+	// get it as their servers' Auth (the client protocol's auth).
+	Locked bool
 }
 
 // Server is what every server the cluster runs can do.
@@ -68,12 +75,14 @@ type Server interface {
 
 // Cluster owns the servers and simulated client processes of one run.
 type Cluster struct {
-	opt   Options
-	tmp   string
-	mu    sync.Mutex
-	prov  Provider
-	units []Unit
-	redis []*Redis
+	opt Options
+	tmp string
+	// secret is the password of a locked cluster's servers ("": none).
+	secret string
+	mu     sync.Mutex
+	prov   Provider
+	units  []Unit
+	redis  []*Redis
 	// servers lists every data server in start order (the targets of
 	// server faults: "A" is the first).
 	servers  []Server
@@ -114,7 +123,23 @@ func New(opt Options) (*Cluster, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Cluster{opt: opt, tmp: tmp, prov: prov}, nil
+	c := &Cluster{opt: opt, tmp: tmp, prov: prov}
+	if opt.Locked {
+		c.secret = newPassword()
+		secret.Register(c.secret)
+	}
+	return c, nil
+}
+
+// RedisUser is the ACL user of the Redis servers a locked cluster starts.
+const RedisUser = "locktorture"
+
+// redisAuth is what the Redis servers the cluster starts ask (nil: nothing).
+func (c *Cluster) redisAuth() *Auth {
+	if c.secret == "" {
+		return nil
+	}
+	return &Auth{Username: RedisUser, Password: c.secret}
 }
 
 // provider is where the cluster's servers run (local when none was made).

@@ -153,6 +153,9 @@ type placement struct {
 	kind, program, pkg string
 	usual              int
 	args               func(host string, port int, dir string) []string
+	// files, when set, are what the program needs in its directory before
+	// it starts (a 0600 configuration holding the run's password).
+	files func(dir string) []File
 }
 
 // place gives s, one more server of pl's kind, its place — named name(n),
@@ -195,7 +198,11 @@ func (c *Cluster) startOne(ctx context.Context, s *faultable, pl placement) erro
 		return err
 	}
 	return c.startSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
-		return Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}, nil
+		sp := Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}
+		if pl.files != nil {
+			sp.Files = pl.files(dir)
+		}
+		return sp, nil
 	})
 }
 

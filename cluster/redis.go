@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,23 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 		}
 		return fmt.Sprintf("redis-%d", n)
 	}
+	r.auth = c.redisAuth() // a server someone else runs: the file's (place)
 	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: "redis-server", pkg: "redis-server", usual: 6379,
-		args: func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) }})
+		args: func(host string, port int, dir string) []string {
+			args := redisArgs(host, port, dir, opt)
+			if r.auth != nil {
+				// The password is in a file only its owner reads, never on
+				// the command line (ps shows that to every local user).
+				return append([]string{path.Join(dir, redisAuthConf)}, args...)
+			}
+			return args
+		},
+		files: func(dir string) []File {
+			if r.auth == nil {
+				return nil
+			}
+			return []File{{Path: path.Join(dir, redisAuthConf), Content: redisAuthConfig(r.auth), Mode: 0o600}}
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +93,17 @@ func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 		args = append(args, "--appendonly", "no")
 	}
 	return append(args, opt.Args...)
+}
+
+// redisAuthConf is the file that locks a Redis server the harness starts.
+const redisAuthConf = "auth.conf"
+
+// redisAuthConfig locks a Redis server: the default user takes only the
+// password (requirepass), the ACL user a takes it too, and a replica
+// authenticates to its primary as a.
+func redisAuthConfig(a *Auth) []byte {
+	return []byte(fmt.Sprintf("requirepass %s\nuser %s on >%s ~* &* +@all\nmasteruser %s\nmasterauth %s\n",
+		a.Password, a.Username, a.Password, a.Username, a.Password))
 }
 
 // ShortenTTLs has the effect on expiry of a jump of the server's clock by

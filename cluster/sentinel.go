@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if err != nil {
 		return nil, err
 	}
-	g := &SentinelGroup{Primary: primary}
+	g := &SentinelGroup{Primary: primary, MasterAuth: primary.auth}
 	upstream := primary.Addr()
 	if l, err := c.Link("redis-replica", primary); err != nil {
 		return nil, err
@@ -208,8 +209,17 @@ sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
 `, port, host, dir, SentinelMaster, primary.host, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
 	s := &Sentinel{program{kind: sentinelKind, host: host, port: port, name: name}}
+	mode := os.FileMode(0o666) // Sentinel rewrites its file
+	if a := primary.auth; a != nil {
+		// Locked: the Sentinel asks its clients (and the other Sentinels)
+		// for the password, and gives the primary's when it talks to it.
+		text += fmt.Sprintf("requirepass %s\nsentinel auth-user %s %s\nsentinel auth-pass %s %s\n",
+			a.Password, SentinelMaster, a.Username, SentinelMaster, a.Password)
+		s.auth = &Auth{Password: a.Password}
+		mode = 0o600
+	}
 	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
-		Files:   []File{{Path: conf, Content: []byte(text), Mode: 0o666}},
+		Files:   []File{{Path: conf, Content: []byte(text), Mode: mode}},
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +14,14 @@ import (
 
 // TestSentinelFailover: the replica never gets a key written while
 // replication is cut; the primary dies; Sentinel promotes the replica,
-// which has no such key — the failover race in the Redis docs.
+// which has no such key — the failover race in the Redis docs. The group
+// is locked (the run's password): Sentinels, primary and replica refuse a
+// client without it, and the failover works with it.
 func TestSentinelFailover(t *testing.T) {
 	testenv.Require(t, "redis-sentinel")
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, err := New(Options{TempDir: tmp})
+	c, err := New(Options{TempDir: tmp, Locked: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +33,21 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Primary.Addr() {
 		t.Fatalf("primary %s (%v), want %s", a, err, g.Primary.Addr())
+	}
+	for _, s := range []Server{g.Primary, g.Replica, g.Sentinels[0]} {
+		if AuthOf(s) == nil {
+			t.Fatalf("%s asks for no password", s.Name())
+		}
+		cmd := "FLUSHALL"
+		if KindOf(s) == sentinelKind {
+			cmd = "PING"
+		}
+		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr()}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("%s: %s without the password: %v, want NOAUTH", s.Name(), cmd, err)
+		}
+		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &Auth{Password: "wrong-password"}}, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Errorf("%s: a wrong password: %v, want WRONGPASS", s.Name(), err)
+		}
 	}
 	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "before", "1"); err != nil {
 		t.Fatal(err)

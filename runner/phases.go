@@ -207,7 +207,7 @@ func (r *run) startServers(ctx context.Context) error {
 		cl, err = r.externalCluster(ctx)
 	} else {
 		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images,
-			TLS: r.sc.Security == scenarios.SecurityTLS})
+			TLS: r.sc.Security == scenarios.SecurityTLS, Locked: !r.opt.OpenServers})
 	}
 	if err != nil {
 		return err

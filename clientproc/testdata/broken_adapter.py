@@ -30,7 +30,9 @@ for line in sys.stdin:
         ttl_ms, timeout_s = req["ttl_ms"], req["timeout_ms"] / 1000.0
         # keep-late-grant waits for Redis as long as it takes.
         bound = 30 if mode == "keep-late-grant" else timeout_s * 0.6
-        r = redis.Redis(host=host, port=int(port), socket_timeout=bound, retry_on_timeout=False)
+        a = (req.get("auth") or {}).get("redis") or {}  # the run's password (docs/client-protocol.md#credentials)
+        r = redis.Redis(host=host, port=int(port), socket_timeout=bound, retry_on_timeout=False,
+                        username=a.get("username"), password=a.get("password"))
         send({"id": rid, "type": "ok"})
         continue
     if op == "close":

@@ -14,6 +14,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -78,6 +80,65 @@ type request struct {
 	Servers   struct {
 		Redis []string `json:"redis"`
 	} `json:"servers"`
+	// Auth is present when the servers ask for credentials
+	// (docs/client-protocol.md#credentials): auth.redis is one object for
+	// every server (or a list, one per server; this lock uses the first).
+	Auth struct {
+		Redis json.RawMessage `json:"redis"`
+	} `json:"auth"`
+}
+
+// credentials are one server's, as auth.redis gives them.
+type credentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	TLS      *struct {
+		CA                 string `json:"ca"`
+		Cert               string `json:"cert"`
+		Key                string `json:"key"`
+		ServerName         string `json:"server_name"`
+		InsecureSkipVerify bool   `json:"insecure_skip_verify"`
+	} `json:"tls"`
+}
+
+// redisAuth sets o's credentials from auth.redis (an object, or a list
+// whose first entry is this lock's server).
+func redisAuth(o *redis.Options, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var c credentials
+	if raw[0] == '[' {
+		var l []*credentials
+		if err := json.Unmarshal(raw, &l); err != nil || len(l) == 0 || l[0] == nil {
+			return err
+		}
+		c = *l[0]
+	} else if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	o.Username, o.Password = c.Username, c.Password
+	if t := c.TLS; t != nil {
+		// server_name: we dial our link, the certificate names the server.
+		cfg := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+		if t.CA != "" {
+			pem, err := os.ReadFile(t.CA)
+			if err != nil {
+				return err
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			cfg.RootCAs.AppendCertsFromPEM(pem)
+		}
+		if t.Cert != "" {
+			pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+			if err != nil {
+				return err
+			}
+			cfg.Certificates = []tls.Certificate{pair}
+		}
+		o.TLSConfig = cfg
+	}
+	return nil
 }
 
 // reply is what we answer: type ok, fail (certainly did not happen) or
@@ -109,10 +170,15 @@ func main() {
 				break
 			}
 			timeout = time.Duration(req.TimeoutMS) * time.Millisecond
-			lock = &MyLock{ttl: time.Duration(req.TTLMS) * time.Millisecond, rdb: redis.NewClient(&redis.Options{
+			o := &redis.Options{
 				Addr: req.Servers.Redis[0], MaxRetries: -1, ContextTimeoutEnabled: true,
 				DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-			})}
+			}
+			if err := redisAuth(o, req.Auth.Redis); err != nil {
+				rep = reply{ID: req.ID, Type: "fail", Error: "auth: " + err.Error()}
+				break
+			}
+			lock = &MyLock{ttl: time.Duration(req.TTLMS) * time.Millisecond, rdb: redis.NewClient(o)}
 			log.Printf("open: process %d, redis %s", req.Process, req.Servers.Redis[0])
 		case "acquire":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)

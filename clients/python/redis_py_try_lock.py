@@ -44,6 +44,42 @@ def reader(q):
     q.put((time.monotonic(), None))  # stdin ended: the harness is gone
 
 
+def redis_auth(req, i=0):
+    """redis.Redis keyword arguments for the open request's auth.redis
+    (docs/client-protocol.md#credentials): one object for every server, or
+    a list in the order of servers.redis. Empty when the servers ask for
+    nothing."""
+    a = (req.get("auth") or {}).get("redis")
+    if isinstance(a, list):
+        a = a[i] if i < len(a) else None
+    if not a:
+        return {}
+    kw = {}
+    if a.get("username"):
+        kw["username"] = a["username"]
+    if a.get("password"):
+        kw["password"] = a["password"]
+    t = a.get("tls")
+    if t:
+        import ssl
+        kw["ssl"] = True
+        kw["ssl_ca_certs"] = t.get("ca") or None
+        kw["ssl_certfile"] = t.get("cert") or None
+        kw["ssl_keyfile"] = t.get("key") or None
+        if t.get("insecure_skip_verify"):
+            kw["ssl_cert_reqs"] = ssl.CERT_NONE
+            kw["ssl_check_hostname"] = False
+        else:
+            kw["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+            # We dial our link (127.0.0.1:port), the certificate names the
+            # server (server_name): redis-py cannot check another name than
+            # the one it dials, so the name is checked only when they agree;
+            # the chain is checked against the CA either way.
+            host = (req.get("servers") or {}).get("redis", [""])[i].rsplit(":", 1)[0]
+            kw["ssl_check_hostname"] = t.get("server_name", host) == host
+    return kw
+
+
 class Adapter:
     def __init__(self):
         self.r = None
@@ -62,7 +98,7 @@ class Adapter:
         # time; no retries (a retried SET could hide that the first took).
         bound = self.timeout_s * 0.6
         self.r = redis.Redis(host=host, port=int(port), socket_timeout=bound,
-                             socket_connect_timeout=bound, retry_on_timeout=False)
+                             socket_connect_timeout=bound, retry_on_timeout=False, **redis_auth(req))
         self.r.ping()
         log("open: process %s, redis %s, ttl %.3fs, timeout %.3fs" % (req.get("process"), addrs[0], self.ttl_s, self.timeout_s))
         return {"type": "ok", "abilities": []}
