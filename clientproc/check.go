@@ -356,8 +356,19 @@ func describe(r reply) string {
 
 // open opens copy p; false when it did not (recorded).
 func (k *conformance) open(a *adapter) bool {
+	given := k.cl.ClientServers(a.p)
 	req := map[string]any{"op": OpOpen, "process": a.p, "ttl_ms": k.opt.TTL.Milliseconds(), "timeout_ms": k.opt.Timeout.Milliseconds(),
-		"servers": k.cl.ClientServers(a.p), "options": orEmpty(k.opt.Options)}
+		"servers": given, "options": orEmpty(k.opt.Options)}
+	if len(given.Auth) > 0 {
+		// The run's password (and TLS files, copied 0600 into the
+		// cluster's private directory, removed with it).
+		auth, err := given.Auth.WriteTLSFiles(k.cl.TempDir())
+		if err != nil {
+			k.broke("open", "the harness could not write the TLS files: %v", err)
+			return false
+		}
+		req["auth"] = auth
+	}
 	_, _, r := k.call(a, req, defaultOpenTimeout)
 	switch {
 	case !r.ok:
