@@ -39,7 +39,7 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("%s asks for no password", s.Name())
 		}
 		cmd := "FLUSHALL"
-		if KindOf(s) == sentinelKind {
+		if kindOf(s) == sentinelKind {
 			cmd = "PING"
 		}
 		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr()}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {

@@ -38,19 +38,18 @@ type securedServers struct {
 	ca       string   // the CA file the TLS Redis's certificate is checked against
 	secrets  []string // every password: none may be written down
 	sentinel *cluster.SentinelGroup
-	// What to stop when the package's tests end (TestMain).
+	// What to stop when the package's tests end (stopSecured).
 	dir   string
 	procs []*exec.Cmd
 	cl    *cluster.Cluster
 }
 
-// TestMain stops the servers the tests of this package share.
-func TestMain(m *testing.M) {
-	code := m.Run()
+// stopSecured stops the secured servers, if a test started them
+// (TestMain).
+func stopSecured() {
 	if s := securedOnce.s; s != nil {
 		s.close()
 	}
-	os.Exit(code)
 }
 
 // close stops every server and removes their files.
@@ -84,7 +83,7 @@ func startSecured(t *testing.T) *securedServers {
 	return securedOnce.s
 }
 
-// newSecuredServers starts them (TestMain stops them; they die with the
+// newSecuredServers starts them (stopSecured stops them; they die with the
 // test binary too).
 func newSecuredServers() (_ *securedServers, err error) {
 	dir, err := os.MkdirTemp("", "lt-secured-")

@@ -9,5 +9,6 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	stopSharedMariaDB()
+	stopSecured()
 	os.Exit(code)
 }
