@@ -79,6 +79,22 @@ func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("cluster: no Sentinel names a primary: %v", last)
 }
 
+// ForceFailover tells a Sentinel to fail the primary over now (SENTINEL
+// FAILOVER), as an operator or an orchestrator would: no wait for the
+// Sentinels to agree that the primary is down, no election (which can
+// split its vote and retry seconds later).
+func (g *SentinelGroup) ForceFailover(ctx context.Context) error {
+	var last error
+	for _, s := range g.Sentinels {
+		if _, err := redisCall(ctx, s.endpoint(), "SENTINEL", "failover", g.MasterName()); err != nil {
+			last = err
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("cluster: no Sentinel would fail over: %w", last)
+}
+
 // SentinelGroup returns the cluster's Sentinel group, or nil.
 func (c *Cluster) SentinelGroup() *SentinelGroup {
 	c.mu.Lock()

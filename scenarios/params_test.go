@@ -72,7 +72,7 @@ func TestBuiltinsLoadWithTheirPlan(t *testing.T) {
 		"kleppmann-pause": {"pause process 0 on read for 2.5s"},
 		"renew-pause":     {"pause process 0 on read after 1s for 2.5s"},
 		"inflight-delay":  {"latency process 0, direction downstream, latency 1s at 0s for 1h0m0s"},
-		"failover":        {"partition topology replication at 0s for 1h0m0s", "failover (no target) on acquire for 12s"},
+		"failover":        {"partition topology replication at 0s for 1h0m0s", "failover forced on acquire for 5s"},
 		"pg-terminate":    {"terminate process 0 on read for 0s"},
 		"lost-reply":      {"lost-reply process 1 once on write for 200ms", "lost-reply process 0 on release for 100ms"},
 		"redlock-clock-jump": {
