@@ -125,6 +125,9 @@ func TestPgBouncerPoolModes(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
+			if body, err := os.ReadFile(b.LogPath()); err != nil || strings.Contains(string(body), pg.password) {
+				t.Errorf("PgBouncer's log (%v) holds the password", err)
+			}
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}

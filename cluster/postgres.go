@@ -823,8 +823,9 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 	if err := pg.p.Start(ctx); err != nil {
 		return nil, err
 	}
-	// initdb runs first: allow it more than a server's start.
-	if err := waitUnit(ctx, name, pg.p, pg.ping); err != nil {
+	// initdb runs first: allow it more than a server's start (on a loaded
+	// machine initdb and the first start take over 15s).
+	if err := waitUnitFor(ctx, name, pg.p, pg.ping, time.Minute); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.AddServer(pg)

@@ -341,10 +341,16 @@ func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Co
 // waitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
 func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
+	return waitUnitFor(ctx, name, u, ready, 15*time.Second)
+}
+
+// waitUnitFor is waitUnit allowing limit for a unit that is not a local
+// process (a container whose first start does more than start a server).
+func waitUnitFor(ctx context.Context, name string, u Unit, ready func(context.Context) error, limit time.Duration) error {
 	if p, ok := u.(*local.Proc); ok {
 		return p.WaitReady(ctx, ready)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var last error
 	for {
