@@ -193,8 +193,14 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	if err != nil {
 		return nil, err
 	}
+	// A free local port can be taken before PgBouncer binds it: try
+	// another; a container's address is its own.
+	attempts := 1
+	if r, ok := pv.(portRacer); ok && r.PortsRace() {
+		attempts = 3
+	}
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	for range attempts {
 		port, err := pv.Port(6432)
 		if err != nil {
 			return nil, err
