@@ -153,9 +153,11 @@ type placement struct {
 	kind, program, pkg string
 	usual              int
 	args               func(host string, port int, dir string) []string
-	// files, when set, are what the program needs in its directory before
-	// it starts (a 0600 configuration holding the run's password).
-	files func(dir string) []File
+	// prepare, when set, completes the spec of a server at host:port with
+	// its files in dir before it starts: what it needs written there (a
+	// 0600 configuration holding the run's password, TLS files) and the
+	// arguments that name them.
+	prepare func(sp *Spec, host string, port int, dir string) error
 }
 
 // place gives s, one more server of pl's kind, its place — named name(n),
@@ -199,8 +201,10 @@ func (c *Cluster) startOne(ctx context.Context, s *faultable, pl placement) erro
 	}
 	return c.startSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
 		sp := Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}
-		if pl.files != nil {
-			sp.Files = pl.files(dir)
+		if pl.prepare != nil {
+			if err := pl.prepare(&sp, host, port, dir); err != nil {
+				return Spec{}, err
+			}
 		}
 		return sp, nil
 	})

@@ -42,21 +42,8 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	}
 	r.auth = c.redisAuth() // a server someone else runs: the file's (place)
 	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: "redis-server", pkg: "redis-server", usual: 6379,
-		args: func(host string, port int, dir string) []string {
-			args := redisArgs(host, port, dir, opt)
-			if r.auth != nil {
-				// The password is in a file only its owner reads, never on
-				// the command line (ps shows that to every local user).
-				return append([]string{path.Join(dir, redisAuthConf)}, args...)
-			}
-			return args
-		},
-		files: func(dir string) []File {
-			if r.auth == nil {
-				return nil
-			}
-			return []File{{Path: path.Join(dir, redisAuthConf), Content: redisAuthConfig(r.auth), Mode: 0o600}}
-		}})
+		args:    func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
+		prepare: func(sp *Spec, host string, port int, dir string) error { return c.secureRedis(r, sp, host, port, dir) }})
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +80,50 @@ func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 		args = append(args, "--appendonly", "no")
 	}
 	return append(args, opt.Args...)
+}
+
+// secureRedis locks a Redis server the cluster starts (its password in a
+// file only its owner reads, never on the command line, which ps shows to
+// every local user) and, with TLS, makes it speak TLS only, on port, with
+// a certificate of the run's CA; a replica then replicates over TLS.
+func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir string) error {
+	if r.auth != nil && r.auth.Password != "" {
+		conf := path.Join(dir, redisAuthConf)
+		sp.Args = append([]string{conf}, sp.Args...)
+		sp.Files = append(sp.Files, File{Path: conf, Content: redisAuthConfig(r.auth), Mode: 0o600})
+	}
+	if !c.TLS() {
+		return nil
+	}
+	files, ca, cert, key, err := c.serverTLS(r.name, dir, host)
+	if err != nil {
+		return err
+	}
+	sp.Files = append(sp.Files, files...)
+	sp.Args = append(sp.Args, redisTLSArgs(port, ca, cert, key)...)
+	return c.withTLS(&r.auth)
+}
+
+// redisTLSArgs make a Redis server (or Sentinel) speak TLS only, on port,
+// and replicate (a Sentinel: talk to the servers and to other Sentinels)
+// over TLS. Clients need no certificate of their own.
+func redisTLSArgs(port int, ca, cert, key string) []string {
+	return []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", cert, "--tls-key-file", key,
+		"--tls-ca-cert-file", ca, "--tls-auth-clients", "no", "--tls-replication", "yes"}
+}
+
+// withTLS adds the run's CA to *a (made when nil): what a client checks a
+// server of the cluster's against.
+func (c *Cluster) withTLS(a **Auth) error {
+	ca, err := c.CA()
+	if err != nil {
+		return err
+	}
+	if *a == nil {
+		*a = &Auth{}
+	}
+	(*a).TLS = &TLSFiles{CA: ca.CAFile()}
+	return nil
 }
 
 // redisAuthConf is the file that locks a Redis server the harness starts.

@@ -234,8 +234,23 @@ sentinel parallel-syncs %s 1
 		s.auth = &Auth{Password: a.Password}
 		mode = 0o600
 	}
+	var tlsFiles []File
+	if c.TLS() {
+		var ca, cert, key string
+		if tlsFiles, ca, cert, key, err = c.serverTLS(name, dir, host); err != nil {
+			return nil, err
+		}
+		a := redisTLSArgs(port, ca, cert, key)
+		for i := 0; i+1 < len(a); i += 2 {
+			text += strings.TrimPrefix(a[i], "--") + " " + a[i+1] + "\n"
+		}
+		if err := c.withTLS(&s.auth); err != nil {
+			return nil, err
+		}
+		mode = 0o600
+	}
 	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
-		Files:   []File{{Path: conf, Content: []byte(text), Mode: mode}},
+		Files:   append([]File{{Path: conf, Content: []byte(text), Mode: mode}}, tlsFiles...),
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
 	if err != nil {
 		return nil, err

@@ -15,13 +15,14 @@ import (
 // TestSentinelFailover: the replica never gets a key written while
 // replication is cut; the primary dies; Sentinel promotes the replica,
 // which has no such key — the failover race in the Redis docs. The group
-// is locked (the run's password): Sentinels, primary and replica refuse a
-// client without it, and the failover works with it.
+// is locked (the run's password) and speaks TLS only (the run's CA):
+// Sentinels, primary and replica refuse a client without the password or
+// without TLS, and replication, Sentinel and the failover work with both.
 func TestSentinelFailover(t *testing.T) {
 	testenv.Require(t, "redis-sentinel")
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, err := New(Options{TempDir: tmp, Locked: true})
+	c, err := New(Options{TempDir: tmp, Locked: true, TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +43,20 @@ func TestSentinelFailover(t *testing.T) {
 		if kindOf(s) == sentinelKind {
 			cmd = "PING"
 		}
-		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr()}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		tlsOnly := &Auth{TLS: AuthOf(s).TLS}
+		if tlsOnly.TLS == nil {
+			t.Fatalf("%s speaks no TLS", s.Name())
+		}
+		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: tlsOnly}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 			t.Errorf("%s: %s without the password: %v, want NOAUTH", s.Name(), cmd, err)
 		}
-		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &Auth{Password: "wrong-password"}}, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &Auth{Password: "wrong-password", TLS: tlsOnly.TLS}}, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 			t.Errorf("%s: a wrong password: %v, want WRONGPASS", s.Name(), err)
+		}
+		plain := *AuthOf(s)
+		plain.TLS = nil
+		if v, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &plain}, "PING"); err == nil {
+			t.Errorf("%s answered %v without TLS", s.Name(), v)
 		}
 	}
 	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "before", "1"); err != nil {
