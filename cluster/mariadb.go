@@ -137,17 +137,24 @@ func (c *Cluster) MariaDB(ctx context.Context) (*MariaDB, error) {
 
 // mariadbFirstStart is the script a MariaDB runs as its own user: on the
 // first start it makes the data directory (mariadb-install-db: system
-// tables, no test database, root by unix socket only), then it runs
-// mariadbd with its arguments; the init file (re)makes the run's user and
-// database at every start. A restart finds the data directory and runs
-// the server at once (crash recovery).
+// tables, no test database, root by unix socket only) beside it and moves
+// it in place once complete, so that a start that failed half-way is
+// started afresh; then it runs mariadbd with its arguments. Both use a
+// temporary directory of their own: a mariadbd starting removes every
+// #sql temporary file in its tmpdir, and in the system's /tmp those of
+// another install or server running at once. The init file
+// (re)makes the run's user and database at every start. A restart finds
+// the data directory and runs the server at once (crash recovery).
 const mariadbFirstStart = `set -e
 D="$1"; I="$2"; S="$3"; shift 3
+T="$D.tmp"
+mkdir -p "$T"
 if [ ! -d "$D/mysql" ]; then
-  rm -rf "$D"
-  "$I" --no-defaults --datadir="$D" --skip-test-db --auth-root-authentication-method=socket ` + mariadbInnoDB + ` >"$D.install.log" 2>&1 || { cat "$D.install.log"; exit 1; }
+  rm -rf "$D" "$D.new"
+  "$I" --no-defaults --datadir="$D.new" --tmpdir="$T" --skip-test-db --auth-root-authentication-method=socket ` + mariadbInnoDB + ` >"$D.install.log" 2>&1 || { cat "$D.install.log"; rm -rf "$D.new"; exit 1; }
+  mv "$D.new" "$D"
 fi
-exec "$S" --no-defaults --datadir="$D" "$@"
+exec "$S" --no-defaults --datadir="$D" --tmpdir="$T" "$@"
 `
 
 // mariadbInnoDB are the InnoDB settings of both the install and the

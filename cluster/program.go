@@ -242,10 +242,19 @@ func (c *Cluster) startSpec(ctx context.Context, s *faultable, usual int, spec f
 		if err != nil {
 			return err
 		}
+		// An exit during start-up is this start's failure (and another
+		// attempt may follow), not a server that died mid-run.
+		s.p.OnDeath(nil)
 		if err := s.p.Start(ctx); err != nil {
 			return err
 		}
 		if lastErr = waitUnit(ctx, s.name, s.p, s.ready); lastErr == nil {
+			s.p.OnDeath(c.serverDied)
+			select {
+			case <-s.p.Exited():
+				c.serverDied(s.name, s.p.LogPath())
+			default:
+			}
 			return nil
 		}
 		_ = s.p.Kill(ctx)
