@@ -382,6 +382,7 @@ const etcdKind = "etcd"
 
 func init() {
 	RegisterKind(Kind{
+		TLS:      []string{ServersLocal, ServersDocker},
 		Name:     etcdKind,
 		Packages: []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
 		Image:    "gcr.io/etcd-development/etcd:v3.5.17",

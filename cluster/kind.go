@@ -66,6 +66,10 @@ type Kind struct {
 	// kind someone else runs — and nothing else. Nil: a run leaves nothing
 	// there.
 	Cleanup func(ctx context.Context, servers []Endpoint, namespace string) error
+	// TLS lists the modes (local, docker) in which the harness starts this
+	// kind's servers with TLS from the run's CA (`security: tls`, --tls).
+	// None: it cannot, and a run that asks is refused before it starts.
+	TLS []string
 }
 
 // StartOptions are a run's settings for the servers it starts.

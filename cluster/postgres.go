@@ -873,6 +873,7 @@ const postgresKind = "postgres"
 
 func init() {
 	RegisterKind(Kind{
+		TLS:      []string{ServersLocal},
 		Name:     postgresKind,
 		Packages: []string{"postgresql"},
 		Image:    "postgres:16",

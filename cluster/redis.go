@@ -235,6 +235,8 @@ func init() {
 	RegisterKind(Kind{
 		Name:     redisKind,
 		Packages: []string{"redis-server", "redis-sentinel"},
+		// Its Sentinels too.
+		TLS: []string{ServersLocal, ServersDocker},
 		// Valkey (redis_program: valkey): Debian 13 on.
 		OptionalPackages: []string{"valkey-server", "valkey-sentinel"},
 		Image:            "redis:7.4",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
 )
@@ -32,6 +33,10 @@ func (s *Scenario) validateServers() error {
 		return &fieldError{field: "security", msg: fmt.Sprintf("unknown security %q (tls, or leave it out)", s.Security)}
 	case s.Security == SecurityTLS && s.Servers == cluster.ServersExternal:
 		return &fieldError{field: "security", msg: "security: tls starts the run's own servers with TLS; servers someone else runs speak TLS when the servers file says so (tls: {ca: FILE})"}
+	case s.Security == SecurityTLS:
+		if err := s.tlsKinds(); err != nil {
+			return err
+		}
 	}
 	if len(s.Images) == 0 {
 		return nil
@@ -48,6 +53,29 @@ func (s *Scenario) validateServers() error {
 		if err := cluster.CheckImages(map[string]string{k: s.Images[k]}); err != nil {
 			return &fieldError{field: "images", path: []string{k}, msg: "images: " + err.Error()}
 		}
+	}
+	return nil
+}
+
+// tlsKinds refuses security: tls when a kind of server the run starts
+// cannot start with TLS where the servers run.
+func (s *Scenario) tlsKinds() error {
+	mode := s.Servers
+	if mode == "" {
+		mode = cluster.ServersLocal
+	}
+	for _, kind := range s.ServerKinds() {
+		k, ok := cluster.LookupKind(kind)
+		if !ok || slices.Contains(k.TLS, mode) {
+			continue
+		}
+		var can []string
+		for _, o := range cluster.Kinds() {
+			if len(o.TLS) > 0 {
+				can = append(can, fmt.Sprintf("%s (%s)", o.Name, strings.Join(o.TLS, ", ")))
+			}
+		}
+		return &fieldError{field: "security", msg: fmt.Sprintf("security: tls: the run's %s cannot start with TLS in %s mode (it can: %s)", kind, mode, strings.Join(can, ", "))}
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ func TestServersAndImages(t *testing.T) {
 		{"tls", base + "security: tls\n", 0, ""},
 		{"tls in docker", base + "servers: docker\nsecurity: tls\n", 0, ""},
 		{"unknown security", base + "security: mtls\n", 3, "mtls"},
+		{"tls for etcd in docker", "name: x\nbackend: etcd\nservers: docker\nsecurity: tls\n", 0, ""},
+		{"tls for zookeeper", "name: x\nbackend: zookeeper\nsecurity: tls\n", 3, "zookeeper cannot start with TLS in local mode"},
+		{"tls for postgres in docker", "name: x\nbackend: pg-advisory\nservers: docker\nsecurity: tls\n", 4, "postgres cannot start with TLS in docker mode"},
+		{"tls for exec's zookeeper", "name: x\nbackend: exec\nexec: {command: [prog], servers: [etcd, zookeeper]}\nsecurity: tls\n", 4, "zookeeper"},
 		{"tls for someone else's servers", base + "servers: external\nservers_file: s.yaml\nsecurity: tls\n", 5, "servers file"},
 	}
 	for _, tc := range tests {
