@@ -1,6 +1,8 @@
 package clientproc
 
 import (
+	"github.com/locktorture/locktorture/internal/secret"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -140,9 +142,21 @@ func (c *child) read(stdout io.Reader) {
 }
 
 // copyLog copies the child's stderr into its capped log.
+// Line by line, every secret the harness knows masked as it is written:
+// the file in the store never holds one, not even while the run goes on
+// (finish masks the whole file again, for a secret split by a long line).
 func (c *child) copyLog() {
 	defer close(c.logDone)
-	_, _ = io.Copy(c.log, c.stderr)
+	r := bufio.NewReaderSize(c.stderr, 64<<10)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			_, _ = c.log.Write([]byte(secret.Redact(string(line))))
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
 }
 
 // wait waits for the child to exit, then for its pipes to end — at most

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -337,4 +338,46 @@ func TestExternalCredentialsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalRunSecret: a local run's own Redis asks for a password of the
+// run's; an adapter that logs its open request (the password in it) has
+// it masked in client-N.log, and the password is nowhere in the store or
+// in what the run printed.
+func TestLocalRunSecret(t *testing.T) {
+	requireRedis(t)
+	spy := filepath.Join(t.TempDir(), "open.jsonl")
+	t.Setenv("LT_SPY", spy)
+	sc := builtin(t, "redis-py-baseline", scenarios.Overrides{Duration: ptr(time.Second), Clients: ptr(2),
+		Exec: ptr("/usr/bin/python3 testdata/careless_adapter.py ../clients/python/redis_py_lock.py")})
+	var printed bytes.Buffer
+	store, tmp := t.TempDir(), t.TempDir()
+	out, err := Run(context.Background(), sc, Options{Store: store, TempDir: tmp, Command: "test", Log: &printed})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if out.Results.Valid != checker.Valid {
+		t.Fatalf("verdict %s, want valid:\n%s", out.Results.Valid, out.Summary)
+	}
+	b, err := os.ReadFile(spy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open struct {
+		Auth cluster.AuthSet `json:"auth"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &open); err != nil {
+		t.Fatal(err)
+	}
+	a := open.Auth.For("redis", 0)
+	if a == nil || a.Password == "" || a.Username != cluster.RedisUser {
+		t.Fatalf("the open request's auth.redis = %+v: the run's Redis asks for no password", a)
+	}
+	printed.WriteString(out.Summary)
+	assertNoSecret(t, []string{a.Password}, store, printed.String())
+	log, err := os.ReadFile(filepath.Join(out.Dir, "client-0.log"))
+	if err != nil || !bytes.Contains(log, []byte(`"password":"[redacted]"`)) {
+		t.Errorf("client-0.log does not show the adapter's logged password masked (%v):\n%s", err, log)
+	}
+	assertNothingLeft(t, tmp)
 }
