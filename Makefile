@@ -102,6 +102,18 @@ SOAK_DURATION ?= 10m
 soak: deps build
 	@bash scripts/soak.sh ./$(BIN) $(STORE) $(SOAK_DURATION)
 
+.PHONY: versions
+VERSIONS_FILE ?= versions.debian.yaml
+VERSIONS_SCENARIOS ?= baseline,kleppmann-pause,pg-terminate,etcd-pause,zk-pause,failover
+
+## versions: the version axis (docs/versions.md): builds locktorture-servers:bullseye, :bookworm and
+## :trixie when missing (root), then runs VERSIONS_SCENARIOS in containers once per set of
+## VERSIONS_FILE (the three suites and Valkey), side by side in $(STORE)/matrix/latest/ (about 20
+## minutes on 2 cores; not part of make test)
+versions: build
+	@SUITES="bullseye bookworm trixie" LOCKTORTURE=$(BIN) bash scripts/images.sh
+	./$(BIN) matrix --store $(STORE) --servers docker --versions $(VERSIONS_FILE) --scenarios $(VERSIONS_SCENARIOS) $(MATRIX_FLAGS)
+
 .PHONY: compose-matrix
 COMPOSE_IMAGE ?= locktorture-servers:bookworm
 

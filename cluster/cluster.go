@@ -59,6 +59,9 @@ type Options struct {
 	// host no other local user can use them (FLUSHALL, SHUTDOWN). Clients
 	// get it as their servers' Auth (the client protocol's auth).
 	Locked bool
+	// RedisProgram is the program Redis servers and Sentinels run:
+	// redis ("", the default) or valkey (RedisPrograms).
+	RedisProgram string
 }
 
 // Server is what every server the cluster runs can do.

@@ -41,7 +41,8 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 		return fmt.Sprintf("redis-%d", n)
 	}
 	r.auth = c.redisAuth() // a server someone else runs: the file's (place)
-	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: "redis-server", pkg: "redis-server", usual: 6379,
+	bin, _ := RedisPrograms(c.opt.RedisProgram)
+	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: bin, pkg: bin, usual: 6379,
 		args:    func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
 		prepare: func(sp *Spec, host string, port int, dir string) error { return c.secureRedis(r, sp, host, port, dir) }})
 	if err != nil {
@@ -288,19 +289,48 @@ func (r *Redis) Version(ctx context.Context) (string, error) { return redisVersi
 // Version is the Sentinel's redis_version, as INFO server says.
 func (s *Sentinel) Version(ctx context.Context) (string, error) { return redisVersion(ctx, s) }
 
-// redisVersion asks a Redis server or Sentinel its redis_version.
+// redisVersion asks a Redis server or Sentinel its redis_version; a
+// Valkey server's is "valkey " and its valkey_version (its redis_version
+// is the Redis it is compatible with).
 func redisVersion(ctx context.Context, s Server) (string, error) {
 	v, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: AuthOf(s)}, "INFO", "server")
 	if err != nil {
 		return "", fmt.Errorf("%s: INFO server: %w", s.Name(), err)
 	}
 	text, _ := v.(string)
+	redis := ""
 	for _, l := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "valkey_version:"); ok {
+			return "valkey " + rest, nil
+		}
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
-			return rest, nil
+			redis = rest
 		}
 	}
-	return "", fmt.Errorf("%s: INFO server names no redis_version", s.Name())
+	if redis == "" {
+		return "", fmt.Errorf("%s: INFO server names no redis_version", s.Name())
+	}
+	return redis, nil
+}
+
+// Redis server programs (Options.RedisProgram).
+const (
+	// RedisProgramRedis is Redis itself: redis-server, redis-sentinel.
+	RedisProgramRedis = "redis"
+	// RedisProgramValkey is Valkey, the Linux Foundation's fork of Redis
+	// 7.2: valkey-server, valkey-sentinel (Debian 13 on).
+	RedisProgramValkey = "valkey"
+)
+
+// RedisPrograms are the server and Sentinel programs (and their Debian
+// packages, the same names) of a Redis program choice: "" or redis is
+// redis-server and redis-sentinel; valkey is valkey-server and
+// valkey-sentinel.
+func RedisPrograms(choice string) (server, sentinel string) {
+	if choice == RedisProgramValkey {
+		return "valkey-server", "valkey-sentinel"
+	}
+	return "redis-server", "redis-sentinel"
 }
 
 // redisCompose is Redis in the standing cluster: five servers (Redlock's,

@@ -134,7 +134,8 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if c.external != nil {
 		return c.externalSentinelGroup()
 	}
-	bin, err := c.provider().Program("redis-sentinel", "redis-sentinel")
+	_, sentinel := RedisPrograms(c.opt.RedisProgram)
+	bin, err := c.provider().Program(sentinel, sentinel)
 	if err != nil {
 		return nil, err
 	}

@@ -47,19 +47,27 @@ type CellKey struct {
 	// Fencing is the fencing mode the cell overrides the scenario's with
 	// (a comparison's fenced cells: "all"); empty for the scenario's own.
 	Fencing string `json:"fencing,omitempty"`
+	// Version names the version set (Matrix.Versions) the cell's servers
+	// came from; empty in a matrix without a version axis.
+	Version string `json:"version,omitempty"`
 }
 
 // String is "scenario / backend (seed N)", with ", fencing MODE" after
-// the backend for a fenced cell.
+// the backend for a fenced cell and " @ VERSION" for a version set's.
 func (k CellKey) String() string {
-	if k.Fencing != "" {
-		return fmt.Sprintf("%s / %s, fencing %s (seed %d)", k.Scenario, k.Backend, k.Fencing, k.Seed)
+	at := ""
+	if k.Version != "" {
+		at = " @ " + k.Version
 	}
-	return fmt.Sprintf("%s / %s (seed %d)", k.Scenario, k.Backend, k.Seed)
+	if k.Fencing != "" {
+		return fmt.Sprintf("%s / %s, fencing %s%s (seed %d)", k.Scenario, k.Backend, k.Fencing, at, k.Seed)
+	}
+	return fmt.Sprintf("%s / %s%s (seed %d)", k.Scenario, k.Backend, at, k.Seed)
 }
 
 func compareKeys(a, b CellKey) int {
-	return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Fencing, b.Fencing), cmp.Compare(a.Seed, b.Seed))
+	return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Fencing, b.Fencing),
+		cmp.Compare(a.Version, b.Version), cmp.Compare(a.Seed, b.Seed))
 }
 
 // Skipped is a scenario/backend pair the matrix did not run because
@@ -67,6 +75,8 @@ func compareKeys(a, b CellKey) int {
 type Skipped struct {
 	Scenario string `json:"scenario"`
 	Backend  string `json:"backend"`
+	// Version is the version set refused (empty: every one).
+	Version string `json:"version,omitempty"`
 	// Why says what made it inapplicable.
 	Why string `json:"why"`
 }
@@ -118,6 +128,9 @@ type Cell struct {
 	// Recovery is how long the lock had no holder after the faults ended
 	// (a comparison's cells; nil when not measured or no fault ended).
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// ServerVersions are the versions the cell's servers reported, by
+	// server name ("redis-0": "7.0.15").
+	ServerVersions map[string]string `json:"server_versions,omitempty"`
 	// Seconds is how long the cell took, servers and checking included.
 	Seconds float64 `json:"seconds"`
 }
@@ -147,6 +160,10 @@ type Matrix struct {
 	Planned []CellKey `json:"planned"`
 	// Skipped are the pairs the scenarios do not apply to.
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Versions are the version sets every cell ran once with (the
+	// version axis: locktorture matrix --images or --versions); empty for
+	// one set, the scenarios' own.
+	Versions []Version `json:"versions,omitempty"`
 	// Cells are the cells run, in plan order.
 	Cells []Cell `json:"cells"`
 	// Compare is set for a backend comparison (locktorture compare): its

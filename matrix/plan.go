@@ -3,6 +3,7 @@ package matrix
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -39,6 +40,13 @@ type PlanOptions struct {
 	// Seeds says (a comparison's baseline, which gives each backend's
 	// speed and decides no verdict that seeds could change much).
 	OneSeed []string
+	// Versions run every cell once per version set (the version axis);
+	// empty: once, with the scenarios' own servers.
+	Versions []Version
+	// Refuse, when set, says why a version set cannot run a scenario
+	// (its image has no valkey-server) or "" when it can: such cells are
+	// skipped, with the reason, before any runs.
+	Refuse func(v Version, sc *scenarios.Scenario) string
 	// Fenced adds, for each backend a scenario states a fenced
 	// expectation for (expect.fenced), the same cells again with the
 	// resource checking tokens (fencing all): a comparison's fenced cells.
@@ -56,6 +64,8 @@ type Planned struct {
 	LockFree bool
 	// Kinds are the kinds of server the cell's backend starts.
 	Kinds []string
+	// Version is the version set the cell runs with (zero: none).
+	Version Version
 }
 
 // startupCost is about how long a server of each kind takes to start on a
@@ -120,7 +130,10 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		infos[b] = info
 	}
 	seeds := max(opt.Seeds, 1)
-	m = &Matrix{Kind: Kind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command}
+	if err := CheckVersions(opt.Versions); err != nil {
+		return nil, nil, err
+	}
+	m = &Matrix{Kind: Kind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command, Versions: slices.Clone(opt.Versions)}
 	seenScenario := map[string]bool{}
 	for _, name := range names {
 		src, err := sourceFor(name)
@@ -161,9 +174,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				if planned.skipped != nil {
-					m.Skipped = append(m.Skipped, *planned.skipped)
-				}
+				m.Skipped = append(m.Skipped, planned.skipped...)
 				for _, c := range planned.cells {
 					m.Planned = append(m.Planned, c.Key)
 					cells = append(cells, c)
@@ -184,35 +195,59 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 // FencedMode is the fencing mode of a comparison's fenced cells.
 const FencedMode = "all"
 
-// pairPlan is the cells of one scenario/backend pair (one per seed), or
-// why the pair was skipped.
+// pairPlan is the cells of one scenario/backend pair (one per version
+// set and seed), and the version sets (or the pair) skipped, with why.
 type pairPlan struct {
 	cells   []Planned
-	skipped *Skipped
+	skipped []Skipped
 }
 
-// planPair plans one scenario/backend pair's seeds, with the fencing mode
-// overridden when fencing is not empty.
+// planPair plans one scenario/backend pair's version sets and seeds, with
+// the fencing mode overridden when fencing is not empty.
 func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, fencing string, seeds int, info backends.Info) (pairPlan, error) {
 	var out pairPlan
-	for i := range seeds {
-		sc, err := src.load()
-		if err != nil {
-			return out, fmt.Errorf("%w: %w", errPlan, err)
+	versions := opt.Versions
+	if len(versions) == 0 {
+		versions = []Version{{}}
+	}
+	for _, v := range versions {
+		for i := range seeds {
+			sc, err := src.load()
+			if err != nil {
+				return out, fmt.Errorf("%w: %w", errPlan, err)
+			}
+			o := opt.Overrides
+			bb, seed := b, base.Seed+int64(i)
+			o.Backend, o.Seed = &bb, &seed
+			if fencing != "" {
+				f := fencing
+				o.Fencing = &f
+			}
+			if len(v.Images) > 0 {
+				o.Images = maps.Clone(o.Images)
+				if o.Images == nil {
+					o.Images = map[string]string{}
+				}
+				maps.Copy(o.Images, v.Images)
+			}
+			if v.RedisProgram != "" {
+				rp := v.RedisProgram
+				o.RedisProgram = &rp
+			}
+			if err := sc.Apply(o); err != nil {
+				why := strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")
+				out.skipped = append(out.skipped, Skipped{Scenario: base.Name, Backend: b, Version: v.Name, Why: why})
+				break
+			}
+			if opt.Refuse != nil {
+				if why := opt.Refuse(v, sc); why != "" {
+					out.skipped = append(out.skipped, Skipped{Scenario: base.Name, Backend: b, Version: v.Name, Why: "refused: " + why})
+					break
+				}
+			}
+			key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing, Version: v.Name}
+			out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v})
 		}
-		o := opt.Overrides
-		bb, seed := b, base.Seed+int64(i)
-		o.Backend, o.Seed = &bb, &seed
-		if fencing != "" {
-			f := fencing
-			o.Fencing = &f
-		}
-		if err := sc.Apply(o); err != nil {
-			out.skipped = &Skipped{Scenario: base.Name, Backend: b, Why: strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")}
-			return out, nil
-		}
-		key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing}
-		out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds()})
 	}
 	return out, nil
 }
@@ -255,5 +290,6 @@ func (c Planned) Command(extra []string) string {
 		parts = append(parts, "--fencing", c.Key.Fencing)
 	}
 	parts = append(parts, extra...)
+	parts = append(parts, c.Version.Args()...)
 	return shell.Join(parts)
 }

@@ -48,7 +48,12 @@ func WriteMatrix(ctx context.Context, dir string, m *matrix.Matrix) error {
 func MatrixTable(m *matrix.Matrix) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tBACKEND\tSEED\tVERDICT\tEXPECTED\tRESULT\tTIME")
+	versions := len(m.Versions) > 0
+	if versions {
+		fmt.Fprintln(tw, "SCENARIO\tBACKEND\tVERSION\tSERVERS\tSEED\tVERDICT\tEXPECTED\tRESULT\tTIME")
+	} else {
+		fmt.Fprintln(tw, "SCENARIO\tBACKEND\tSEED\tVERDICT\tEXPECTED\tRESULT\tTIME")
+	}
 	for _, c := range m.Cells {
 		res := "ok"
 		switch {
@@ -59,9 +64,32 @@ func MatrixTable(m *matrix.Matrix) string {
 		case !c.AsExpected:
 			res = "DIFFERS: " + c.Why
 		}
+		if versions {
+			sv := c.ServerVersionText()
+			if sv == "" {
+				sv = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\n", c.Scenario, c.Backend, c.Version, sv, c.Seed, c.Verdict, c.Expected, res, c.Seconds)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\n", c.Scenario, c.Backend, c.Seed, c.Verdict, c.Expected, res, c.Seconds)
 	}
 	tw.Flush()
+	if versions {
+		for _, s := range m.Skipped {
+			if s.Version != "" {
+				fmt.Fprintf(&b, "%s / %s @ %s: %s\n", s.Scenario, s.Backend, s.Version, s.Why)
+			}
+		}
+		if diffs := versionDiffLines(m); len(diffs) > 0 {
+			fmt.Fprintf(&b, "VERDICT DIFFERS BETWEEN VERSIONS (%d):\n", len(diffs))
+			for _, d := range diffs {
+				fmt.Fprintf(&b, "  %s\n", d)
+			}
+		} else {
+			b.WriteString("every scenario/backend pair gives the same verdict with every version set\n")
+		}
+	}
 	b.WriteString(MatrixTotals(m))
 	b.WriteByte('\n')
 	return b.String()

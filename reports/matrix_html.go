@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"path"
-	"strings"
 
 	"github.com/locktorture/locktorture/matrix"
 )
@@ -184,6 +183,9 @@ func cellLabel(c matrix.Cell) string {
 
 // grid computes every square, rows by columns.
 func grid(m *matrix.Matrix) (rows, cols []string, sq [][]gridCell) {
+	if len(m.Versions) > 0 {
+		return versionGrid(m)
+	}
 	rows, cols = gridRows(m), gridColumns(m)
 	type pair struct{ s, b string }
 	cells := map[pair][]matrix.Cell{}
@@ -208,33 +210,7 @@ func grid(m *matrix.Matrix) (rows, cols []string, sq [][]gridCell) {
 			cs := cells[p]
 			switch {
 			case len(cs) > 0:
-				g.Class = "ok"
-				var titles []string
-				for _, c := range cs {
-					r := gridRun{Label: cellLabel(c), Class: cellClass(c)}
-					if len(cs) > 1 {
-						r.Label = fmt.Sprintf("s%d %s", c.Seed, r.Label)
-					}
-					if c.Dir != "" {
-						r.Href = path.Join(c.Dir, FileIndex)
-					}
-					t := fmt.Sprintf("%s: %s, expected %s", c.CellKey, c.Verdict, c.Expected)
-					if c.Why != "" && !c.AsExpected {
-						t += " — " + c.Why
-					}
-					r.Title = t
-					titles = append(titles, t)
-					g.Runs = append(g.Runs, r)
-					switch r.Class {
-					case "error":
-						if g.Class == "ok" {
-							g.Class = "error"
-						}
-					case "bad":
-						g.Class = "bad"
-					}
-				}
-				g.Title = strings.Join(titles, "\n")
+				fillSquare(g, cs, false)
 			case skipped[p] != "":
 				g.Class, g.Text, g.Title = "na", "n/a", "not applicable: "+skipped[p]
 			case planned[p]:
@@ -253,6 +229,9 @@ type matrixView struct {
 	Verdict, VerdictClass, Totals  string
 	Rows, Cols                     []string
 	Grid                           [][]gridCell
+	Corner                         string
+	Versions                       []matrix.Version
+	Diffs                          []string
 	Backends                       []backendStatView
 	Cells                          []cellView
 	Skipped                        []matrix.Skipped
@@ -267,6 +246,7 @@ type backendStatView struct {
 
 type cellView struct {
 	Scenario, Backend, Verdict, Expected, Result, Class, Href, Why, Time string
+	Version, ServerVersions                                              string
 	Shrink                                                               string
 	Seed                                                                 int64
 	Holds, Violations, Cycles                                            string
@@ -292,6 +272,10 @@ func matrixHTML(m *matrix.Matrix) ([]byte, error) {
 		v.Verdict, v.VerdictClass = "NOT AS EXPECTED", "invalid"
 	}
 	v.Rows, v.Cols, v.Grid = grid(m)
+	v.Corner = "scenario \\ backend"
+	if len(m.Versions) > 0 {
+		v.Corner, v.Versions, v.Diffs = "scenario / backend \\ version", m.Versions, versionDiffLines(m)
+	}
 	for _, s := range backendStats(m) {
 		v.Backends = append(v.Backends, backendStatView{
 			Backend: s.Backend, Cells: thousands(s.Cells), AsExpected: thousands(s.AsExpected),
@@ -304,6 +288,7 @@ func matrixHTML(m *matrix.Matrix) ([]byte, error) {
 			Scenario: c.Scenario, Backend: c.Backend, Seed: c.Seed, Verdict: c.Verdict, Expected: c.Expected,
 			Class: cellClass(c), Why: c.Why, Shrink: c.Shrink, Time: fmt.Sprintf("%.1fs", c.Seconds),
 			Holds: thousands(c.Holds), Violations: thousands(c.Violations), Cycles: fmt.Sprintf("%.1f", c.HoldsPerSecond),
+			Version: c.Version, ServerVersions: c.ServerVersionText(),
 		}
 		switch cv.Class {
 		case "ok":
@@ -357,13 +342,15 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace}
 <div><span class="verdict {{.VerdictClass}}">{{.Verdict}}</span></div>
 <p>{{.Totals}}</p>
 {{if .Interrupted}}<p class="note">The matrix was interrupted before it ran every cell.</p>{{end}}
+{{if .Versions}}{{if .Diffs}}<div class="note"><b>{{len .Diffs}} scenario/backend pair(s) give a different verdict with another version:</b><ul>{{range .Diffs}}<li>{{.}}</li>{{end}}</ul></div>{{else}}<p>Every scenario/backend pair gives the same verdict with every version set.</p>{{end}}
+<p>Version sets, side by side below: {{range $i, $v := .Versions}}{{if $i}}; {{end}}<b>{{$v.Name}}</b> ({{range $k, $ref := $v.Images}}{{$k}}={{$ref}} {{end}}{{with $v.RedisProgram}}redis_program: {{.}}{{end}}){{end}}. Each square names the versions its servers reported.</p>{{end}}
 {{with .Command}}<p>Repeat:</p><pre><code>{{.}}</code></pre>{{end}}
 
 <h2>Verdicts</h2>
 <p class="legend"><span style="background:#2da44e;color:#fff">as expected</span><span style="background:#cf222e;color:#fff">NOT as expected (verdict ≠ expected)</span><span style="background:#d4a72c">harness error / not run</span><span style="background:#eaeef2">not applicable</span><span>— not one of the scenario's backends</span>
 Each verdict links to its run's report. A * marks a run whose verdict matches but a checker's does not.</p>
 <div class="scroll"><table class="grid">
-<tr><th>scenario \ backend</th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
+<tr><th>{{.Corner}}</th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
 {{range $i, $row := .Rows}}<tr><th class="row">{{$row}}</th>{{range index $.Grid $i}}<td class="{{.Class}}" title="{{.Title}}">{{range .Runs}}{{if .Href}}<a class="run {{.Class}}" href="{{.Href}}" title="{{.Title}}">{{.Label}}</a>{{else}}<span class="run {{.Class}}" title="{{.Title}}">{{.Label}}</span>{{end}}{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table></div>
 
@@ -377,12 +364,12 @@ Each verdict links to its run's report. A * marks a run whose verdict matches bu
 
 <h2>Cells</h2>
 <table>
-<tr><th>scenario</th><th>backend</th><th>seed</th><th>verdict</th><th>expected</th><th>result</th><th>holds</th><th>violations</th><th>cycles/s</th><th>time</th><th>report</th></tr>
-{{range .Cells}}<tr class="{{.Class}}"><td>{{.Scenario}}</td><td><code>{{.Backend}}</code></td><td class="num">{{.Seed}}</td><td>{{.Verdict}}</td><td>{{.Expected}}</td><td class="res">{{.Result}}{{with .Why}}<br><small>{{.}}</small>{{end}}{{with .Shrink}}<br><small>shrink: <code>{{.}}</code></small>{{end}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.Cycles}}</td><td class="num">{{.Time}}</td><td>{{with .Href}}<a href="{{.}}">run</a>{{end}}</td></tr>
+<tr><th>scenario</th><th>backend</th>{{if .Versions}}<th>version set</th><th>servers reported</th>{{end}}<th>seed</th><th>verdict</th><th>expected</th><th>result</th><th>holds</th><th>violations</th><th>cycles/s</th><th>time</th><th>report</th></tr>
+{{range .Cells}}<tr class="{{.Class}}"><td>{{.Scenario}}</td><td><code>{{.Backend}}</code></td>{{if $.Versions}}<td>{{.Version}}</td><td>{{.ServerVersions}}</td>{{end}}<td class="num">{{.Seed}}</td><td>{{.Verdict}}</td><td>{{.Expected}}</td><td class="res">{{.Result}}{{with .Why}}<br><small>{{.}}</small>{{end}}{{with .Shrink}}<br><small>shrink: <code>{{.}}</code></small>{{end}}</td><td class="num">{{.Holds}}</td><td class="num">{{.Violations}}</td><td class="num">{{.Cycles}}</td><td class="num">{{.Time}}</td><td>{{with .Href}}<a href="{{.}}">run</a>{{end}}</td></tr>
 {{end}}</table>
 
 {{if .Skipped}}<h2>Not applicable</h2>
-<ul>{{range .Skipped}}<li><code>{{.Scenario}}</code> × <code>{{.Backend}}</code>: {{.Why}}</li>{{end}}</ul>{{end}}
+<ul>{{range .Skipped}}<li><code>{{.Scenario}}</code> × <code>{{.Backend}}</code>{{with .Version}} @ {{.}}{{end}}: {{.Why}}</li>{{end}}</ul>{{end}}
 {{if .Shards}}<h2>Shards</h2>
 <ul>{{range .Shards}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 

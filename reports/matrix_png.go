@@ -106,7 +106,12 @@ func matrixPNG(m *matrix.Matrix) ([]byte, error) {
 	if len(stats) > 0 {
 		barsH = max(vg.Points(160), vg.Points(18)*vg.Length(len(stats))+vg.Points(70))
 	}
-	height := titleH + gridH + noteH + barsH + 2*margin
+	diffs := versionDiffLines(m)
+	diffH := vg.Length(0)
+	if len(m.Versions) > 0 {
+		diffH = noteH * vg.Length(1+min(len(diffs), maxDiffLines))
+	}
+	height := titleH + diffH + gridH + noteH + barsH + 2*margin
 
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
@@ -122,6 +127,9 @@ func matrixPNG(m *matrix.Matrix) ([]byte, error) {
 	titleSty.YAlign = text.YTop
 	dc.FillText(titleSty, vg.Point{X: dc.Min.X + margin, Y: top}, title)
 	top -= titleH
+	if len(m.Versions) > 0 {
+		top = drawVersionDiffs(&dc, dc.Min.X+margin, top, noteH, diffs)
+	}
 
 	// The grid.
 	x0 := dc.Min.X + margin
@@ -261,4 +269,34 @@ func barPlot(title string, names []string, vals []float64, col color.Color, form
 		}
 	}))
 	return p
+}
+
+// maxDiffLines is how many differing pairs the picture lists.
+const maxDiffLines = 8
+
+// drawVersionDiffs writes, under the title, the pairs whose verdicts differ
+// between version sets (or that none does); it returns the new top.
+func drawVersionDiffs(dc *draw.Canvas, x, top, lineH vg.Length, diffs []string) vg.Length {
+	sty := textStyle(9.5, colSqBad)
+	sty.Font.Weight = 700
+	sty.YAlign = text.YTop
+	if len(diffs) == 0 {
+		sty.Color = colSqOK
+		dc.FillText(sty, vg.Point{X: x, Y: top}, "every scenario/backend pair gives the same verdict with every version set")
+		return top - lineH
+	}
+	dc.FillText(sty, vg.Point{X: x, Y: top}, fmt.Sprintf("%d scenario/backend pair(s) give a different verdict with another version:", len(diffs)))
+	top -= lineH
+	sty.Font.Weight = 400
+	for i, d := range diffs {
+		if i == maxDiffLines {
+			break
+		}
+		if i == maxDiffLines-1 && len(diffs) > maxDiffLines {
+			d = fmt.Sprintf("... and %d more (index.html lists them)", len(diffs)-i)
+		}
+		dc.FillText(sty, vg.Point{X: x + 10, Y: top}, d)
+		top -= lineH
+	}
+	return top
 }

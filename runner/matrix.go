@@ -69,6 +69,10 @@ type MatrixOptions struct {
 	// OneSeed names scenarios run with their own seed only (see
 	// matrix.PlanOptions.OneSeed).
 	OneSeed []string
+	// Versions run every cell once per version set (see
+	// matrix.PlanOptions.Versions); a set that cannot run a cell (no
+	// Valkey in its image) skips it, with the reason (Refusal).
+	Versions []matrix.Version
 	// Compare makes the matrix a backend comparison (locktorture compare):
 	// fenced cells beside the plain ones where a scenario states a fenced
 	// expectation, each cell's recovery after the faults measured, and
@@ -106,7 +110,8 @@ type MatrixOutcome struct {
 
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
-	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed})
+	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed,
+		Versions: opt.Versions, Refuse: func(_ matrix.Version, sc *scenarios.Scenario) string { return Refusal(context.Background(), sc) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
@@ -281,6 +286,9 @@ func (r *matrixRun) judge(c matrix.Planned, out *Outcome) matrix.Cell {
 	}
 	cell := matrix.NewCell(c.Key, out.Results, c.Expect.Valid, c.Expect.Checkers, rel)
 	cell.Headline = reports.Headline(out.Results)
+	if srv := out.Results.Servers; srv != nil && len(srv.Versions) > 0 {
+		cell.ServerVersions = srv.Versions
+	}
 	if out.Results.Valid == checker.Invalid && c.Scenario.Nemesis.Random != nil {
 		cell.Shrink = shell.Join([]string{"locktorture", "shrink", out.Dir})
 	}

@@ -40,6 +40,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		return nil, err
 	}
 	defer r.cleanup()
+	if why := Refusal(ctx, sc); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrRefused, why)
+	}
 	swept := sweep(ctx, opt.TempDir)
 	if err := r.openStore(); err != nil {
 		return nil, err
@@ -206,7 +209,7 @@ func (r *run) startServers(ctx context.Context) error {
 	if r.sc.Servers == cluster.ServersExternal {
 		cl, err = r.externalCluster(ctx)
 	} else {
-		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images,
+		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images, RedisProgram: r.sc.RedisProgram,
 			TLS: r.sc.Security == scenarios.SecurityTLS, Locked: !r.opt.OpenServers})
 	}
 	if err != nil {

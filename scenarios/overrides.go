@@ -41,6 +41,8 @@ type Overrides struct {
 	Images map[string]string
 	// TLS is --tls: security: tls.
 	TLS bool
+	// RedisProgram is --redis-program redis|valkey.
+	RedisProgram *string
 }
 
 // Apply sets the overrides on s and validates the result. An error wraps
@@ -136,6 +138,9 @@ func (s *Scenario) Apply(o Overrides) error {
 			s.Images = map[string]string{}
 		}
 		s.Images[k] = v
+	}
+	if o.RedisProgram != nil {
+		s.RedisProgram = *o.RedisProgram
 	}
 	if o.NemesisInterval != nil && s.Nemesis.Random != nil {
 		s.Nemesis.Random.Interval = Duration(*o.NemesisInterval)

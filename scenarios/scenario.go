@@ -189,6 +189,11 @@ type Scenario struct {
 	// Redis is the setup single-Redis backends run over: single (the
 	// default) or sentinel (a primary, a replica and three Sentinels).
 	Redis string `yaml:"redis"`
+	// RedisProgram is the server the Redis servers and Sentinels run:
+	// redis (the default: redis-server, redis-sentinel) or valkey
+	// (valkey-server, valkey-sentinel: Debian 13's, or an image that has
+	// them), for every Redis backend.
+	RedisProgram string `yaml:"redis_program,omitempty"`
 	// Postgres sets server-side settings of the run's PostgreSQL.
 	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
 	// PostgresVia puts a pooler in front of the run's PostgreSQL: every

@@ -38,6 +38,14 @@ func (s *Scenario) validateServers() error {
 			return err
 		}
 	}
+	switch s.RedisProgram {
+	case "", cluster.RedisProgramRedis, cluster.RedisProgramValkey:
+	default:
+		return &fieldError{field: "redis_program", msg: fmt.Sprintf("unknown Redis server program %q (redis, valkey)", s.RedisProgram)}
+	}
+	if s.RedisProgram == cluster.RedisProgramValkey && s.Servers == cluster.ServersExternal {
+		return &fieldError{field: "redis_program", msg: "redis_program chooses the program the harness starts: with servers: external, the servers file names the servers (Valkey or Redis alike)"}
+	}
 	if len(s.Images) == 0 {
 		return nil
 	}

@@ -173,6 +173,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, mariadb, etcd, zookeeper)")
 	tlsOn := fs.Bool("tls", false, "start the run's own servers with TLS, from a certificate authority made for the run (security: tls)")
 	images := imageFlag(fs)
+	redisProgram := fs.String("redis-program", "", "the server Redis backends run: redis (redis-server, redis-sentinel; the default) or valkey (valkey-server, valkey-sentinel: Debian 13, or --image redis=locktorture-servers:trixie)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture run --scenario NAME | --scenario-file PATH [flags]\n\nRuns one scenario against real servers and checks the history.\n\n")
 		fs.PrintDefaults()
@@ -252,6 +253,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if set["servers-file"] {
 		o.ServersFile = serversFile
+	}
+	if set["redis-program"] {
+		o.RedisProgram = redisProgram
 	}
 	o.Images = images
 	o.TLS = *tlsOn

@@ -74,6 +74,8 @@ type matrixFlags struct {
 	quiet, plan, doShrink                                    *bool
 	duration, linTimeout                                     *time.Duration
 	images                                                   map[string]string
+	redisProgram, versionsFile                               *string
+	imageSets                                                map[string][]string
 }
 
 // defineMatrixFlags declares the flags of matrix (or, with compare, of
@@ -103,6 +105,21 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
 	f.images = imageFlag(fs)
+	f.redisProgram = fs.String("redis-program", "", "the server every cell's Redis backends run: redis (the default) or valkey")
+	if !compare {
+		f.imageSets = map[string][]string{}
+		fs.Func("images", "the version axis: `KIND=REF,REF,...` (repeatable; with --servers docker) runs every cell once per image, side by side in the report (e.g. all=locktorture-servers:bullseye,locktorture-servers:trixie); a kind with one REF gives it to every set", func(v string) error {
+			kind, refs, ok := strings.Cut(v, "=")
+			if !ok || strings.TrimSpace(kind) == "" || len(splitList(refs)) == 0 {
+				return fmt.Errorf("want KIND=REF,REF,... (all=locktorture-servers:bullseye,locktorture-servers:trixie), not %q", v)
+			}
+			f.imageSets[strings.TrimSpace(kind)] = splitList(refs)
+			return nil
+		})
+		f.versionsFile = fs.String("versions", "", "the version axis from a YAML `FILE`: a list of {name, images: {KIND: REF}, redis_program} sets, every cell run once per set (see docs/versions.md)")
+	} else {
+		f.versionsFile = new(string)
+	}
 	return f
 }
 
@@ -164,7 +181,29 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 		opt.Overrides.Images = f.images
 		opt.RunArgs = append(opt.RunArgs, imageArgs(f.images)...)
 	}
+	if *f.redisProgram != "" {
+		opt.Overrides.RedisProgram = f.redisProgram
+		opt.RunArgs = append(opt.RunArgs, "--redis-program", *f.redisProgram)
+	}
+	versions, err := f.versions()
+	if err != nil {
+		return bad("%v", err)
+	}
+	opt.Versions = versions
 	return opt, 0, true
+}
+
+// versions are the version sets --images or --versions name (not both).
+func (f *matrixFlags) versions() ([]matrix.Version, error) {
+	switch {
+	case len(f.imageSets) > 0 && *f.versionsFile != "":
+		return nil, fmt.Errorf("give --images or --versions, not both")
+	case len(f.imageSets) > 0:
+		return matrix.VersionsFromImages(f.imageSets)
+	case *f.versionsFile != "":
+		return matrix.ReadVersions(*f.versionsFile)
+	}
+	return nil, nil
 }
 
 // printPlan prints the cells a matrix would run and the pairs it skips.
