@@ -236,6 +236,12 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 			}
 			if err := sc.Apply(o); err != nil {
 				why := strings.TrimPrefix(err.Error(), scenarios.ErrInvalid.Error()+": ")
+				if len(out.cells) == 0 && len(out.skipped) == 0 {
+					// The first set cannot take the pair: no set can (a
+					// scenario/backend mismatch), said once for the pair.
+					out.skipped = append(out.skipped, Skipped{Scenario: base.Name, Backend: b, Why: why})
+					return out, nil
+				}
 				out.skipped = append(out.skipped, Skipped{Scenario: base.Name, Backend: b, Version: v.Name, Why: why})
 				break
 			}
