@@ -92,6 +92,7 @@ func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir str
 		conf := path.Join(dir, redisAuthConf)
 		sp.Args = append([]string{conf}, sp.Args...)
 		sp.Files = append(sp.Files, File{Path: conf, Content: redisAuthConfig(r.auth), Mode: 0o600})
+		sp.Shell = redisStart // Redis 6.0: without what it does not know
 	}
 	if !c.TLS() {
 		return nil
@@ -125,6 +126,31 @@ func (c *Cluster) withTLS(a **Auth) error {
 	}
 	(*a).TLS = &TLSFiles{CA: ca.CAFile()}
 	return nil
+}
+
+// redisStart starts a locked Redis server or Sentinel ($1 the program,
+// its arguments after, a configuration file among them): Redis 6.0
+// (Debian 11's) knows neither the pub/sub rule &* of an ACL user nor
+// Sentinel's auth-user (both 6.2), so for it they are taken out of the
+// files — 6.0 gives every user every channel, and its Sentinel
+// authenticates as the default user with auth-pass, the same password.
+const redisStart = `bin="$1"; shift
+case "$("$bin" --version 2>/dev/null)" in
+*" v=6.0."* | *" v=5."*)
+  for f in "$@"; do
+    case "$f" in *.conf) [ -f "$f" ] && sed -i -e 's/ &\*//' -e '/^sentinel auth-user /d' "$f" ;; esac
+  done ;;
+esac
+exec "$bin" "$@"
+`
+
+// redisShell is the script a Redis server or Sentinel starts through:
+// redisStart when it is locked, none otherwise.
+func redisShell(locked bool) string {
+	if locked {
+		return redisStart
+	}
+	return ""
 }
 
 // redisAuthConf is the file that locks a Redis server the harness starts.

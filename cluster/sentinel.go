@@ -250,7 +250,7 @@ sentinel parallel-syncs %s 1
 		}
 		mode = 0o600
 	}
-	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir,
+	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir, Shell: redisShell(primary.auth != nil),
 		Files:   append([]File{{Path: conf, Content: []byte(text), Mode: mode}}, tlsFiles...),
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
 	if err != nil {
