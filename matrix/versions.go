@@ -166,11 +166,16 @@ func (m *Matrix) VersionDiffs() []VersionDiff {
 }
 
 // ServerVersionText is what a cell's servers reported, in short: each
-// distinct version once ("6.0.16"; "3.4.13, 13.16" for servers of two
-// kinds), sorted; empty when none said.
+// distinct version once, without a packager's note in parentheses ("6.0.16";
+// "13.16" for "13.16 (Debian 13.16-0+deb11u1)"; "3.4.13, 13.16" for servers
+// of two kinds), sorted; empty when none said. ServerVersions keeps them
+// whole.
 func (c Cell) ServerVersionText() string {
 	var vs []string
 	for _, v := range c.ServerVersions {
+		if i := strings.Index(v, " ("); i > 0 {
+			v = v[:i]
+		}
 		if !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
