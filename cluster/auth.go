@@ -28,6 +28,10 @@ type Auth struct {
 	Password string `json:"password,omitempty"`
 	// TLS, when set, makes the connection TLS with these files.
 	TLS *TLSFiles `json:"tls,omitempty"`
+	// PasswordEnv names the environment variable Password came from (a
+	// servers file's reference; not a secret): what a journal's undo
+	// reads the password from again. Not part of the protocol.
+	PasswordEnv string `json:"-"`
 	// Scheme and Digest are ZooKeeper's AddAuth arguments ("digest",
 	// "user:pass"), in the protocol as scheme and auth.
 	Scheme string `json:"scheme,omitempty"`
@@ -117,6 +121,41 @@ func (a *Auth) WithServerName(addr string) *Auth {
 	t.ServerName = host
 	c.TLS = &t
 	return &c
+}
+
+// journalArgs are a's credentials as a journal's undo can write them
+// down: the user, the variable holding the password (never the password)
+// and the TLS files.
+func (a *Auth) journalArgs(args map[string]string) map[string]string {
+	if a == nil {
+		return args
+	}
+	args["username"], args["password_env"] = a.Username, a.PasswordEnv
+	if t := a.TLS; t != nil {
+		args["tls_ca"], args["tls_cert"], args["tls_key"], args["tls_server_name"] = t.CA, t.Cert, t.Key, t.ServerName
+		if t.InsecureSkipVerify {
+			args["tls_insecure"] = "true"
+		}
+	}
+	return args
+}
+
+// authFromJournal is what journalArgs wrote, the password read again from
+// its variable (nil: no credentials).
+func authFromJournal(args map[string]string) *Auth {
+	a := &Auth{Username: args["username"], PasswordEnv: args["password_env"]}
+	if a.PasswordEnv != "" {
+		a.Password = os.Getenv(a.PasswordEnv)
+		secret.Register(a.Password)
+	}
+	if args["tls_ca"] != "" || args["tls_cert"] != "" || args["tls_insecure"] != "" {
+		a.TLS = &TLSFiles{CA: args["tls_ca"], Cert: args["tls_cert"], Key: args["tls_key"], ServerName: args["tls_server_name"],
+			InsecureSkipVerify: args["tls_insecure"] == "true"}
+	}
+	if a.Empty() {
+		return nil
+	}
+	return a
 }
 
 // Authed is a server that asks its clients for credentials.

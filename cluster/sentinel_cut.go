@@ -88,7 +88,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		}
 		// Written down before it is done: the guard, or a later run, sets
 		// it back if the harness dies before Heal.
-		done, err := g.journal.Add(journal.Action{Kind: undoRedisConfig, Args: map[string]string{"addr": addr, "param": "masterauth", "value": old},
+		done, err := g.journal.Add(journal.Action{Kind: undoRedisConfig, Args: g.MasterAuth.journalArgs(map[string]string{"addr": addr, "param": "masterauth", "value": old}),
 			What: "give replica " + addr + " its own masterauth back"})
 		if err != nil {
 			_ = heal(ctx)

@@ -166,7 +166,7 @@ func (a *AuthEntry) resolve(dir string) error {
 			return fmt.Errorf("environment variable %s is not set (it holds the password)", env)
 		}
 		secret.Register(v)
-		out.Password = v
+		out.Password, out.PasswordEnv = v, env
 	}
 	if a.TLS != nil {
 		t := *a.TLS
@@ -556,7 +556,7 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 		if a, ok := r.([]any); ok && len(a) == 2 {
 			m := Endpoint{Addr: net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1])), Auth: s.masterAuth()}
 			if _, err := redisCall(ctx, m, "PING"); err != nil {
-				return fmt.Errorf("%w: redis %s (the master %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
+				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
 			}
 		}
 	}

@@ -29,7 +29,7 @@ func init() {
 		return restoreContainer(ctx, args["container"])
 	})
 	journal.Register(undoRedisConfig, func(ctx context.Context, args map[string]string) error {
-		_, err := redisCall(ctx, Endpoint{Addr: args["addr"]}, "CONFIG", "SET", args["param"], args["value"])
+		_, err := redisCall(ctx, Endpoint{Addr: args["addr"], Auth: authFromJournal(args)}, "CONFIG", "SET", args["param"], args["value"])
 		return err
 	})
 	journal.Register(undoNamespace, func(ctx context.Context, args map[string]string) error {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,7 +15,9 @@ import (
 // its own masterauth back when replayed (a harness killed mid-failover).
 func TestUndoRedisConfig(t *testing.T) {
 	testenv.Require(t, "redis-server")
-	c, err := New(Options{TempDir: t.TempDir()})
+	// A server that asks for a password: the undo reads it again from the
+	// variable the servers file named, never from the journal.
+	c, err := New(Options{TempDir: t.TempDir(), Locked: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +34,14 @@ func TestUndoRedisConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Add(journal.Action{Kind: undoRedisConfig, Args: map[string]string{"addr": r.Addr(), "param": "masterauth", "value": "owners-secret"}}); err != nil {
+	auth := *AuthOf(r)
+	auth.PasswordEnv = "LT_UNDO_TEST_PW"
+	t.Setenv(auth.PasswordEnv, auth.Password)
+	if _, err := j.Add(journal.Action{Kind: undoRedisConfig, Args: auth.journalArgs(map[string]string{"addr": r.Addr(), "param": "masterauth", "value": "owners-secret"})}); err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(j.Path()); err != nil || strings.Contains(string(b), auth.Password) {
+		t.Errorf("the journal holds the server's password (%v)", err)
 	}
 	if _, err := redisCall(ctx, r.endpoint(), "CONFIG", "SET", "masterauth", "locktorture-cut-x"); err != nil {
 		t.Fatal(err)
