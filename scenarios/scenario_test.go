@@ -127,6 +127,8 @@ func TestParseErrors(t *testing.T) {
 		{"pooler with TLS", "name: x\nbackend: pg-advisory\npostgres_via: pgbouncer\nsecurity: tls\n", 3, "not supported yet"},
 		{"pooler without PostgreSQL", base + "postgres_via: pgbouncer\n", 3, "nothing to put PgBouncer in front of"},
 		{"think_max below think_min", base + "think_min: 10ms\nthink_max: 5ms\n", 4, "think_max"},
+		{"mysql resource in a client process", "name: x\nbackend: mysql-for-update\nresource: mysql\nclient_mode: process\n", 4, "the mysql resource writes inside the lock's own transaction"},
+		{"wait_timeout in parts of a second", "name: x\nbackend: mysql-get-lock\nbackend_options:\n  mysql-get-lock: {wait_timeout: 1500ms}\n", 4, "whole seconds"},
 		{"empty file", "", 1, "empty"},
 		{"only a comment", "# nothing here\n", 1, "empty"},
 		{"not YAML", "name: [unclosed\n", 1, ""},
