@@ -85,26 +85,35 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 		return nil, err
 	case e != nil:
 		return e, nil
-	case c.external != nil:
-		return c.externalEtcd()
 	}
 	opt.Members = n
+	e, err = ensemble(c, etcdKind, "etcd", func(ps []program) (*Etcd, []Server) {
+		e := &Etcd{}
+		for _, p := range ps {
+			e.members = append(e.members, newEtcdMember(p))
+		}
+		return e, e.Servers()
+	}, func() (*Etcd, error) { return c.startEtcdEnsemble(ctx, opt) })
+	if err != nil {
+		return nil, err
+	}
+	c.etcd.e = e
+	return e, nil
+}
+
+// startEtcdEnsemble starts the run's own etcd of opt.Members members.
+func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 	bin, err := c.provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
 	}
-	e, err = startEnsemble(ctx, c, func() (*Etcd, []Server, error) {
+	return startEnsemble(ctx, c, func() (*Etcd, []Server, error) {
 		e, err := c.startEtcd(ctx, bin, opt)
 		if err != nil {
 			return nil, nil, err
 		}
 		return e, e.Servers(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	c.etcd.e = e
-	return e, nil
 }
 
 // startEtcd makes one attempt at starting the members.

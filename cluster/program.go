@@ -296,6 +296,27 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 	return none, fmt.Errorf("cluster: %w", lastErr)
 }
 
+// ensemble is an ensemble of kind (what, in words): on a cluster of
+// servers someone else runs, every member named there, each made by adopt
+// from its program; otherwise the members start starts (startEnsemble).
+// The members are listed among the cluster's servers. A kind calls it
+// and never asks which mode runs.
+func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T, []Server), start func() (T, error)) (T, error) {
+	ps, given, err := c.handOut(kind, what)
+	if !given {
+		return start()
+	}
+	if err != nil {
+		var none T
+		return none, err
+	}
+	v, members := adopt(ps)
+	for _, m := range members {
+		c.AddServer(m)
+	}
+	return v, nil
+}
+
 // ports hands out one attempt's ports from pv, refusing one the kernel
 // gave twice (each member has ports of its own).
 func ports(pv Provider, kind string) func(usual int) (int, error) {

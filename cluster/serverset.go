@@ -285,21 +285,24 @@ func (c *Cluster) externalPostgres(ctx context.Context, opt PostgresOptions) (*P
 	return pg, nil
 }
 
-// externalEtcd hands out the external etcd members (the caller holds c.etcd.mu).
-func (c *Cluster) externalEtcd() (*Etcd, error) {
-	addrs := c.external.g.Addrs(etcdKind)
+// handOut is every server of kind someone else runs, as programs named
+// "<kind>-<i>" with their address, control and credentials, and whether
+// the cluster is one that hands out servers at all (then an error when it
+// names none of kind: what, in words, is what the backend wanted).
+func (c *Cluster) handOut(kind, what string) ([]program, bool, error) {
+	if c.external == nil {
+		return nil, false, nil
+	}
+	addrs := c.external.g.Addrs(kind)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants etcd, but none was external", ErrStart)
+		return nil, true, fmt.Errorf("cluster: %w: the backend wants %s, but none was external", ErrStart, what)
 	}
-	e := &Etcd{}
+	ps := make([]program, len(addrs))
 	for i, a := range addrs {
-		name := fmt.Sprintf("etcd-%d", i)
-		m := newEtcdMember(program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(etcdKind, i)})
-		e.members = append(e.members, m)
-		c.AddServer(m)
+		name := fmt.Sprintf("%s-%d", kind, i)
+		ps[i] = program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(kind, i)}
 	}
-	c.etcd.e = e
-	return e, nil
+	return ps, true, nil
 }
 
 // externalAlias is the address to dial for a server's real address on a

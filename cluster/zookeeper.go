@@ -134,14 +134,30 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 		return nil, err
 	case z != nil:
 		return z, nil
-	case c.external != nil:
-		return c.externalZooKeeper()
-	case c.TLS():
+	}
+	opt.Members = n
+	z, err = ensemble(c, zookeeperKind, "ZooKeeper", func(ps []program) (*ZooKeeper, []Server) {
+		z := &ZooKeeper{}
+		for i, p := range ps {
+			z.members = append(z.members, newZooKeeperMember(p, i+1))
+		}
+		return z, z.Servers()
+	}, func() (*ZooKeeper, error) { return c.startZooKeeperEnsemble(ctx, opt) })
+	if err != nil {
+		return nil, err
+	}
+	c.zk.z = z
+	return z, nil
+}
+
+// startZooKeeperEnsemble starts the run's own ZooKeeper of opt.Members
+// members.
+func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
+	if c.TLS() {
 		// ZooKeeper 3.8 speaks TLS only through Netty with Java key
 		// stores, and go-zookeeper not at all: not done yet.
 		return nil, fmt.Errorf("%w: zookeeper: security: tls (--tls) is not supported for the run's own ZooKeeper; its znodes are protected by a digest user of the run's own instead", ErrStart)
 	}
-	opt.Members = n
 	pv := c.provider()
 	bin, err := pv.Program("java", "default-jre-headless")
 	if err != nil {
@@ -153,18 +169,13 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 			return nil, err
 		}
 	}
-	z, err = startEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
+	return startEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
 		z, err := c.startZooKeeper(ctx, bin, opt)
 		if err != nil {
 			return nil, nil, err
 		}
 		return z, z.Servers(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	c.zk.z = z
-	return z, nil
 }
 
 // startZooKeeper makes one attempt at starting the members.
@@ -316,24 +327,6 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 		}
 	}
 	return b.String()
-}
-
-// externalZooKeeper hands out the external ZooKeeper servers (the caller holds
-// c.zk.mu).
-func (c *Cluster) externalZooKeeper() (*ZooKeeper, error) {
-	addrs := c.external.g.Addrs(zookeeperKind)
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants ZooKeeper, but none was external", ErrStart)
-	}
-	z := &ZooKeeper{}
-	for i, a := range addrs {
-		name := fmt.Sprintf("zookeeper-%d", i)
-		m := newZooKeeperMember(program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(zookeeperKind, i)}, i+1)
-		z.members = append(z.members, m)
-		c.AddServer(m)
-	}
-	c.zk.z = z
-	return z, nil
 }
 
 // Members returns the members in start order.
