@@ -128,10 +128,8 @@ func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
 // it hands out the one named.
 func (c *Cluster) MariaDB(ctx context.Context) (*MariaDB, error) {
 	return startOnce(c, mariadbKind, func() (*MariaDB, error) {
-		if c.external != nil {
-			return c.externalMariaDB()
-		}
-		return c.startMariaDB(ctx)
+		return one(c, mariadbKind, "mariadb", "the backend wants MariaDB, but none was external", c.adoptMariaDB,
+			func() (*MariaDB, error) { return c.startMariaDB(ctx) })
 	})
 }
 
@@ -210,19 +208,16 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	return m, nil
 }
 
-// externalMariaDB hands out the MariaDB a servers file names (its DSN).
-func (c *Cluster) externalMariaDB() (*MariaDB, error) {
-	dsn, n, err := c.external.next(mariadbKind)
-	if err != nil {
-		return nil, err
-	}
+// adoptMariaDB is the MariaDB someone else runs at dsn, with p's
+// credentials (a servers file's, replacing the DSN's).
+func (c *Cluster) adoptMariaDB(dsn string, p program) (*MariaDB, error) {
 	d, addr, err := parseMariaDBDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w: the external MariaDB: %w", ErrStart, err)
 	}
-	d.auth, d.server = c.external.g.Auth.For(mariadbKind, n), addr
+	d.auth, d.server = p.auth, addr
 	m := &MariaDB{dsn: d, setups: map[string]bool{}}
-	m.kind, m.name, m.external, m.p = mariadbKind, "mariadb", addr, c.externalUnit("mariadb", dsn)
+	m.kind, m.name, m.external, m.p = mariadbKind, p.name, addr, p.p
 	m.ready = m.ping
 	c.AddServer(m)
 	return m, nil

@@ -122,11 +122,10 @@ func (c *Cluster) PgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOpti
 	if b := c.pgb.b; b != nil {
 		return b, nil
 	}
-	start := c.startPgBouncer
-	if c.external != nil {
-		start = c.externalPgBouncer
-	}
-	b, err := start(ctx, pg, opt)
+	b, err := one(c, pgbouncerKind, pgbouncerKind,
+		"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but none was external: name one in the servers file (pgbouncer: DSN)",
+		func(dsn string, p program) (*PgBouncer, error) { return c.adoptPgBouncer(dsn, p, pg, opt) },
+		func() (*PgBouncer, error) { return c.startPgBouncer(ctx, pg, opt) })
 	if err != nil {
 		return nil, err
 	}
@@ -391,18 +390,13 @@ func (b *PgBouncer) Version(ctx context.Context) (string, error) {
 	return strings.TrimPrefix(v, "PgBouncer "), nil
 }
 
-// externalPgBouncer hands out the PgBouncer a servers file names.
-func (c *Cluster) externalPgBouncer(_ context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
-	external := c.external.g.Addrs(pgbouncerKind)
-	if len(external) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but none was external: name one in the servers file (pgbouncer: DSN)", ErrStart)
-	}
-	dsn := external[0]
+// adoptPgBouncer is the PgBouncer someone else runs at dsn, in front of pg.
+func (c *Cluster) adoptPgBouncer(dsn string, p program, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", ErrStart, redactDSN(dsn))
 	}
-	b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: pgbouncerKind, p: c.externalUnit(pgbouncerKind, dsn), external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
+	b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: p.name, p: p.p, external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
 	b.ready = b.ping
 	c.AddServer(b)
 	return b, nil

@@ -175,11 +175,9 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 		}
 		return pg, nil
 	}
-	start := c.startPostgres
-	if c.external != nil {
-		start = c.externalPostgres
-	}
-	pg, err := start(ctx, opt)
+	pg, err := one(c, postgresKind, "postgres", "the backend wants PostgreSQL, but none was external",
+		func(dsn string, p program) (*Postgres, error) { return c.adoptPostgres(dsn, p, opt) },
+		func() (*Postgres, error) { return c.startPostgres(ctx, opt) })
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +187,19 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 			return nil, err
 		}
 	}
+	return pg, nil
+}
+
+// adoptPostgres is the PostgreSQL someone else runs at dsn (its host and
+// port dialled; its credentials are the DSN's).
+func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Postgres, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
+	}
+	pg := newPostgres(program{name: p.name, p: p.p, external: u.Host}, opt, "")
+	pg.externalDSN = dsn
+	c.AddServer(pg)
 	return pg, nil
 }
 

@@ -302,7 +302,7 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 // The members are listed among the cluster's servers. A kind calls it
 // and never asks which mode runs.
 func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T, []Server), start func() (T, error)) (T, error) {
-	ps, given, err := c.handOut(kind, what)
+	ps, given, err := c.handOut(kind, what, func(i int) string { return fmt.Sprintf("%s-%d", kind, i) })
 	if !given {
 		return start()
 	}
@@ -315,6 +315,26 @@ func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T,
 		c.AddServer(m)
 	}
 	return v, nil
+}
+
+// one is the one server of kind a run has: on a cluster of servers
+// someone else runs, the first one named there, made by adopt from its
+// address (a DSN) and its program (named name, its control, its
+// credentials), or — missing says what the run wanted — an error when none
+// is; otherwise the one start starts. A kind calls it and never asks
+// which mode runs.
+func one[T any](c *Cluster, kind, name, missing string, adopt func(addr string, p program) (T, error), start func() (T, error)) (T, error) {
+	ps, given, err := c.handOut(kind, "", func(int) string { return name })
+	if !given {
+		return start()
+	}
+	if err != nil {
+		var none T
+		return none, fmt.Errorf("cluster: %w: %s", ErrStart, missing)
+	}
+	p := ps[0]
+	p.kind = kind
+	return adopt(p.external, p)
 }
 
 // ports hands out one attempt's ports from pv, refusing one the kernel

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"sync"
 
@@ -268,28 +267,11 @@ func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 	return g, nil
 }
 
-// externalPostgres hands out the external PostgreSQL (its DSN's host and port).
-func (c *Cluster) externalPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	external := c.external.g.Addrs(postgresKind)
-	if len(external) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants PostgreSQL, but none was external", ErrStart)
-	}
-	dsn := external[0]
-	u, err := url.Parse(dsn)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
-	}
-	pg := newPostgres(program{name: "postgres", p: c.externalUnit("postgres", dsn), external: u.Host}, opt, "")
-	pg.externalDSN = dsn
-	c.AddServer(pg)
-	return pg, nil
-}
-
 // handOut is every server of kind someone else runs, as programs named
-// "<kind>-<i>" with their address, control and credentials, and whether
-// the cluster is one that hands out servers at all (then an error when it
+// name(i) with their address, control and credentials, and whether the
+// cluster is one that hands out servers at all (then an error when it
 // names none of kind: what, in words, is what the backend wanted).
-func (c *Cluster) handOut(kind, what string) ([]program, bool, error) {
+func (c *Cluster) handOut(kind, what string, name func(i int) string) ([]program, bool, error) {
 	if c.external == nil {
 		return nil, false, nil
 	}
@@ -299,8 +281,7 @@ func (c *Cluster) handOut(kind, what string) ([]program, bool, error) {
 	}
 	ps := make([]program, len(addrs))
 	for i, a := range addrs {
-		name := fmt.Sprintf("%s-%d", kind, i)
-		ps[i] = program{name: name, external: a, p: c.externalUnit(name, a), auth: c.external.g.Auth.For(kind, i)}
+		ps[i] = program{name: name(i), external: a, p: c.externalUnit(name(i), a), auth: c.external.g.Auth.For(kind, i)}
 	}
 	return ps, true, nil
 }
