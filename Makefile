@@ -30,7 +30,7 @@ vet:
 
 ## images: build locktorture-servers:<suite> for each of SUITES (default bookworm; e.g.
 ## SUITES="bullseye bookworm trixie"): every server kind's packages from that Debian suite, no
-## registry (about 1.5 minutes and 900 MB each; FORCE=1 rebuilds), for --servers docker
+## registry (about 1.5 minutes and 0.75-1 GB each; FORCE=1 rebuilds), for --servers docker
 ## --image all=locktorture-servers:<suite>
 SUITES ?= bookworm
 .PHONY: images images-if-docker
