@@ -166,16 +166,14 @@ func (m *Matrix) VersionDiffs() []VersionDiff {
 }
 
 // ServerVersionText is what a cell's servers reported, in short: each
-// distinct version once, without a packager's note in parentheses ("6.0.16";
-// "13.16" for "13.16 (Debian 13.16-0+deb11u1)"; "3.4.13, 13.16" for servers
-// of two kinds), sorted; empty when none said. ServerVersions keeps them
-// whole.
+// distinct version once, its number alone ("6.0.16"; "13.16" for "13.16
+// (Debian 13.16-0+deb11u1)"; "10.5.23" for "10.5.23-MariaDB-0+deb11u1";
+// "valkey 8.1.1"; "13.16, 3.4.13" for servers of two kinds), sorted; empty
+// when none said. ServerVersions keeps them whole.
 func (c Cell) ServerVersionText() string {
 	var vs []string
 	for _, v := range c.ServerVersions {
-		if i := strings.Index(v, " ("); i > 0 {
-			v = v[:i]
-		}
+		v = shortVersion(v)
 		if !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
@@ -209,4 +207,22 @@ func ReadVersions(path string) ([]Version, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Versions, nil
+}
+
+// shortVersion is a reported version's number ("10.5.23" of
+// "10.5.23-MariaDB-0+deb11u1"), after a leading word when there is one
+// ("valkey 8.1.1"); the whole string when it starts with no number.
+func shortVersion(v string) string {
+	prefix, rest := "", v
+	if w, r, ok := strings.Cut(v, " "); ok && w != "" && (w[0] < '0' || w[0] > '9') {
+		prefix, rest = w+" ", r
+	}
+	n := 0
+	for n < len(rest) && (rest[n] == '.' || rest[n] >= '0' && rest[n] <= '9') {
+		n++
+	}
+	if n == 0 {
+		return v
+	}
+	return prefix + strings.TrimRight(rest[:n], ".")
 }

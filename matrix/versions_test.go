@@ -162,7 +162,9 @@ func TestServerVersionText(t *testing.T) {
 		{map[string]string{"redis-0": "6.0.16", "redis-1": "6.0.16"}, "6.0.16"},
 		{map[string]string{"postgres": "13.16 (Debian 13.16-0+deb11u1)"}, "13.16"},
 		{map[string]string{"redis-primary": "valkey 8.1.1", "sentinel-0": "valkey 8.1.1"}, "valkey 8.1.1"},
-		{map[string]string{"zookeeper-0": "3.4.13-6--1", "postgres": "13.16 (Debian)"}, "13.16, 3.4.13-6--1"},
+		{map[string]string{"zookeeper-0": "3.4.13-6--1", "postgres": "13.16 (Debian)"}, "13.16, 3.4.13"},
+		{map[string]string{"mariadb": "11.8.9-MariaDB-0+deb13u1 from Debian"}, "11.8.9"},
+		{map[string]string{"x": "unknown"}, "unknown"},
 	} {
 		if got := (Cell{ServerVersions: tc.versions}).ServerVersionText(); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.versions, got, tc.want)
