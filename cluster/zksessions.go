@@ -173,16 +173,7 @@ func zkCloseSession(ctx context.Context, addr string, id int64) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	// ConnectRequest (after its length): protocolVersion, lastZxidSeen,
-	// timeOut, sessionId, passwd, readOnly.
-	req := binary.BigEndian.AppendUint32(nil, 45)
-	req = binary.BigEndian.AppendUint32(req, 0)
-	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 4000)
-	req = binary.BigEndian.AppendUint64(req, uint64(id))
-	req = binary.BigEndian.AppendUint32(req, 16)
-	req = append(req, zkSessionPassword(id)...)
-	req = append(req, 0)
+	req := zkConnectRequest(id, zkSessionPassword(id))
 	if _, err := c.Write(req); err != nil {
 		return err
 	}
@@ -200,10 +191,7 @@ func zkCloseSession(ctx context.Context, addr string, id int64) error {
 		return errors.New("the server refused to reattach to the session (expired, or the password was not its)")
 	}
 	// CloseSession: xid 1, type -11; the reply header: xid, zxid, err.
-	closeReq := binary.BigEndian.AppendUint32(nil, 8)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
-	if _, err := c.Write(closeReq); err != nil {
+	if _, err := c.Write(zkCloseRequest()); err != nil {
 		return err
 	}
 	for {

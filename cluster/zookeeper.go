@@ -453,6 +453,28 @@ func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+// zkConnectRequest is ZooKeeper's ConnectRequest frame, its length first:
+// protocolVersion 0, lastZxidSeen 0, timeOut 4s, sessionId id (0: a new
+// session), passwd (16 bytes), readOnly false.
+func zkConnectRequest(id int64, passwd []byte) []byte {
+	req := binary.BigEndian.AppendUint32(nil, 45)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 4000)
+	req = binary.BigEndian.AppendUint64(req, uint64(id))
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, passwd...)
+	return append(req, 0)
+}
+
+// zkCloseRequest is ZooKeeper's CloseSession frame, its length first:
+// xid 1, type -11.
+func zkCloseRequest() []byte {
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
+	return binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
+}
+
 // zkHandshake checks that a ZooKeeper server answers at addr: it opens a
 // session (ZooKeeper's connect request), reads the server's connect
 // response, and closes the session at once. Something else listening there
@@ -469,16 +491,7 @@ func zkHandshake(ctx context.Context, addr string) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
-	// passwd (16 bytes), readOnly; after its length.
-	req := binary.BigEndian.AppendUint32(nil, 45)
-	req = binary.BigEndian.AppendUint32(req, 0)
-	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 4000)
-	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 16)
-	req = append(req, make([]byte, 16)...)
-	req = append(req, 0)
+	req := zkConnectRequest(0, make([]byte, 16))
 	if _, err := c.Write(req); err != nil {
 		return fmt.Errorf("it does not answer as a ZooKeeper server: %w", err)
 	}
@@ -499,10 +512,7 @@ func zkHandshake(ctx context.Context, addr string) error {
 		return fmt.Errorf("it does not answer as a ZooKeeper server (no session granted; it sent %s)", what)
 	}
 	// CloseSession: xid 1, type -11.
-	closeReq := binary.BigEndian.AppendUint32(nil, 8)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
-	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5))
-	_, _ = c.Write(closeReq)
+	_, _ = c.Write(zkCloseRequest())
 	return nil
 }
 
