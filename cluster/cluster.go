@@ -25,6 +25,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/cluster/provider"
 	"github.com/locktorture/locktorture/internal/runca"
 )
 
@@ -46,7 +47,7 @@ type Options struct {
 	// TempDir is where data directories go; empty means os.TempDir().
 	TempDir string
 	// Servers is where servers run: local (the default, "") or docker
-	// (when the cluster/docker package is linked in; see RegisterProvider).
+	// (when the cluster/docker package is linked in; see provider.Register).
 	Servers string
 	// Images names the image per kind of server (or "all") in docker mode.
 	Images map[string]string
@@ -121,7 +122,7 @@ func New(opt Options) (*Cluster, error) {
 	if opt.LogDir == "" {
 		opt.LogDir = tmp
 	}
-	prov, err := newProvider(context.Background(), opt.Servers, ProviderOptions{Images: opt.Images, LogDir: opt.LogDir, TempDir: tmp})
+	prov, err := provider.New(context.Background(), opt.Servers, provider.Options{Images: opt.Images, LogDir: opt.LogDir, TempDir: tmp})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("cluster: %w", err)

@@ -3,7 +3,7 @@
 // run's own with a fixed address per server (a killed server starts again
 // on the same address), each started with the same command line as a
 // local process. Importing the package makes `servers: docker` available
-// (cluster.RegisterProvider); the cluster package itself does not depend
+// (provider.Register); the cluster package itself does not depend
 // on a container library.
 //
 // No registry is assumed: an image missing on this machine stops the run
@@ -42,6 +42,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/cluster/provider"
 )
 
 // The labels every container and network of a run carries.
@@ -71,7 +72,7 @@ var (
 )
 
 func init() {
-	cluster.RegisterProvider(cluster.ServersDocker, New)
+	provider.Register(provider.Docker, New)
 	cluster.RegisterSweeper(sweepAny)
 }
 
@@ -121,7 +122,7 @@ type Provider struct {
 
 // New connects to the Docker engine, removes what dead harnesses of this
 // machine left behind, and makes the run's network.
-func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, error) {
+func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 	if err := cluster.CheckImages(opt.Images); err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func New(ctx context.Context, opt cluster.ProviderOptions) (cluster.Provider, er
 }
 
 // Mode is "docker".
-func (p *Provider) Mode() string { return cluster.ServersDocker }
+func (p *Provider) Mode() string { return provider.Docker }
 
 // Run is the run's id, in its containers' and network's names and labels.
 func (p *Provider) Run() string { return p.run }
@@ -260,7 +261,7 @@ func (p *Provider) image(ctx context.Context, kind string) (string, error) {
 
 // Launch creates the server's container (not started) from its kind's
 // image, with its command line, files, user and fixed address.
-func (p *Provider) Launch(ctx context.Context, s cluster.Spec) (cluster.Unit, error) {
+func (p *Provider) Launch(ctx context.Context, s provider.Spec) (provider.Unit, error) {
 	ref, err := p.image(ctx, s.Kind)
 	if err != nil {
 		return nil, err
