@@ -16,9 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sync"
@@ -32,7 +30,7 @@ import (
 // Sentinel errors of this package.
 var (
 	// ErrMissingBinary is wrapped when a server's program is not on PATH.
-	ErrMissingBinary = errors.New("server program not found")
+	ErrMissingBinary = local.ErrMissingBinary
 	// ErrStart is wrapped when a server does not come up.
 	ErrStart = local.ErrStart
 	// ErrClosed is returned when starting a server on a closed cluster.
@@ -149,7 +147,7 @@ func (c *Cluster) redisAuth() *Auth {
 // provider is where the cluster's servers run (local when none was made).
 func (c *Cluster) provider() Provider {
 	if c.prov == nil {
-		return localProvider{tmp: c.tmp}
+		return local.NewProvider(c.tmp)
 	}
 	return c.prov
 }
@@ -376,26 +374,4 @@ func (c *Cluster) Close() error {
 }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("cluster: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// lookBin finds a program on PATH (or in extra directories), naming the
-// Debian package that installs it when it is missing.
-func lookBin(name, pkg string, extra ...string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, d := range extra {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: %s is not on PATH; install the Debian package %s (make deps)", ErrMissingBinary, name, pkg)
-}
+func FreePort() (int, error) { return local.FreePort() }

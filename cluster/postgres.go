@@ -7,24 +7,22 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // The role and database every PostgreSQL the harness starts has. The role
@@ -203,19 +201,38 @@ func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Po
 	return pg, nil
 }
 
+// machine is a provider whose servers are processes of the harness's own
+// machine (cluster/local): a kind may then make their files itself, as
+// the system user they run as, and keep what it makes once between runs.
+// PostgreSQL's data directory is copied from such a template, made by
+// this machine's initdb; a provider without the ability (a container)
+// runs initdb where the server runs.
+type machine interface {
+	Provider
+	RunAs(user, why, pkg string) (local.RunAs, error)
+	Template(ctx context.Context, key, scratch, note string, as local.RunAs, build func(ctx context.Context, dir string) (string, error)) (string, error)
+}
+
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	const name = "postgres"
-	if c.provider().Mode() != ServersLocal {
+	m, ok := c.provider().(machine)
+	if !ok {
 		if c.TLS() {
 			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
 		}
 		return c.startPostgresElsewhere(ctx, opt)
 	}
+	return c.startPostgresHere(ctx, m, opt)
+}
+
+// startPostgresHere starts the run's PostgreSQL as a process of this
+// machine, its data directory a copy of the cached template.
+func (c *Cluster) startPostgresHere(ctx context.Context, m machine, opt PostgresOptions) (*Postgres, error) {
+	const name = "postgres"
 	bins, err := findPostgres()
 	if err != nil {
 		return nil, err
 	}
-	as, err := postgresRunAs()
+	as, err := postgresRunAs(m)
 	if err != nil {
 		return nil, err
 	}
@@ -223,15 +240,15 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", name, err)
 	}
-	if err := as.reach(c.tmp, base); err != nil {
+	if err := as.Reach(c.tmp, base); err != nil {
 		return nil, err
 	}
-	tmpl, err := postgresTemplate(ctx, bins, as, base)
+	tmpl, err := postgresTemplate(ctx, m, bins, as, base)
 	if err != nil {
 		return nil, err
 	}
 	data := filepath.Join(base, "data")
-	if err := copyTree(tmpl, data, as); err != nil {
+	if err := local.CopyTree(tmpl, data, as); err != nil {
 		return nil, fmt.Errorf("cluster: %s: copy the template: %w", name, err)
 	}
 	// The server's own unix socket directory, unless its path would be too
@@ -240,7 +257,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", name, err)
 	}
-	if err := as.chown(sock); err != nil {
+	if err := as.Chown(sock); err != nil {
 		return nil, err
 	}
 	sockSetting := sock
@@ -264,13 +281,13 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 		if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 			return nil, fmt.Errorf("cluster: %s: %w", name, err)
 		}
-		if err := as.chown(filepath.Join(data, "pg_hba.conf")); err != nil {
+		if err := as.Chown(filepath.Join(data, "pg_hba.conf")); err != nil {
 			return nil, err
 		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := FreePort()
+		port, err := m.Port(5432)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +309,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 			Args:       args,
 			Dir:        data,
 			LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
-			Cred:       as.cred,
+			Cred:       as.Cred(),
 			StopSignal: syscall.SIGINT, // fast shutdown: SIGTERM waits for clients to leave
 			Tree:       true,
 		})
@@ -530,245 +547,40 @@ func isFile(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// runAs is the system user a server runs as: the harness's own user, or
-// the server's system user when the harness runs as root (PostgreSQL
-// refuses root; MariaDB wants its own user).
-type runAs struct {
-	cred     *syscall.Credential // nil: the harness's own user
-	uid, gid int
-	name     string // the user's name, for errors
-}
-
-func postgresRunAs() (runAs, error) {
-	return systemRunAs("postgres", "PostgreSQL refuses to run as root", "postgresql")
-}
-
-// systemRunAs is the system user name when the harness runs as root (why
-// says why the server does not run as root; pkg is the Debian package that
-// creates the user), else the harness's own user.
-func systemRunAs(name, why, pkg string) (runAs, error) {
-	if os.Geteuid() != 0 {
-		return runAs{}, nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return runAs{}, fmt.Errorf("%w: %s and there is no `%s` user to run it as: install the Debian package %s (it creates the user), or run as another user: %w", ErrStart, why, name, pkg, err)
-	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return runAs{}, fmt.Errorf("%w: the %s user's ids %q:%q are not numbers", ErrStart, name, u.Uid, u.Gid)
-	}
-	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid, name: name}, nil
-}
-
-// chown gives path to the server's user (nothing to do without one).
-func (a runAs) chown(path string) error {
-	if a.cred == nil {
-		return nil
-	}
-	if err := os.Lchown(path, a.uid, a.gid); err != nil {
-		return fmt.Errorf("cluster: %s: %w", a.name, err)
-	}
-	return nil
-}
-
-// reach lets the server's user reach dir: dir becomes its own, and every
-// directory from top down to dir that others cannot traverse gets the
-// traverse bit for others (not read: nobody can list them). Only
-// directories at or below top (the cluster's temporary directory) or below
-// the system's temporary directory are changed; any other directory in the
-// way is an error naming it.
-func (a runAs) reach(top, dir string) error {
-	if a.cred == nil {
-		return nil
-	}
-	if err := a.chown(dir); err != nil {
-		return err
-	}
-	sysTmp := filepath.Clean(os.TempDir())
-	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
-		st, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("cluster: %s: %w", a.name, err)
-		}
-		if st.Mode().Perm()&0o001 == 0 {
-			ours := d == top || strings.HasPrefix(d, top+string(filepath.Separator)) || strings.HasPrefix(d, sysTmp+string(filepath.Separator))
-			if !ours {
-				return fmt.Errorf("%w: the server runs as the %s user, which cannot traverse %s: use a temporary directory it can reach", ErrStart, a.name, d)
-			}
-			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
-				return fmt.Errorf("cluster: %s: %w", a.name, err)
-			}
-		}
-		if d == "/" || d == sysTmp || d == filepath.Dir(d) {
-			return nil
-		}
-	}
-}
-
-// command prepares one of PostgreSQL's programs to run as the server's
-// user, dying with the harness.
-func (a runAs) command(ctx context.Context, bin string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: a.cred}
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	return cmd
-}
-
-// templateMarker is written last into a finished template.
-const templateMarker = ".locktorture-template"
-
-// postgresCacheDir is where templates are kept between runs.
-func postgresCacheDir() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "locktorture")
+// postgresRunAs is the system user PostgreSQL runs as on m.
+func postgresRunAs(m machine) (local.RunAs, error) {
+	return m.RunAs("postgres", "PostgreSQL refuses to run as root", "postgresql")
 }
 
 // postgresTemplate returns a data directory made by initdb (with the
-// harness's role and database) for this PostgreSQL version, cached in the
-// user's cache directory: the first run builds it (in scratch, as the
-// server's user) and publishes it with one rename, so processes racing to
-// build it each publish a complete one or use the winner's.
-func postgresTemplate(ctx context.Context, bins pgBins, as runAs, scratch string) (string, error) {
+// harness's role and database) for this PostgreSQL version, kept by m
+// between runs (the first run builds it in scratch, as the server's user).
+func postgresTemplate(ctx context.Context, m machine, bins pgBins, as local.RunAs, scratch string) (string, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(bins.postgres))
 	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), templateFormat)
-	root := postgresCacheDir()
-	final := filepath.Join(root, key)
-	if isFile(filepath.Join(final, templateMarker)) {
-		return final, nil
-	}
-	build, err := os.MkdirTemp(scratch, "initdb-")
-	if err != nil {
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	defer os.RemoveAll(build)
-	if err := as.chown(build); err != nil {
-		return "", err
-	}
-	data := filepath.Join(build, "data")
-	run := func(cmd *exec.Cmd, stdin string) error {
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr, cmd.Dir = &out, &out, build
-		cmd.Stdin = strings.NewReader(stdin)
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%w: postgres template: %s: %w\n%s", ErrStart, filepath.Base(cmd.Path), err, bytes.TrimSpace(out.Bytes()))
+	return m.Template(ctx, key, scratch, bins.postgres+" "+bins.version, as, func(ctx context.Context, build string) (string, error) {
+		data := filepath.Join(build, "data")
+		const what = "postgres template"
+		if err := local.Run(as.Command(ctx, bins.initdb, "-D", data, "-U", PostgresUser, "--auth=trust",
+			"--encoding=UTF8", "--locale=C", "--no-sync", "--wal-segsize=1", "--no-instructions"), build, "", what); err != nil {
+			return "", err
 		}
-		return nil
-	}
-	if err := run(as.command(ctx, bins.initdb, "-D", data, "-U", PostgresUser, "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync", "--wal-segsize=1", "--no-instructions"), ""); err != nil {
-		return "", err
-	}
-	// The database is made once, here, in single-user mode (no server,
-	// no port), rather than in every run.
-	if err := run(as.command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", "postgres"),
-		"CREATE DATABASE "+PostgresDatabase+";\n"); err != nil {
-		return "", err
-	}
-	// Every run copies the template, so it holds only what a run uses:
-	// the harness's database and template1. The postgres database and
-	// template0 (a quarter of the files each) are dropped.
-	if err := run(as.command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", PostgresDatabase),
-		"DROP DATABASE postgres;\nALTER DATABASE template0 IS_TEMPLATE false;\nDROP DATABASE template0;\n"); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	stage, err := os.MkdirTemp(root, ".build-")
-	if err != nil {
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	defer os.RemoveAll(stage) // gone after a successful rename
-	dst := filepath.Join(stage, "t")
-	if err := copyTree(data, dst, runAs{}); err != nil {
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dst, templateMarker), []byte(bins.postgres+" "+bins.version+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	if err := os.Rename(dst, final); err != nil {
-		if isFile(filepath.Join(final, templateMarker)) {
-			return final, nil // another process published it first
+		// The database is made once, here, in single-user mode (no server,
+		// no port), rather than in every run.
+		if err := local.Run(as.Command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", "postgres"), build,
+			"CREATE DATABASE "+PostgresDatabase+";\n", what); err != nil {
+			return "", err
 		}
-		if rerr := os.RemoveAll(final); rerr == nil { // a broken leftover
-			if err = os.Rename(dst, final); err == nil {
-				return final, nil
-			}
+		// Every run copies the template, so it holds only what a run uses:
+		// the harness's database and template1. The postgres database and
+		// template0 (a quarter of the files each) are dropped.
+		if err := local.Run(as.Command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", PostgresDatabase), build,
+			"DROP DATABASE postgres;\nALTER DATABASE template0 IS_TEMPLATE false;\nDROP DATABASE template0;\n", what); err != nil {
+			return "", err
 		}
-		return "", fmt.Errorf("cluster: postgres template: %w", err)
-	}
-	return final, nil
-}
-
-// copyTree copies the directory src to dst (which must not exist), keeping
-// permissions, and gives every copy to as's user. File contents go through
-// copy_file_range where the kernel offers it.
-func copyTree(src, dst string, as runAs) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if rel == templateMarker {
-			return nil
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
-				return err
-			}
-			// Mkdir obeys the umask; the data directory must be 0700 or 0750.
-			if err := os.Chmod(to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		case info.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular():
-			if err := copyFile(p, to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return nil // sockets, pipes: nothing a data directory needs
-		}
-		return as.chown(to)
+		return data, nil
 	})
-}
-
-func copyFile(src, dst string, perm os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // postgresFirstStart is the script a PostgreSQL started in a
@@ -977,7 +789,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 // 0600: PostgreSQL refuses a key others can read), and returns the
 // server's ssl settings and the CA file clients check it against.
 // Without TLS: nothing.
-func (c *Cluster) postgresTLS(as runAs, dir string) ([]string, string, error) {
+func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, error) {
 	if !c.TLS() {
 		return nil, "", nil
 	}
@@ -989,7 +801,7 @@ func (c *Cluster) postgresTLS(as runAs, dir string) ([]string, string, error) {
 		if err := os.WriteFile(f.Path, f.Content, 0o600); err != nil {
 			return nil, "", fmt.Errorf("cluster: postgres: %w", err)
 		}
-		if err := as.chown(f.Path); err != nil {
+		if err := as.Chown(f.Path); err != nil {
 			return nil, "", err
 		}
 	}

@@ -192,11 +192,12 @@ func TestPostgresTemplateRace(t *testing.T) {
 	requirePostgres(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	bins, _ := findPostgres()
-	as, err := postgresRunAs()
+	tmp := t.TempDir()
+	m := local.NewProvider(tmp)
+	as, err := postgresRunAs(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
 	got := make([]string, 2)
 	errs := make([]error, 2)
 	done := make(chan int)
@@ -204,12 +205,12 @@ func TestPostgresTemplateRace(t *testing.T) {
 		go func() {
 			scratch := filepath.Join(tmp, "s"+fmtInt(i))
 			if err := os.MkdirAll(scratch, 0o700); err == nil {
-				if err = as.reach(tmp, scratch); err != nil {
+				if err = as.Reach(tmp, scratch); err != nil {
 					errs[i] = err
 				}
 			}
 			if errs[i] == nil {
-				got[i], errs[i] = postgresTemplate(context.Background(), bins, as, scratch)
+				got[i], errs[i] = postgresTemplate(context.Background(), m, bins, as, scratch)
 			}
 			done <- i
 		}()
@@ -220,14 +221,14 @@ func TestPostgresTemplateRace(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("builder %d: %v", i, errs[i])
 		}
-		if !isFile(filepath.Join(got[i], "PG_VERSION")) || !isFile(filepath.Join(got[i], templateMarker)) {
+		if !isFile(filepath.Join(got[i], "PG_VERSION")) || !isFile(filepath.Join(got[i], local.TemplateMarker)) {
 			t.Errorf("builder %d got an incomplete template %s", i, got[i])
 		}
 	}
 	if got[0] != got[1] {
 		t.Errorf("two templates: %s and %s", got[0], got[1])
 	}
-	left, _ := filepath.Glob(filepath.Join(postgresCacheDir(), ".build-*"))
+	left, _ := filepath.Glob(filepath.Join(local.CacheDir(), ".build-*"))
 	if len(left) > 0 {
 		t.Errorf("build directories left in the cache: %v", left)
 	}

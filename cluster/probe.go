@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/locktorture/locktorture/cluster/local"
 )
 
 // ImageProber answers whether an image has a program on its PATH (a mode
@@ -31,7 +33,7 @@ func RegisterImageProber(mode string, f ImageProber) {
 func ProgramMissing(ctx context.Context, mode string, images map[string]string, kind, program, pkg string) string {
 	switch mode {
 	case "", ServersLocal:
-		if _, err := lookBin(program, pkg, "/usr/sbin"); err != nil {
+		if _, err := local.LookBin(program, pkg, "/usr/sbin"); err != nil {
 			return fmt.Sprintf("%s is not installed here (Debian package %s)", program, pkg)
 		}
 		return ""

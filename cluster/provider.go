@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -43,12 +42,6 @@ type (
 	// File is a file a server needs before it starts (provider.File).
 	File = provider.File
 )
-
-func init() {
-	provider.Register(ServersLocal, func(_ context.Context, opt provider.Options) (Provider, error) {
-		return localProvider{tmp: opt.TempDir}, nil
-	})
-}
 
 var (
 	sweepersMu sync.Mutex
@@ -124,83 +117,6 @@ func CheckImages(images map[string]string) error {
 var imageRef = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?` +
 	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
 	`(?::\w[\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
-
-// localProvider runs servers as processes of this machine on 127.0.0.1.
-type localProvider struct{ tmp string }
-
-func (localProvider) Mode() string { return ServersLocal }
-
-func (localProvider) Host(context.Context, string) (string, error) { return "127.0.0.1", nil }
-
-// PortsRace: a free port of this machine can be taken before the server
-// binds it.
-func (localProvider) PortsRace() bool { return true }
-
-func (localProvider) Port(int) (int, error) { return FreePort() }
-
-func (l localProvider) Dir(name string) (string, error) {
-	dir := filepath.Join(l.tmp, name)
-	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("cluster: %s: %w", name, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cluster: %s: %w", name, err)
-	}
-	return dir, nil
-}
-
-func (localProvider) HarnessHost() string { return "127.0.0.1" }
-
-func (localProvider) Program(name, pkg string, extra ...string) (string, error) {
-	return lookBin(name, pkg, extra...)
-}
-
-// Launch writes the spec's files and prepares its program. A spec that
-// names a User and no Cred runs as that user when the harness is root:
-// its directory (Dir) and files become the user's, the directory closed
-// to others, and the directories above it traversable.
-func (l localProvider) Launch(_ context.Context, s Spec) (Unit, error) {
-	as := runAs{cred: s.Cred}
-	if s.Cred == nil && s.User != "" {
-		var err error
-		if as, err = systemRunAs(s.User, "the server does not run as root", s.User); err != nil {
-			return nil, err
-		}
-		if err := as.reach(l.tmp, s.Dir); err != nil {
-			return nil, err
-		}
-		if as.cred != nil {
-			if err := os.Chmod(s.Dir, 0o700); err != nil {
-				return nil, fmt.Errorf("cluster: %s: %w", s.Name, err)
-			}
-		}
-	}
-	for _, f := range s.Files {
-		mode := f.Mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		if err := os.WriteFile(f.Path, f.Content, mode); err != nil {
-			return nil, fmt.Errorf("cluster: %s: %w", s.Name, err)
-		}
-		if s.Cred == nil {
-			if err := as.chown(f.Path); err != nil {
-				return nil, err
-			}
-		}
-	}
-	bin, args := s.Program, s.Args
-	if s.Shell != "" {
-		// As in a container: $0 is sh, the program is $1.
-		bin, args = "/bin/sh", append([]string{"-c", s.Shell, "sh", s.Program}, s.Args...)
-	}
-	return local.New(local.Config{Name: s.Name, Bin: bin, Args: args, Dir: s.Dir, LogPath: s.LogPath,
-		Cred: as.cred, StopSig: s.StopSignal, Tree: s.Tree}), nil
-}
-
-func (localProvider) Images() map[string]string { return nil }
-
-func (localProvider) Close(context.Context) error { return nil }
 
 // restartUnit starts a server's unit again — killing it first if it still
 // runs — and waits until ready says it serves: every server type's Restart.

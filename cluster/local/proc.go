@@ -1,8 +1,11 @@
-// Package local runs servers as processes of this machine, for the
-// cluster's local provider: a process that is paused, killed and started
-// again (Proc), with the process trees of servers that fork (postgres),
-// and the reaper that removes what harnesses killed with SIGKILL left
-// behind (Reap, owner files).
+// Package local is the local provider: it runs a cluster's servers as
+// processes of this machine on 127.0.0.1 (Provider, registered as
+// "local"): a process that is paused, killed and started again (Proc),
+// with the process trees of servers that fork (postgres); the system user
+// a server runs as when the harness is root (RunAs) and the files a kind
+// keeps between runs (Template: PostgreSQL's initdb template); and the
+// reaper that removes what harnesses killed with SIGKILL left behind
+// (Reap, owner files). It depends only on cluster/provider.
 package local
 
 import (
