@@ -2,7 +2,9 @@ package backends
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -21,9 +23,11 @@ import (
 
 // zookeeper is ZooKeeper's lock recipe (what Curator's InterProcessMutex
 // does) over github.com/go-zookeeper/zk: a client creates an ephemeral
-// sequential znode /locktorture/<key>/_c_<guid>-lock-NNNNNNNNNN (the
-// library's protected create: after a lost connection it finds its own
-// node by the guid instead of making a second one) and holds the lock when
+// sequential znode /locktorture/<key>/_c_<guid>-lock-NNNNNNNNNN (Curator's
+// protected create: when a create's reply is lost with the connection, the
+// node it may have made is found by its guid and deleted before the next
+// acquire, so a node nobody knows of never blocks the key while the
+// session lives on) and holds the lock when
 // its node has the lowest sequence number under the key. Acquire tries
 // once, as the harness's Client contract asks: when a lower node exists,
 // the recipe would watch its predecessor and wait; we delete our node
@@ -113,7 +117,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zkClient{clock: clock, ctx: cctx, cancel: cancel, session: make(chan struct{}),
-		lost: closedChan(), known: map[string]bool{}, auth: b.zk.Auth()}
+		lost: closedChan(), known: map[string]bool{}, unsure: map[string]bool{}, auth: b.zk.Auth()}
 	c.timeoutMS.Store(b.env.TTL.Milliseconds())
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		conn, err := net.DialTimeout(network, address, timeout)
@@ -170,6 +174,10 @@ type zkClient struct {
 	sessionOnce sync.Once
 	known       map[string]bool // lock parents known to exist
 	orphans     []string        // our lock nodes still to delete
+	// unsure holds the name prefixes of our creates whose outcome is not
+	// known: false while the request is in flight, true once it ended
+	// without a reply (the node may exist, held by our session).
+	unsure map[string]bool
 }
 
 // event hears the library's session events (on its goroutines: it must
@@ -281,8 +289,89 @@ func (c *zkClient) orphan(path string) {
 	c.mu.Unlock()
 }
 
-// sweep deletes the orphaned lock nodes it can.
+// create makes our lock node under parent, named _c_<guid>-lock-N with a
+// guid of its own. go-zookeeper's CreateProtectedEphemeralSequential looks
+// for its node once after a lost connection and, when that look fails too,
+// forgets it: the node, held by a session that reconnects, then blocks the
+// key until the run ends. Here a create whose reply never came is
+// remembered in c.unsure and looked up by findUnsure until it is known.
+// A create that succeeds after ctx ended is orphaned.
+func (c *zkClient) create(ctx context.Context, parent string) (string, error) {
+	var guid [16]byte
+	_, _ = rand.Read(guid[:])
+	prefix := parent + "/_c_" + hex.EncodeToString(guid[:]) + "-"
+	c.mu.Lock()
+	c.unsure[prefix] = false
+	c.mu.Unlock()
+	type result struct {
+		path string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := c.conn.Create(prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, cluster.ZooKeeperACL(c.auth, false))
+		c.mu.Lock()
+		if err == nil || zkCertain(err) {
+			delete(c.unsure, prefix)
+		} else {
+			c.unsure[prefix] = true
+		}
+		c.mu.Unlock()
+		ch <- result{p, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.path, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.err == nil {
+				c.orphan(r.path)
+			}
+		}()
+		return "", ctx.Err()
+	}
+}
+
+// findUnsure looks for the nodes of creates that ended without a reply
+// (after a sync, so the server it asks has seen every write the leader
+// has) and orphans those it finds; a prefix looked up is forgotten.
+func (c *zkClient) findUnsure(ctx context.Context) {
+	c.mu.Lock()
+	var todo []string
+	for prefix, ended := range c.unsure {
+		if ended {
+			todo = append(todo, prefix)
+		}
+	}
+	c.mu.Unlock()
+	for _, prefix := range todo {
+		i := strings.LastIndexByte(prefix, '/')
+		parent, name := prefix[:i], prefix[i+1:]
+		children, err := zkCall(ctx, func() ([]string, error) {
+			if _, err := c.conn.Sync(parent); err != nil {
+				return nil, err
+			}
+			ch, _, err := c.conn.Children(parent)
+			return ch, err
+		}, nil)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		for _, ch := range children {
+			if strings.HasPrefix(ch, name) {
+				c.orphan(parent + "/" + ch)
+			}
+		}
+		c.mu.Lock()
+		delete(c.unsure, prefix)
+		c.mu.Unlock()
+	}
+}
+
+// sweep deletes the orphaned lock nodes it can, after looking for the
+// nodes of creates whose outcome is unknown.
 func (c *zkClient) sweep(ctx context.Context) {
+	c.findUnsure(ctx)
 	c.mu.Lock()
 	todo := c.orphans
 	c.orphans = nil
@@ -331,9 +420,7 @@ func (c *zkClient) Acquire(ctx context.Context, key string) (Grant, error) {
 		// Only persistent parents were asked for: no lock was taken.
 		return Grant{}, Certain(fmt.Errorf("acquire %s: %w", key, err))
 	}
-	path, err := zkCall(ctx, func() (string, error) {
-		return c.conn.CreateProtectedEphemeralSequential(parent+"/lock-", nil, cluster.ZooKeeperACL(c.auth, false))
-	}, c.orphan)
+	path, err := c.create(ctx, parent)
 	if err != nil {
 		if zkCertain(err) {
 			err = Certain(err)
