@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,7 @@ func runIt(t *testing.T, sc *scenarios.Scenario) (*Outcome, string) {
 	store, tmp := t.TempDir(), t.TempDir()
 	out, err := Run(context.Background(), sc, Options{Store: store, TempDir: tmp, Command: "test"})
 	if err != nil {
+		logTails(t, store, err)
 		t.Fatalf("run: %v", err)
 	}
 	assertNothingLeft(t, tmp)
@@ -63,6 +65,24 @@ func runIt(t *testing.T, sc *scenarios.Scenario) (*Outcome, string) {
 		t.Errorf("the harness's own history breaks its contract: %q", w)
 	}
 	return out, store
+}
+
+// logTails logs the last lines of the server logs a run's error names
+// (they go with the test's temporary store).
+func logTails(t *testing.T, store string, err error) {
+	t.Helper()
+	_ = filepath.WalkDir(store, func(p string, d fs.DirEntry, _ error) error {
+		if d == nil || d.IsDir() || !strings.HasSuffix(p, ".log") || !strings.Contains(err.Error(), filepath.Base(p)) {
+			return nil
+		}
+		b, rerr := os.ReadFile(p)
+		if rerr != nil {
+			return nil
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("%s, its last lines:\n%s", filepath.Base(p), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		return nil
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
