@@ -61,26 +61,26 @@ func BenchmarkMutex(b *testing.B) {
 }
 
 func BenchmarkLinearizable(b *testing.B) {
-	benchmark(b, func(ops []history.Op) Validity { return Linearizable(context.Background(), ops, 0).Valid })
+	benchmark(b, func(ops []history.Op) Validity { return checkLinearizable(context.Background(), ops, 0).Valid })
 }
 
 func BenchmarkFencing(b *testing.B) {
-	benchmark(b, func(ops []history.Op) Validity { return Fencing(ops).Valid })
+	benchmark(b, func(ops []history.Op) Validity { return checkFencing(ops).Valid })
 }
 
 func BenchmarkLostUpdate(b *testing.B) {
-	benchmark(b, func(ops []history.Op) Validity { return LostUpdate(ops).Valid })
+	benchmark(b, func(ops []history.Op) Validity { return checkLostUpdate(ops).Valid })
 }
 
 func BenchmarkStats(b *testing.B) {
-	benchmark(b, func(ops []history.Op) Validity { return Stats(ops).Valid })
+	benchmark(b, func(ops []history.Op) Validity { return statsOf(ops).Valid })
 }
 
 // TestLongHistory checks a long healthy history, then the same with one
 // release dropped in the middle: both mutex checkers must find the key.
 func TestLongHistory(t *testing.T) {
 	ops := realisticHistory(3, 8, 16, 200000)
-	if m, l := Mutex(ops), Linearizable(context.Background(), ops, 0); m.Valid != Valid || l.Valid != Valid {
+	if m, l := Mutex(ops), checkLinearizable(context.Background(), ops, 0); m.Valid != Valid || l.Valid != Valid {
 		t.Fatalf("healthy: mutex %v, linearizable %+v", m.Valid, l)
 	}
 	var bad []history.Op
@@ -101,7 +101,7 @@ func TestLongHistory(t *testing.T) {
 	if err := history.Validate(context.Background(), bad); err != nil {
 		t.Fatal(err)
 	}
-	m, l := Mutex(bad), Linearizable(context.Background(), bad, 0)
+	m, l := Mutex(bad), checkLinearizable(context.Background(), bad, 0)
 	if m.Valid != Invalid || l.Valid != Invalid || len(l.BadKeys) != 1 || l.BadKeys[0] != dropped || m.Violations[0].Key != dropped {
 		t.Fatalf("release of %s dropped: mutex %v %v, linearizable %+v", dropped, m.Valid, m.Violations[:1], l)
 	}

@@ -75,9 +75,9 @@ func ParseValidity(s string) (Validity, error) {
 	return Unknown, fmt.Errorf("bad verdict %q (want valid, invalid or unknown)", s)
 }
 
-// Merge combines verdicts: invalid if any is invalid, else unknown if any is
+// merge combines verdicts: invalid if any is invalid, else unknown if any is
 // unknown, else valid.
-func Merge(vs ...Validity) Validity {
+func merge(vs ...Validity) Validity {
 	out := Valid
 	for _, v := range vs {
 		if v > out {
@@ -146,7 +146,7 @@ func (c *Checkers) Verdict() Validity {
 	}
 	out := Valid
 	for _, v := range vs {
-		out = Merge(out, v)
+		out = merge(out, v)
 	}
 	return out
 }
@@ -284,9 +284,9 @@ func IsKnown(name string) bool {
 // The checkers Check runs; variables so that a test can make one crash.
 var (
 	runMutex        = mutex
-	runLinearizable = Linearizable
-	runFencing      = Fencing
-	runLostUpdate   = LostUpdate
+	runLinearizable = checkLinearizable
+	runFencing      = checkFencing
+	runLostUpdate   = checkLostUpdate
 	runStats        = stats
 )
 

@@ -120,7 +120,7 @@ func TestLinearizableAgreesWithMutex(t *testing.T) {
 	for _, c := range mutexCases {
 		t.Run(c.name, func(t *testing.T) {
 			ops := c.h.build()
-			m, l := Mutex(ops), Linearizable(context.Background(), ops, 0)
+			m, l := Mutex(ops), checkLinearizable(context.Background(), ops, 0)
 			if m.Valid != l.Valid {
 				t.Fatalf("mutex %v (%+v) but linearizable %v (%+v)", m.Valid, m.Violations, l.Valid, l)
 			}
@@ -187,11 +187,11 @@ func TestLinearizableStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ops := newHistory().hold(0, "k0", 0.1, 0.5).hold(1, "k1", 0.1, 0.5).build()
-	r := Linearizable(ctx, ops, 0)
-	if r.Valid != Unknown || len(r.UnknownKeys) != 2 || r.TimeoutMS != DefaultLinearizableTimeout.Milliseconds() || r.Ops != 4 || r.Keys != 2 {
+	r := checkLinearizable(ctx, ops, 0)
+	if r.Valid != Unknown || len(r.UnknownKeys) != 2 || r.TimeoutMS != defaultLinearizableTimeout.Milliseconds() || r.Ops != 4 || r.Keys != 2 {
 		t.Fatalf("got %+v", r)
 	}
-	r = Linearizable(context.Background(), ops, time.Minute)
+	r = checkLinearizable(context.Background(), ops, time.Minute)
 	if r.Valid != Valid || r.TimeoutMS != 60000 {
 		t.Fatalf("got %+v", r)
 	}
@@ -263,7 +263,7 @@ func TestFencing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := Fencing(c.h.build())
+			r := checkFencing(c.h.build())
 			if r.Count != c.count || r.RejectedStale != c.rejected || r.FencedWrites != c.fenced || r.UnfencedWrites != c.unfenced {
 				t.Fatalf("got %+v", r)
 			}
@@ -322,13 +322,13 @@ func TestLostUpdate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := LostUpdate(c.h.build())
+			r := checkLostUpdate(c.h.build())
 			var dup, low int
 			for _, v := range r.Violations {
 				switch v.Kind {
-				case DuplicateWrite:
+				case duplicateWrite:
 					dup++
-				case LowFinalRead:
+				case lowFinalRead:
 					low++
 				}
 			}
@@ -366,7 +366,7 @@ func TestStats(t *testing.T) {
 		inv(6.5, 2, wr, "k0", val(1)).ok(7.0, 2, wr, "k0"). // end at 10
 		nemesis(10, "stop-pause").
 		build()
-	r := Stats(ops)
+	r := statsOf(ops)
 	if r.Valid != Valid || r.Clients != 3 || r.Span != ns(10) || r.Holds != 2 || r.NemesisOps != 2 {
 		t.Fatalf("got %+v", r)
 	}
@@ -391,7 +391,7 @@ func TestStats(t *testing.T) {
 	if !bytes.Equal(gb, wb) {
 		t.Fatalf("availability %s, want %s", gb, wb)
 	}
-	if e := Stats(nil); e.Valid != Valid || e.Span != 0 {
+	if e := statsOf(nil); e.Valid != Valid || e.Span != 0 {
 		t.Fatalf("empty: %+v", e)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// Fencing checks the protected resource's fencing: per key, in history
+// checkFencing checks the protected resource's fencing: per key, in history
 // order, an accepted write (ok) whose fence is lower than the highest fence
 // among writes accepted before it was invoked is a stale write that got
 // through. Equal fences are fine; writes without a fence are counted but not
@@ -18,7 +18,7 @@ import (
 // with no error text whose fence is below the highest fence the resource had
 // seen (on accepted writes and, under fencing `all`, reads) when it was
 // invoked: there the fence did its job.
-func Fencing(ops []history.Op) *FencingResult {
+func checkFencing(ops []history.Op) *FencingResult {
 	ops = resolveTx(ops)
 	f := newFencing()
 	for i := range ops {

@@ -58,7 +58,7 @@ var goldenDetails = map[string]func(t *testing.T, c *Checkers){
 		}
 	},
 	"lost-update-bad": func(t *testing.T, c *Checkers) {
-		if c.LostUpdate.Count != 3 || c.LostUpdate.Violations[0].Kind != DuplicateWrite || c.LostUpdate.Violations[2].Kind != LowFinalRead {
+		if c.LostUpdate.Count != 3 || c.LostUpdate.Violations[0].Kind != duplicateWrite || c.LostUpdate.Violations[2].Kind != lowFinalRead {
 			t.Errorf("lost updates %+v", c.LostUpdate)
 		}
 	},

@@ -64,7 +64,7 @@ func FuzzSortHolds(f *testing.F) {
 }
 
 // TestCheckSharesHolds: Check, which makes the holds once for mutex and
-// stats, gives what Mutex and Stats give alone.
+// stats, gives what Mutex and statsOf give alone.
 func TestCheckSharesHolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range 50 {
@@ -76,7 +76,7 @@ func TestCheckSharesHolds(t *testing.T) {
 		if m := Mutex(ops); !reflect.DeepEqual(c.Mutex, m) {
 			t.Fatalf("history %d: Check's mutex %+v, Mutex %+v", i, c.Mutex, m)
 		}
-		if s := Stats(ops); !reflect.DeepEqual(c.Stats, s) {
+		if s := statsOf(ops); !reflect.DeepEqual(c.Stats, s) {
 			t.Fatalf("history %d: Check's stats %+v, Stats %+v", i, c.Stats, s)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// DefaultLinearizableTimeout is the time limit Linearizable uses when given zero.
-const DefaultLinearizableTimeout = 30 * time.Second
+// defaultLinearizableTimeout is the time limit checkLinearizable uses when given zero.
+const defaultLinearizableTimeout = 30 * time.Second
 
 // lockInput is one lock operation as porcupine sees it. Operations carry a
 // pointer to theirs (see lockOperations), so that giving one to porcupine
@@ -473,7 +473,7 @@ func setTime(kl *keyLocks, e lockEvent, at int64) {
 	}
 }
 
-// minChunk is the fewest operations Linearizable gives porcupine at once,
+// minChunk is the fewest operations checkLinearizable gives porcupine at once,
 // when a key's history can be cut (a variable for tests).
 var minChunk = 512
 
@@ -518,16 +518,16 @@ func splitKey(key string, ops []lockOp, least int) []chunk {
 	return append(out, chunk{key, init, ops[start:]})
 }
 
-// Linearizable asks porcupine whether the lock operations of every key are
+// checkLinearizable asks porcupine whether the lock operations of every key are
 // linearizable with respect to an owner-aware mutex (see lockModel). Keys,
 // and stretches of a key's history between quiet moments (see splitKey), are
 // checked independently and in parallel, within timeout overall (zero means
-// DefaultLinearizableTimeout) and while ctx lasts. A key found illegal makes
+// defaultLinearizableTimeout) and while ctx lasts. A key found illegal makes
 // the result invalid (BadKeys); otherwise a key that ran out of time makes it
 // unknown (UnknownKeys). It agrees with Mutex on every history.
-func Linearizable(ctx context.Context, ops []history.Op, timeout time.Duration) *LinearizableResult {
+func checkLinearizable(ctx context.Context, ops []history.Op, timeout time.Duration) *LinearizableResult {
 	if timeout <= 0 {
-		timeout = DefaultLinearizableTimeout
+		timeout = defaultLinearizableTimeout
 	}
 	res := &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
 	byKey := lockOperations(ops)
@@ -625,7 +625,7 @@ const maxVisualized = 2000
 // more than maxVisualized lock operations is shown in part: the first
 // stretch (see splitKey) porcupine finds illegal, else the first stretch,
 // starting with a made-up acquire by whoever held the key before it.
-// It runs porcupine in verbose mode, with DefaultLinearizableTimeout.
+// It runs porcupine in verbose mode, with defaultLinearizableTimeout.
 // Annotations (times in the history's nanoseconds), such as fault windows,
 // are drawn along the operations.
 func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...porcupine.Annotation) error {
@@ -641,7 +641,7 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 		for _, c := range chunks {
 			m := lockModel
 			m.Partition, m.Init = nil, func() any { return c.init }
-			if porcupine.CheckOperationsTimeout(m, porcupineOps(nil, c.ops, false), DefaultLinearizableTimeout) == porcupine.Illegal {
+			if porcupine.CheckOperationsTimeout(m, porcupineOps(nil, c.ops, false), defaultLinearizableTimeout) == porcupine.Illegal {
 				show = c
 				break
 			}
@@ -656,7 +656,7 @@ func LinearizableVisualization(ops []history.Op, w io.Writer, annotations ...por
 		}
 		all = porcupineOps(all, show.ops, true)
 	}
-	_, info := porcupine.CheckOperationsVerbose(lockModel, all, DefaultLinearizableTimeout)
+	_, info := porcupine.CheckOperationsVerbose(lockModel, all, defaultLinearizableTimeout)
 	for _, p := range info.PartialLinearizations() {
 		// Porcupine collects these from a map: put them in one order (longest
 		// first, as it shows them), so the same history gives the same page.

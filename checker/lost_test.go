@@ -81,7 +81,7 @@ func TestLostEndsTheHold(t *testing.T) {
 			if c.overlaps > 0 && m.Violations[0].Length != ns(c.length) {
 				t.Fatalf("overlap of %dns, want %v s", m.Violations[0].Length, c.length)
 			}
-			l := Linearizable(context.Background(), ops, 0)
+			l := checkLinearizable(context.Background(), ops, 0)
 			if l.Valid != m.Valid {
 				t.Fatalf("mutex %v, linearizable %v", m.Valid, l.Valid)
 			}
@@ -146,7 +146,7 @@ func TestRefusedTime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ops := c.h.build()
 			near := func(got int64, want float64) bool { d := got - ns(want); return d > -2e6 && d < 2e6 }
-			batch := Stats(ops).Availability[0]
+			batch := statsOf(ops).Availability[0]
 			s, err := NewStream(context.Background(), []string{NameStats}, Options{})
 			if err != nil {
 				t.Fatal(err)

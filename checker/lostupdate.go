@@ -10,13 +10,13 @@ import (
 
 // Kinds of lost update.
 const (
-	// DuplicateWrite: two accepted writes of the same value to one key.
-	DuplicateWrite = "duplicate-write"
-	// LowFinalRead: the final read is lower than the number of accepted writes.
-	LowFinalRead = "final-read"
+	// duplicateWrite: two accepted writes of the same value to one key.
+	duplicateWrite = "duplicate-write"
+	// lowFinalRead: the final read is lower than the number of accepted writes.
+	lowFinalRead = "final-read"
 )
 
-// LostUpdate checks the increment workload: clients read v and write v+1,
+// checkLostUpdate checks the increment workload: clients read v and write v+1,
 // so, per key, two accepted writes of the same value, or a final-read lower
 // than the number of accepted writes (the counter starts at 0), mean an
 // increment was lost. A write's value is its ok's, or else its invoke's.
@@ -25,7 +25,7 @@ const (
 // duplicates only, and the result is then unknown (unless a violation makes
 // it invalid): the checker cannot tell whether an increment was lost, so it
 // names those keys (Unread) rather than call them valid.
-func LostUpdate(ops []history.Op) *LostUpdateResult {
+func checkLostUpdate(ops []history.Op) *LostUpdateResult {
 	ops = resolveTx(ops)
 	res := &LostUpdateResult{Valid: Valid, Violations: []LostUpdateViolation{}}
 	type write struct {
@@ -102,7 +102,7 @@ func LostUpdate(ops []history.Op) *LostUpdateResult {
 			if len(ws) < 2 {
 				continue
 			}
-			l := LostUpdateViolation{Key: k, Kind: DuplicateWrite, Value: v}
+			l := LostUpdateViolation{Key: k, Kind: duplicateWrite, Value: v}
 			for _, w := range ws {
 				l.Processes = append(l.Processes, w.process)
 				l.Indexes = append(l.Indexes, w.index)
@@ -113,7 +113,7 @@ func LostUpdate(ops []history.Op) *LostUpdateResult {
 		}
 		if s.final != nil && s.finalV < int64(s.accepted) {
 			add(LostUpdateViolation{
-				Key: k, Kind: LowFinalRead, Value: s.finalV, Indexes: []int64{s.final.Index}, Accepted: s.accepted,
+				Key: k, Kind: lowFinalRead, Value: s.finalV, Indexes: []int64{s.final.Index}, Accepted: s.accepted,
 				Description: fmt.Sprintf("%s read %d at the end but %s accepted: %s",
 					k, s.finalV, plural(s.accepted, "write was", "writes were"), increments(s.accepted-int(s.finalV), "lost")),
 			})

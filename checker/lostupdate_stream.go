@@ -95,7 +95,7 @@ type luWrite struct {
 // accepted values as ranges and counts the duplicated ones; the writers of
 // the duplicated values, which the report lists, come from a second pass
 // over the history (collecting, with want set) made only when there are
-// duplicates. Its result equals LostUpdate's.
+// duplicates. Its result equals checkLostUpdate's.
 type lostStream struct {
 	keys       map[string]*luKey
 	pending    map[int]luPend
@@ -203,7 +203,7 @@ func (s *lostStream) finish(collected *lostStream) *LostUpdateResult {
 			c := collected.keys[name]
 			for _, v := range c.order {
 				ws := c.writers[v]
-				l := LostUpdateViolation{Key: name, Kind: DuplicateWrite, Value: v}
+				l := LostUpdateViolation{Key: name, Kind: duplicateWrite, Value: v}
 				for _, w := range ws {
 					l.Processes = append(l.Processes, w.process)
 					l.Indexes = append(l.Indexes, w.index)
@@ -216,7 +216,7 @@ func (s *lostStream) finish(collected *lostStream) *LostUpdateResult {
 		if k.final && k.finalV < int64(k.accepted) {
 			res.Count++
 			add(LostUpdateViolation{
-				Key: name, Kind: LowFinalRead, Value: k.finalV, Indexes: []int64{k.finalIndex}, Accepted: k.accepted,
+				Key: name, Kind: lowFinalRead, Value: k.finalV, Indexes: []int64{k.finalIndex}, Accepted: k.accepted,
 				Description: fmt.Sprintf("%s read %d at the end but %s accepted: %s",
 					name, k.finalV, plural(k.accepted, "write was", "writes were"), increments(k.accepted-int(k.finalV), "lost")),
 			})

@@ -4,7 +4,7 @@ package checker
 // stream), as the references the fuzz tests hold the new ones to:
 // lockOperations (before it stopped boxing a lockInput per operation and
 // growing slices by append; see FuzzLockOperations), sortHolds (before it
-// sorted in place; see FuzzSortHolds) and Fencing (before it was fed op by
+// sorted in place; see FuzzSortHolds) and checkFencing (before it was fed op by
 // op; see FuzzStreamMatchesBatch, which holds Stream to the batch checkers).
 
 import (
@@ -298,7 +298,7 @@ func plainSortHolds(holds []Hold) []Hold {
 	return out
 }
 
-// plainFencing is Fencing as it was before it became a state fed op by op
+// plainFencing is checkFencing as it was before it became a state fed op by op
 // (fencing, which Stream feeds key by key): the reference of
 // FuzzStreamMatchesBatch.
 func plainFencing(ops []history.Op) *FencingResult {

@@ -215,7 +215,7 @@ func TestMutexAndLinearizableAgree(t *testing.T) {
 		// Cut the keys' histories into chunks as small as possible, too.
 		minChunk = []int{1, 2, 8, 512}[i%4]
 		m := Mutex(ops)
-		l := Linearizable(context.Background(), ops, 0)
+		l := checkLinearizable(context.Background(), ops, 0)
 		if l.Valid == Unknown {
 			t.Fatalf("history %d: linearizable ran out of time", i)
 		}

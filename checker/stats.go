@@ -7,14 +7,14 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// Stats summarises a history: op counts, clients, span, holds and
+// statsOf summarises a history: op counts, clients, span, holds and
 // throughput, acquire latency percentiles, and for each key how long nobody
 // held it. It decides nothing: the result is always valid.
-func Stats(ops []history.Op) *StatsResult {
+func statsOf(ops []history.Op) *StatsResult {
 	return stats(ops, func() []Hold { return Holds(ops) })
 }
 
-// stats is Stats with the history's holds (Holds(ops)) made by holds,
+// stats is statsOf with the history's holds (Holds(ops)) made by holds,
 // called when needed.
 func stats(ops []history.Op, holds func() []Hold) *StatsResult {
 	res := &StatsResult{Valid: Valid, Ops: map[string]map[string]int{}, Availability: []KeyAvailability{}}

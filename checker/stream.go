@@ -97,7 +97,7 @@ func NewStream(ctx context.Context, names []string, opt Options) (*Stream, error
 	if s.runs[NameLinearizable] {
 		timeout := opt.LinearizableTimeout
 		if timeout <= 0 {
-			timeout = DefaultLinearizableTimeout
+			timeout = defaultLinearizableTimeout
 		}
 		s.lin = &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
 		s.linKeys, s.linLimit = map[string]int{}, timeout
@@ -274,7 +274,7 @@ func (s *Stream) linearizable(key string, ops []history.Op) {
 		return
 	}
 	limit := s.linLimit
-	r := Linearizable(s.ctx, ops, limit)
+	r := checkLinearizable(s.ctx, ops, limit)
 	s.lin.Ops += r.Ops
 	if r.Keys == 0 {
 		return

@@ -34,7 +34,7 @@ func TestTxWritesJudgedByTheirCommit(t *testing.T) {
 				inv(2.4, 1, "write", "k0", val(1), tx).ok(2.4, 1, "write", "k0", val(1), tx).
 				inv(2.5, 1, rel, "k0").ok(2.6, 1, rel, "k0").
 				inv(3, 0, "final-read", "k0").ok(3, 0, "final-read", "k0", val(1))
-			r := LostUpdate(b.build())
+			r := checkLostUpdate(b.build())
 			if r.Valid != tc.want || r.Count != tc.lost {
 				t.Errorf("got %v with %d lost, want %v with %d: %+v", r.Valid, r.Count, tc.want, tc.lost, r.Violations)
 			}
@@ -71,7 +71,7 @@ func TestTxHoldsVoidWhenRolledBack(t *testing.T) {
 				inv(2.0, 0, rel, "k0")
 			b = tc.release(b)
 			ops := b.inv(1.0, 1, acq, "k0").ok(1.1, 1, acq, "k0", tx).inv(1.5, 1, rel, "k0").ok(1.6, 1, rel, "k0").build()
-			m, l := Mutex(ops), Linearizable(context.Background(), ops, 0)
+			m, l := Mutex(ops), checkLinearizable(context.Background(), ops, 0)
 			if m.Valid != tc.want || l.Valid != tc.want {
 				t.Errorf("mutex %v, linearizable %v, want %v", m.Valid, l.Valid, tc.want)
 			}
