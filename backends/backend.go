@@ -22,15 +22,12 @@ import (
 // failures (recorded as fail); any error not marked certain is recorded as
 // info, because the operation may have happened.
 var (
-	// ErrUnknown is returned for a backend name that is not registered.
-	ErrUnknown = errors.New("unknown backend")
+	// errUnknown is returned for a backend name that is not registered.
+	errUnknown = errors.New("unknown backend")
 	// ErrBusy means the lock is held by someone else: the acquire did not happen.
 	ErrBusy = errors.New("lock is busy")
 	// ErrNotHeld means a release or extend found the lock no longer ours.
 	ErrNotHeld = errors.New("lock is not held by this client")
-	// ErrLost is given to a client whose lease watchdog failed: it must
-	// end its critical section.
-	ErrLost = errors.New("lock lost")
 	// ErrAbort is wrapped by an Acquire or Release error that is no
 	// outcome but a harness failure (a client process broke the protocol
 	// or died): the client loop records it as info and stops, and the run
@@ -210,7 +207,7 @@ type entry struct {
 	new  Factory
 }
 
-var registered = registry.New[entry](ErrUnknown)
+var registered = registry.New[entry](errUnknown)
 
 // Register adds a backend; it panics on a duplicate name or a backend that
 // does not say which servers it needs (programming errors).
@@ -222,7 +219,7 @@ func Register(info Info, f Factory) {
 }
 
 // Lookup returns a backend's description and factory, or an error wrapping
-// ErrUnknown that lists the known names.
+// errUnknown that lists the known names.
 func Lookup(name string) (Info, Factory, error) {
 	e, err := registered.Get(name)
 	return e.info, e.new, err

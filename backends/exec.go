@@ -25,9 +25,9 @@ func init() {
 	}, newExec)
 }
 
-// ErrExecClient is returned by the exec backend's Client: its clients
+// errExecClient is returned by the exec backend's Client: its clients
 // are processes, which the runner starts.
-var ErrExecClient = errors.New("exec clients run as processes (client_mode: process)")
+var errExecClient = errors.New("exec clients run as processes (client_mode: process)")
 
 type execBackend struct{}
 
@@ -45,7 +45,7 @@ func newExec(ctx context.Context, env Env) (Backend, error) {
 }
 
 func (execBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return nil, ErrExecClient
+	return nil, errExecClient
 }
 
 func (execBackend) Close() error { return nil }

@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// mysql-for-update locks the key's row of a table (MySQLLocksTable, one
+// mysql-for-update locks the key's row of a table (mysqlLocksTable, one
 // row per key) in a transaction held for the critical section: BEGIN;
 // SELECT key FROM locktorture_locks WHERE key = ? FOR UPDATE NOWAIT. A row
 // another transaction holds fails at once: busy (rolled back). COMMIT is
@@ -49,7 +49,7 @@ func (c *mysqlForUpdateClient) Acquire(ctx context.Context, key string) (Grant, 
 	}
 	c.inTx = true
 	var k string
-	err = c.conn.QueryRowContext(ctx, "SELECT `key` FROM "+MySQLLocksTable+" WHERE `key` = ? FOR UPDATE NOWAIT", key).Scan(&k)
+	err = c.conn.QueryRowContext(ctx, "SELECT `key` FROM "+mysqlLocksTable+" WHERE `key` = ? FOR UPDATE NOWAIT", key).Scan(&k)
 	switch {
 	case lockWait(err):
 		if _, err := c.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -59,7 +59,7 @@ func (c *mysqlForUpdateClient) Acquire(ctx context.Context, key string) (Grant, 
 		return Grant{}, ErrBusy
 	case errors.Is(err, sql.ErrNoRows):
 		c.drop()
-		return Grant{}, Certain(fmt.Errorf("acquire %s: no row for the key in %s", key, MySQLLocksTable))
+		return Grant{}, Certain(fmt.Errorf("acquire %s: no row for the key in %s", key, mysqlLocksTable))
 	case err != nil:
 		c.drop()
 		return Grant{}, mysqlFail("acquire "+key, err)

@@ -27,12 +27,12 @@ const (
 	// its value, the highest fence seen (NULL before any) and a version
 	// that every accepted write bumps.
 	MySQLResourceTable = "locktorture_resource"
-	// MySQLLocksTable holds one row per key for mysql-for-update to lock.
-	MySQLLocksTable = "locktorture_locks"
+	// mysqlLocksTable holds one row per key for mysql-for-update to lock.
+	mysqlLocksTable = "locktorture_locks"
 )
 
-// MySQLOptions are the MariaDB backends' backend_options.
-type MySQLOptions struct {
+// mysqlOptions are the MariaDB backends' backend_options.
+type mysqlOptions struct {
 	// WaitTimeout is each lock session's wait_timeout: the server ends a
 	// session idle this long, freeing what it held. Whole seconds; zero
 	// leaves the server's (8 hours by default).
@@ -40,7 +40,7 @@ type MySQLOptions struct {
 }
 
 // Validate checks that wait_timeout is whole seconds, as MariaDB takes it.
-func (o *MySQLOptions) Validate(Env) error {
+func (o *mysqlOptions) Validate(Env) error {
 	if o.WaitTimeout < 0 || o.WaitTimeout%time.Second != 0 {
 		return fmt.Errorf("wait_timeout %s: MariaDB takes whole seconds (1s, 2s...)", o.WaitTimeout)
 	}
@@ -76,9 +76,9 @@ func MySQLSetupResource(ctx context.Context, m *cluster.MariaDB, keys []string) 
 
 // mysqlSetupLocks creates mysql-for-update's table with a row for each key.
 func mysqlSetupLocks(ctx context.Context, m *cluster.MariaDB, keys []string) error {
-	return m.Setup(ctx, MySQLLocksTable+" "+keysID(keys),
-		"CREATE TABLE IF NOT EXISTS "+MySQLLocksTable+" (`key` VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY) ENGINE=InnoDB",
-		"INSERT IGNORE INTO "+MySQLLocksTable+" (`key`) VALUES "+sqlValues(keys))
+	return m.Setup(ctx, mysqlLocksTable+" "+keysID(keys),
+		"CREATE TABLE IF NOT EXISTS "+mysqlLocksTable+" (`key` VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT IGNORE INTO "+mysqlLocksTable+" (`key`) VALUES "+sqlValues(keys))
 }
 
 // sqlValues writes keys as a VALUES list of one-column rows.
@@ -93,10 +93,10 @@ func sqlValues(keys []string) string {
 // registerMySQL registers a MariaDB backend: every one runs over the run's
 // one server, sets it up once with setup (nil: nothing), and gives each
 // client a session of its own that newClient wraps in the backend's way
-// of locking. It takes MySQLOptions.
+// of locking. It takes mysqlOptions.
 func registerMySQL(info Info, setup func(ctx context.Context, m *cluster.MariaDB, keys []string) error, newClient func(*mysqlSession) Client) {
 	info.Servers, info.Kinds = "1 mariadb", []string{"mariadb"}
-	info.Options = func() Options { return &MySQLOptions{} }
+	info.Options = func() Options { return &mysqlOptions{} }
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
 		m, err := env.Cluster.MariaDB(ctx)
 		if err != nil {
@@ -155,7 +155,7 @@ func newMySQLSession(ctx context.Context, env Env, p int, m *cluster.MariaDB) (*
 	}
 	// RowsAffected counts the rows matched (the mysql resource's fences).
 	cfg.ClientFoundRows = true
-	if o := envOptions(env, &MySQLOptions{}); o.WaitTimeout > 0 {
+	if o := envOptions(env, &mysqlOptions{}); o.WaitTimeout > 0 {
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
 		}
