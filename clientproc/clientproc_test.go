@@ -90,14 +90,14 @@ func TestBrokenClients(t *testing.T) {
 		want   error
 		says   string
 	}{
-		{"crash.sh", ErrExited, "signal: segmentation fault"},
-		{"hang-open.sh", ErrOpen, "no reply to open"},
-		{"bad-json.sh", ErrProtocol, "bad JSON"},
-		{"unknown-id.sh", ErrProtocol, "id 7"},
-		{"unknown-type.sh", ErrProtocol, `unknown type "maybe"`},
-		{"early-exit.sh", ErrExited, "before it was told to close (exit status 0; its stderr ended: early-exit.sh: bye)"},
-		{"import-error.sh", ErrExited, `import redis | ModuleNotFoundError: No module named 'redis'`},
-		{"long-line.sh", ErrProtocol, "a line over 1048576 bytes (the protocol's limit)"},
+		{"crash.sh", errExited, "signal: segmentation fault"},
+		{"hang-open.sh", errOpen, "no reply to open"},
+		{"bad-json.sh", errProtocol, "bad JSON"},
+		{"unknown-id.sh", errProtocol, "id 7"},
+		{"unknown-type.sh", errProtocol, `unknown type "maybe"`},
+		{"early-exit.sh", errExited, "before it was told to close (exit status 0; its stderr ended: early-exit.sh: bye)"},
+		{"import-error.sh", errExited, `import redis | ModuleNotFoundError: No module named 'redis'`},
+		{"long-line.sh", errProtocol, "a line over 1048576 bytes (the protocol's limit)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.script, func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestWedgedClient(t *testing.T) {
 	<-l.Failed()
 	err = l.Err()
 	msg := err.Error()
-	if !errors.Is(err, ErrWedged) || !strings.Contains(msg, "client 0") || !strings.Contains(msg, filepath.Join(dir, "client-0.log")) {
+	if !errors.Is(err, errWedged) || !strings.Contains(msg, "client 0") || !strings.Contains(msg, filepath.Join(dir, "client-0.log")) {
 		t.Errorf("error %q: want ErrWedged naming client 0 and its log", msg)
 	}
 }
@@ -383,7 +383,7 @@ func TestDeafClient(t *testing.T) {
 	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
 	// One request larger than a pipe's buffer.
 	_, err := c.Acquire(ctx, strings.Repeat("k", 200_000))
-	if !errors.Is(err, backends.ErrAbort) || !errors.Is(l.Err(), ErrWedged) || !strings.Contains(l.Err().Error(), "read nothing of its stdin") {
+	if !errors.Is(err, backends.ErrAbort) || !errors.Is(l.Err(), errWedged) || !strings.Contains(l.Err().Error(), "read nothing of its stdin") {
 		t.Fatalf("Acquire: %v; launcher: %v; want ErrWedged: it read nothing of its stdin", err, l.Err())
 	}
 }

@@ -133,7 +133,7 @@ func (c *child) read(stdout io.Reader) {
 	}
 	switch {
 	case errors.Is(perr, bufio.ErrTooLong):
-		c.die(fmt.Errorf("%w: it sent a line over %d bytes (the protocol's limit)", ErrProtocol, maxLine))
+		c.die(fmt.Errorf("%w: it sent a line over %d bytes (the protocol's limit)", errProtocol, maxLine))
 	case errors.Is(perr, os.ErrClosed):
 		// wait gave up on the pipe: said there.
 	case perr != nil:
@@ -212,7 +212,7 @@ func (c *child) wait() {
 		if tail := logTail(c.logPath, 3); tail != "" {
 			why += "; its stderr ended: " + tail
 		}
-		c.die(fmt.Errorf("%w before it was told to close (%s)", ErrExited, why))
+		c.die(fmt.Errorf("%w before it was told to close (%s)", errExited, why))
 	}
 }
 
@@ -269,7 +269,7 @@ func (c *child) deliver(m Message) error {
 		delete(c.abandoned, id)
 		return nil
 	}
-	return fmt.Errorf("%w: a reply to id %d, which no request outstanding has", ErrProtocol, id)
+	return fmt.Errorf("%w: a reply to id %d, which no request outstanding has", errProtocol, id)
 }
 
 // handleEvents records the child's extend events as the process's extend
@@ -350,7 +350,7 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 	c.cur, c.curCh = id, ch
 	c.mu.Unlock()
 	if err := c.write(req(id)); errors.Is(err, os.ErrDeadlineExceeded) {
-		c.die(fmt.Errorf("%w: it read nothing of its stdin for %s (a request could not be written)", ErrWedged, c.l.opt.ReplyGrace))
+		c.die(fmt.Errorf("%w: it read nothing of its stdin for %s (a request could not be written)", errWedged, c.l.opt.ReplyGrace))
 		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
 	} else if err != nil {
 		// The child is gone or going: how it exited says more than the
@@ -362,7 +362,7 @@ func (c *child) call(ctx context.Context, req func(id int64) any) (Message, erro
 		case <-t.C:
 		}
 		t.Stop()
-		c.die(fmt.Errorf("%w: writing a request: %w", ErrExited, err))
+		c.die(fmt.Errorf("%w: writing a request: %w", errExited, err))
 		return Message{}, fmt.Errorf("%w: %w", backends.ErrAbort, c.fatal)
 	}
 	select {
@@ -418,7 +418,7 @@ func (c *child) watchLate(id int64) {
 			continue
 		}
 		if waited += tick; waited >= c.l.opt.ReplyGrace {
-			c.die(fmt.Errorf("%w: no reply to request %d within its timeout (%s) plus %s", ErrWedged, id, c.l.opt.Timeout, c.l.opt.ReplyGrace))
+			c.die(fmt.Errorf("%w: no reply to request %d within its timeout (%s) plus %s", errWedged, id, c.l.opt.Timeout, c.l.opt.ReplyGrace))
 			return
 		}
 	}
@@ -429,19 +429,19 @@ func (c *child) open(ctx context.Context, timeout time.Duration) error {
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	m, err := c.call(octx, func(id int64) any {
-		return Open{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
+		return openRequest{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
 			Servers: c.given, Auth: c.auth, Options: c.l.options}
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
-		c.die(fmt.Errorf("%w: no reply to open within %s", ErrOpen, timeout))
+		c.die(fmt.Errorf("%w: no reply to open within %s", errOpen, timeout))
 		return c.fatal
 	case err != nil:
 		return c.fatal
 	case m.Type != TypeOK:
-		c.die(fmt.Errorf("%w: it answered open with %s: %s", ErrOpen, m.Type, m.Error))
+		c.die(fmt.Errorf("%w: it answered open with %s: %s", errOpen, m.Type, m.Error))
 		return c.fatal
 	}
 	c.abilities = m.Abilities
@@ -451,7 +451,7 @@ func (c *child) open(ctx context.Context, timeout time.Duration) error {
 	if c.clock != nil && slices.Contains(c.abilities, AbilityClock) {
 		c.clock.OnChange(func(offset time.Duration, rate float64) {
 			// A message with no id and no reply (see opClock).
-			go func() { _ = c.write(Clock{Op: opClock, OffsetNS: int64(offset), Rate: rate}) }()
+			go func() { _ = c.write(clockMessage{Op: opClock, OffsetNS: int64(offset), Rate: rate}) }()
 		})
 	}
 	return nil
@@ -472,7 +472,7 @@ func (c *child) Acquire(ctx context.Context, key string) (backends.Grant, error)
 	c.mu.Lock()
 	c.acqKey, c.acqLost = key, lost
 	c.mu.Unlock()
-	m, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpAcquire, Key: key} })
+	m, err := c.call(ctx, func(id int64) any { return request{ID: id, Op: OpAcquire, Key: key} })
 	c.mu.Lock()
 	c.acqKey, c.acqLost = "", nil
 	c.mu.Unlock()
@@ -510,7 +510,7 @@ func (c *child) Release(ctx context.Context, key string, g backends.Grant) error
 	c.mu.Lock()
 	delete(c.lost, key)
 	c.mu.Unlock()
-	m, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpRelease, Key: key} })
+	m, err := c.call(ctx, func(id int64) any { return request{ID: id, Op: OpRelease, Key: key} })
 	if err != nil {
 		return err
 	}
@@ -546,7 +546,7 @@ func (c *child) shutdown() {
 		// A paused child cannot answer: it is resumed first (the run is over).
 		c.freeze(false)
 		ctx, cancel := context.WithTimeout(context.Background(), max(c.l.opt.Timeout, 500*time.Millisecond))
-		_, err := c.call(ctx, func(id int64) any { return Request{ID: id, Op: OpClose} })
+		_, err := c.call(ctx, func(id int64) any { return request{ID: id, Op: OpClose} })
 		timedOut := err != nil && ctx.Err() != nil
 		cancel()
 		c.mu.Lock()
@@ -555,7 +555,7 @@ func (c *child) shutdown() {
 		if timedOut && unanswered > 0 {
 			// Silent since a request it never answered, before the grace
 			// ran out (a short run): wedged all the same.
-			c.die(fmt.Errorf("%w: it answered neither close nor %d earlier request(s) that timed out", ErrWedged, unanswered))
+			c.die(fmt.Errorf("%w: it answered neither close nor %d earlier request(s) that timed out", errWedged, unanswered))
 		}
 		_ = c.stdin.Close()
 		t := time.NewTimer(time.Second)

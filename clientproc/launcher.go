@@ -419,12 +419,3 @@ func (l *Launcher) close() {
 	}
 }
 
-// KillAll kills every child at once (resumed first): for a harness that is
-// going down.
-func (l *Launcher) KillAll() {
-	for _, c := range l.children {
-		if c != nil {
-			c.kill()
-		}
-	}
-}

@@ -23,16 +23,16 @@ import (
 
 // Sentinel errors of this package.
 var (
-	// ErrProtocol is wrapped when a child breaks the protocol: bad JSON,
+	// errProtocol is wrapped when a child breaks the protocol: bad JSON,
 	// a reply with an unknown id or type, an unknown event.
-	ErrProtocol = errors.New("client protocol violated")
-	// ErrExited is wrapped when a child exits before it was told to close.
-	ErrExited = errors.New("client process exited")
-	// ErrOpen is wrapped when a child does not answer its open request.
-	ErrOpen = errors.New("client process did not open")
-	// ErrWedged is wrapped when a child stops answering: no reply to a
+	errProtocol = errors.New("client protocol violated")
+	// errExited is wrapped when a child exits before it was told to close.
+	errExited = errors.New("client process exited")
+	// errOpen is wrapped when a child does not answer its open request.
+	errOpen = errors.New("client process did not open")
+	// errWedged is wrapped when a child stops answering: no reply to a
 	// request within its timeout plus a grace, while not paused.
-	ErrWedged = errors.New("client process stopped answering")
+	errWedged = errors.New("client process stopped answering")
 )
 
 // Operations of the protocol.
@@ -70,10 +70,10 @@ const (
 	EventLost   = "lost"
 )
 
-// Open is the open request: the client's number, its lease and request
+// openRequest is the open request: the client's number, its lease and request
 // timeout, the addresses of its own links to every server, and the
 // backend's options.
-type Open struct {
+type openRequest struct {
 	ID        int64             `json:"id"`
 	Op        string            `json:"op"`
 	Process   int               `json:"process"`
@@ -87,16 +87,16 @@ type Open struct {
 	Options map[string]any  `json:"options"`
 }
 
-// Request is an acquire, release or close request.
-type Request struct {
+// request is an acquire, release or close request.
+type request struct {
 	ID  int64  `json:"id"`
 	Op  string `json:"op"`
 	Key string `json:"key,omitempty"`
 }
 
-// Clock is the opClock message: the offset of the process's clock from
+// clockMessage is the opClock message: the offset of the process's clock from
 // real time and its rate (clock seconds per real second).
-type Clock struct {
+type clockMessage struct {
 	Op       string  `json:"op"`
 	OffsetNS int64   `json:"offset_ns"`
 	Rate     float64 `json:"rate"`
@@ -146,36 +146,36 @@ func parseMessage(line []byte) (Message, error) {
 	var m Message
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
-		return m, fmt.Errorf("%w: not a JSON object: %s", ErrProtocol, clip(line))
+		return m, fmt.Errorf("%w: not a JSON object: %s", errProtocol, clip(line))
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("%w: bad JSON (%v): %s", ErrProtocol, err, clip(line))
+		return m, fmt.Errorf("%w: bad JSON (%v): %s", errProtocol, err, clip(line))
 	}
 	if dec.More() {
-		return m, fmt.Errorf("%w: more than one JSON value on a line: %s", ErrProtocol, clip(line))
+		return m, fmt.Errorf("%w: more than one JSON value on a line: %s", errProtocol, clip(line))
 	}
 	switch {
 	case m.Event != "":
 		switch m.Event {
 		case EventExtend:
 			if m.Phase != "invoke" && m.Phase != "" {
-				return m, fmt.Errorf("%w: extend event with unknown phase %q: %s", ErrProtocol, m.Phase, clip(line))
+				return m, fmt.Errorf("%w: extend event with unknown phase %q: %s", errProtocol, m.Phase, clip(line))
 			}
 			if m.Phase == "" && !knownType(m.Type) {
-				return m, fmt.Errorf("%w: extend event with unknown type %q: %s", ErrProtocol, m.Type, clip(line))
+				return m, fmt.Errorf("%w: extend event with unknown type %q: %s", errProtocol, m.Type, clip(line))
 			}
 		case EventLost:
 		default:
-			return m, fmt.Errorf("%w: unknown event %q: %s", ErrProtocol, m.Event, clip(line))
+			return m, fmt.Errorf("%w: unknown event %q: %s", errProtocol, m.Event, clip(line))
 		}
 		if m.Key == "" {
-			return m, fmt.Errorf("%w: %s event without a key: %s", ErrProtocol, m.Event, clip(line))
+			return m, fmt.Errorf("%w: %s event without a key: %s", errProtocol, m.Event, clip(line))
 		}
 	case m.ID == nil:
-		return m, fmt.Errorf("%w: a reply without an id: %s", ErrProtocol, clip(line))
+		return m, fmt.Errorf("%w: a reply without an id: %s", errProtocol, clip(line))
 	case !knownType(m.Type):
-		return m, fmt.Errorf("%w: reply with unknown type %q (ok, fail, info): %s", ErrProtocol, m.Type, clip(line))
+		return m, fmt.Errorf("%w: reply with unknown type %q (ok, fail, info): %s", errProtocol, m.Type, clip(line))
 	}
 	return m, nil
 }
