@@ -19,7 +19,7 @@ import (
 type clock struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "clock",
 		Description: "jumps and drifts client clocks; Redis server clock jumps (as shortened TTLs)",
 		AppliesTo:   "lease-based backends (client clocks); Redis backends (server clocks)",

@@ -20,7 +20,7 @@ import (
 type failover struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "failover",
 		Description: "kills the Redis primary so Sentinel promotes a replica that never got the lock (needs redis: sentinel)",
 		AppliesTo:   "single-Redis backends over Sentinel",

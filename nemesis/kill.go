@@ -14,7 +14,7 @@ import (
 type kill struct{ serverFault }
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "kill",
 		Description: "kill -9 servers, restart them at once or after a delay (with or without persistence)",
 		AppliesTo:   "backends with servers",

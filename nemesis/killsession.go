@@ -21,7 +21,7 @@ import (
 type killSession struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "kill-session",
 		Description: "the servers end the holder's session: PostgreSQL terminate, MariaDB KILL CONNECTION, Redis CLIENT KILL, etcd lease revoke, ZooKeeper session close",
 		AppliesTo:   "PostgreSQL, MariaDB, Redis, etcd and ZooKeeper backends",

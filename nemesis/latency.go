@@ -16,7 +16,7 @@ import (
 type latency struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "latency",
 		Description: "delays (and jitters) the bytes on chosen links and directions: slow replies, delayed packets",
 		AppliesTo:   "backends with servers",

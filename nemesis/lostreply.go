@@ -21,7 +21,7 @@ import (
 type lostReply struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "lost-reply",
 		Description: "the next reply to the target clients is lost and their connections cut: the server acted, the client never heard",
 		AppliesTo:   "backends with servers",
@@ -30,9 +30,9 @@ func init() {
 
 func (lostReply) UsesLinks() bool { return true }
 
-// LostReplyParams are lost-reply's: the clients whose replies are lost
+// lostReplyParams are lost-reply's: the clients whose replies are lost
 // (none: every client's), and whether only one reply from each server is.
-type LostReplyParams struct {
+type lostReplyParams struct {
 	ClientSet `yaml:",inline"`
 	// Once loses only the first reply each server sends a target client
 	// while the fault lasts (on whichever of its connections); the
@@ -41,7 +41,7 @@ type LostReplyParams struct {
 	Once bool `yaml:"once,omitempty"`
 }
 
-func (p *LostReplyParams) String() string {
+func (p *lostReplyParams) String() string {
 	if p.Once {
 		return strings.TrimSpace(p.words() + " once")
 	}
@@ -49,9 +49,9 @@ func (p *LostReplyParams) String() string {
 }
 
 // Validate checks the clients.
-func (p *LostReplyParams) Validate(s Shape) error { return p.validate(s.Clients) }
+func (p *lostReplyParams) Validate(s Shape) error { return p.validate(s.Clients) }
 
-func (lostReply) Params() Params { return &LostReplyParams{} }
+func (lostReply) Params() Params { return &lostReplyParams{} }
 
 func (lostReply) Applies(s Shape) error {
 	if len(s.Kinds) == 0 {
@@ -62,11 +62,11 @@ func (lostReply) Applies(s Shape) error {
 
 func (lostReply) RandomParams(rng *rand.Rand, env *Env) Params {
 	p := rng.IntN(max(1, len(env.Gates)))
-	return &LostReplyParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}}
+	return &lostReplyParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}}
 }
 
 func (lostReply) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
-	p := params.(*LostReplyParams)
+	p := params.(*lostReplyParams)
 	clients := p.List()
 	if len(clients) == 0 {
 		clients = allClients(env)

@@ -52,9 +52,9 @@ type OpNamer interface {
 	OpNames(fault string) (start, stop string)
 }
 
-// LinkUser is a fault that acts on links: the run routes client traffic
+// linkUser is a fault that acts on links: the run routes client traffic
 // through proxies when a schedule holds one.
-type LinkUser interface {
+type linkUser interface {
 	UsesLinks() bool
 }
 
@@ -73,10 +73,10 @@ type RandomEventer interface {
 	RandomEvent() string
 }
 
-// Applier is a fault that does not apply to every run: Applies says why
+// applier is a fault that does not apply to every run: Applies says why
 // not, from the run's shape (the run is refused rather than the fault
 // silently skipped).
-type Applier interface {
+type applier interface {
 	Applies(shape Shape) error
 }
 
@@ -114,8 +114,8 @@ type entry struct {
 
 var registered = registry.New[entry](ErrUnknown)
 
-// Register adds a fault kind; it panics on a duplicate (a programming error).
-func Register(info Info, f Fault) { registered.Add(info.Name, entry{info, f}) }
+// register adds a fault kind; it panics on a duplicate (a programming error).
+func register(info Info, f Fault) { registered.Add(info.Name, entry{info, f}) }
 
 // Lookup returns the fault registered under name.
 func Lookup(name string) (Fault, error) {
@@ -197,7 +197,7 @@ func UsesLinks(steps []Step, r *Random) bool {
 	}
 	for _, n := range names {
 		if f, err := Lookup(n); err == nil {
-			if l, ok := f.(LinkUser); ok && l.UsesLinks() {
+			if l, ok := f.(linkUser); ok && l.UsesLinks() {
 				return true
 			}
 		}
@@ -242,11 +242,11 @@ var events = []string{history.Acquire, history.Read, history.Write, history.Rele
 // Check checks one scripted step against the run's shape: its fault
 // exists and applies to the run, its event is one of events, it lasts
 // (unless the fault may be instant), and its params fit. An error about
-// one key is a *KeyError.
+// one key is a *stepKeyError.
 func (s Step) Check(shape Shape) error {
 	f, err := Lookup(s.Fault)
 	if err != nil {
-		return &KeyError{Key: "fault", Err: err}
+		return &stepKeyError{Key: "fault", Err: err}
 	}
 	p, err := paramsOf(f, s)
 	if err != nil {
@@ -277,7 +277,7 @@ func Applies(name string, shape Shape) error {
 	if err != nil {
 		return err
 	}
-	if a, ok := f.(Applier); ok {
+	if a, ok := f.(applier); ok {
 		return a.Applies(shape)
 	}
 	return nil

@@ -21,7 +21,7 @@ type Params interface {
 	// "servers [A B], topology cut"), or "" when none is set.
 	String() string
 	// Validate checks the params against the run's shape. An error about
-	// one key is a *KeyError, so a scenario file can point at its line.
+	// one key is a *stepKeyError, so a scenario file can point at its line.
 	Validate(shape Shape) error
 }
 
@@ -61,23 +61,23 @@ func (s Shape) controlled(fault string) error {
 	return fmt.Errorf("%s does not apply: the servers are someone else's and the servers file gives no control for %s (add control: docker and container: NAME to let server faults reach them)", fault, strings.Join(s.Uncontrolled, ", "))
 }
 
-// KeyError is a problem with one key of a step ("process", "on"), so that
+// stepKeyError is a problem with one key of a step ("process", "on"), so that
 // a scenario file can point at the key's line; Key "" is the step as a
 // whole.
-type KeyError struct {
+type stepKeyError struct {
 	// Key is the step's key, or "".
 	Key string
 	// Err is the problem.
 	Err error
 }
 
-func (e *KeyError) Error() string { return e.Err.Error() }
-func (e *KeyError) Unwrap() error { return e.Err }
+func (e *stepKeyError) Error() string { return e.Err.Error() }
+func (e *stepKeyError) Unwrap() error { return e.Err }
 
-// keyErr is a *KeyError about key that wraps ErrTarget (without saying
+// keyErr is a *stepKeyError about key that wraps ErrTarget (without saying
 // so: the message is for a scenario's author).
 func keyErr(key, format string, a ...any) error {
-	return &KeyError{Key: key, Err: targetError(fmt.Sprintf(format, a...))}
+	return &stepKeyError{Key: key, Err: targetError(fmt.Sprintf(format, a...))}
 }
 
 // targetError is a message that is ErrTarget.
@@ -88,7 +88,7 @@ func (e targetError) Unwrap() error { return ErrTarget }
 
 // ErrorKey returns the key an error is about, or "" when it names none.
 func ErrorKey(err error) string {
-	var ke *KeyError
+	var ke *stepKeyError
 	if errors.As(err, &ke) {
 		return ke.Key
 	}

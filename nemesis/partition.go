@@ -33,7 +33,7 @@ import (
 type partition struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "partition",
 		Description: "silent network partition on chosen links: isolate a client or server, cut clients from servers, halves, majorities-ring, one-way, or members of an ensemble from the others",
 		AppliesTo:   "backends with servers",

@@ -13,7 +13,7 @@ import (
 type pause struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "pause",
 		Description: "freezes a client process like a stop-the-world GC pause (its loop and its lease watchdog)",
 		AppliesTo:   "every backend",

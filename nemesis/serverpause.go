@@ -11,7 +11,7 @@ import (
 // server-side stop-the-world pause. Clients' requests wait in its socket
 // buffers and are answered, late, when it resumes.
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "server-pause",
 		Description: "freezes servers with SIGSTOP, thaws them with SIGCONT",
 		AppliesTo:   "backends with servers",

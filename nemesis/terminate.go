@@ -18,7 +18,7 @@ import (
 type terminate struct{}
 
 func init() {
-	Register(Info{
+	register(Info{
 		Name:        "terminate",
 		Description: "PostgreSQL terminates the lock holder's session (pg_terminate_backend)",
 		AppliesTo:   "PostgreSQL backends",
