@@ -17,7 +17,7 @@ import (
 const (
 	FileCompareHTML = "compare.html"
 	FileComparePNG  = "compare.png"
-	FileCompareText = "compare.txt"
+	fileCompareText = "compare.txt"
 )
 
 // Safety classes of a comparison cell, from best to worst.
@@ -350,7 +350,7 @@ func CompareTable(m *matrix.Matrix) string {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()
-	b.WriteString(strings.TrimRight(MatrixTotals(m), "\n") + "\n")
+	b.WriteString(strings.TrimRight(matrixTotals(m), "\n") + "\n")
 	return b.String()
 }
 

@@ -80,7 +80,7 @@ func compareHTML(m *matrix.Matrix) ([]byte, error) {
 		M      *matrix.Matrix
 		C      comparison
 		Totals string
-	}{m, buildComparison(m), MatrixTotals(m)})
+	}{m, buildComparison(m), matrixTotals(m)})
 	return buf.Bytes(), err
 }
 
@@ -155,7 +155,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	for _, w := range colW {
 		gridW += w
 	}
-	title := fmt.Sprintf("locktorture compare %s — %s", m.Started, oneLine(MatrixTotals(m)))
+	title := fmt.Sprintf("locktorture compare %s — %s", m.Started, oneLine(matrixTotals(m)))
 	notes := []string{
 		"green: safe · blue: stale holders, every stale write rejected by fencing · red: unsafe · grey: not run (reason in compare.html) · yellow: unknown or harness error",
 		"each cell sums the seeds of one backend under one fault; speed: the no-fault baseline; recovery: median time from the fault's end to the next grant",

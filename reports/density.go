@@ -14,8 +14,8 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// FileDensity is the whole-run view of a run too long to draw op by op.
-const FileDensity = "density.png"
+// fileDensity is the whole-run view of a run too long to draw op by op.
+const fileDensity = "density.png"
 
 // Density bounds.
 const (

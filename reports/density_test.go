@@ -59,7 +59,7 @@ func TestDensity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, FileDensity)); err != nil || !bytes.Contains(index, []byte(FileDensity)) || !bytes.Contains(index, []byte("the plots show ops 0–999")) {
+	if _, err := os.Stat(filepath.Join(dir, fileDensity)); err != nil || !bytes.Contains(index, []byte(fileDensity)) || !bytes.Contains(index, []byte("the plots show ops 0–999")) {
 		t.Fatalf("density.png %v; index:\n%s", err, index)
 	}
 }

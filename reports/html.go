@@ -193,7 +193,7 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 		{FileRate, "completed ops per second"},
 	}
 	if info.Density != nil {
-		v.Plots = append([][2]string{{FileDensity, "the whole run: holds and overlaps per key over time, faults shaded"}}, v.Plots...)
+		v.Plots = append([][2]string{{fileDensity, "the whole run: holds and overlaps per key over time, faults shaded"}}, v.Plots...)
 		v.Plots[1][1] += " (" + info.Excerpt + ")"
 		v.Plots[2][1] += " (" + info.Excerpt + ")"
 		v.Plots[3][1] += " over the whole run"

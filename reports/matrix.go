@@ -37,7 +37,7 @@ func WriteMatrix(ctx context.Context, dir string, m *matrix.Matrix) error {
 	if m.Compare {
 		w.write(FileCompareHTML, func() ([]byte, error) { return compareHTML(m) })
 		w.write(FileComparePNG, func() ([]byte, error) { return comparePNG(m) })
-		w.write(FileCompareText, func() ([]byte, error) { return []byte(CompareTable(m) + CompareLegend), nil })
+		w.write(fileCompareText, func() ([]byte, error) { return []byte(CompareTable(m) + CompareLegend), nil })
 	}
 	return w.err()
 }
@@ -90,13 +90,13 @@ func MatrixTable(m *matrix.Matrix) string {
 			b.WriteString("every scenario/backend pair gives the same verdict with every version set\n")
 		}
 	}
-	b.WriteString(MatrixTotals(m))
+	b.WriteString(matrixTotals(m))
 	b.WriteByte('\n')
 	return b.String()
 }
 
-// MatrixTotals says in one line how the matrix came out.
-func MatrixTotals(m *matrix.Matrix) string {
+// matrixTotals says in one line how the matrix came out.
+func matrixTotals(m *matrix.Matrix) string {
 	ok, differ, errs, missing := m.Counts()
 	s := fmt.Sprintf("%s: %d as expected", strings.ToUpper(verdictWord(m)), ok)
 	if differ > 0 {

@@ -259,7 +259,7 @@ func matrixHTML(m *matrix.Matrix) ([]byte, error) {
 	v := matrixView{
 		Title:   "locktorture matrix " + m.Started,
 		Started: m.Started, Command: m.Command, Shard: m.Shard, Shards: m.Shards,
-		Totals: MatrixTotals(m), Seeds: m.Seeds, Interrupted: m.Interrupted,
+		Totals: matrixTotals(m), Seeds: m.Seeds, Interrupted: m.Interrupted,
 		Seconds: fmtDur(int64(m.Seconds * 1e9)),
 		Skipped: m.Skipped,
 	}

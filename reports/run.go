@@ -121,7 +121,7 @@ func WriteRun(ctx context.Context, dir string, ops []history.Op, res *checker.Re
 	w.write(FileLatency, func() ([]byte, error) { return latencyPNG(ops, head) })
 	if info.Density != nil {
 		whole := heading(res, RunInfo{Scenario: info.Scenario, Backend: info.Backend})
-		w.write(FileDensity, func() ([]byte, error) { return densityPNG(info.Density, whole) })
+		w.write(fileDensity, func() ([]byte, error) { return densityPNG(info.Density, whole) })
 		w.write(FileRate, func() ([]byte, error) { return densityRatePNG(info.Density, whole) })
 	} else {
 		w.write(FileRate, func() ([]byte, error) { return ratePNG(ops, head) })
