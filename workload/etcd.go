@@ -16,8 +16,8 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// ResourceEtcd is a value per key stored in the run's etcd.
-const ResourceEtcd = "etcd"
+// resourceEtcd is a value per key stored in the run's etcd.
+const resourceEtcd = "etcd"
 
 // The etcd resource's keys: the value of key k is at etcdValuePrefix+k and
 // the highest fence seen for k at etcdFencePrefix+k (20 zero-padded
@@ -32,7 +32,7 @@ const (
 const etcdResourceTimeout = 2 * time.Second
 
 func init() {
-	RegisterResource(ResourceEtcd, newEtcdResource)
+	registerResource(resourceEtcd, newEtcdResource)
 }
 
 // etcdResource is the etcd resource: one integer per key, stored in the run's etcd

@@ -12,11 +12,11 @@ import (
 	"github.com/locktorture/locktorture/backends"
 )
 
-// ResourceMySQL is a row per key in the run's MariaDB.
-const ResourceMySQL = "mysql"
+// resourceMySQL is a row per key in the run's MariaDB.
+const resourceMySQL = "mysql"
 
 func init() {
-	RegisterResource(ResourceMySQL, func(ctx context.Context, env ResourceEnv) (Resource, error) {
+	registerResource(resourceMySQL, func(ctx context.Context, env ResourceEnv) (Resource, error) {
 		return newMySQLResource(ctx, env)
 	})
 }

@@ -17,7 +17,7 @@ import (
 const ResourcePostgres = "postgres"
 
 func init() {
-	RegisterResource(ResourcePostgres, func(ctx context.Context, env ResourceEnv) (Resource, error) {
+	registerResource(ResourcePostgres, func(ctx context.Context, env ResourceEnv) (Resource, error) {
 		return newPostgresResource(ctx, env)
 	})
 }

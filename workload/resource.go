@@ -51,16 +51,16 @@ type ResourceEnv struct {
 	Postgres cluster.PostgresOptions
 }
 
-// ResourceFactory builds a resource for a run.
-type ResourceFactory func(ctx context.Context, env ResourceEnv) (Resource, error)
+// resourceFactory builds a resource for a run.
+type resourceFactory func(ctx context.Context, env ResourceEnv) (Resource, error)
 
 var (
 	resMu     sync.Mutex
-	resources = map[string]ResourceFactory{}
+	resources = map[string]resourceFactory{}
 )
 
-// RegisterResource adds a resource kind; it panics on a duplicate name.
-func RegisterResource(name string, f ResourceFactory) {
+// registerResource adds a resource kind; it panics on a duplicate name.
+func registerResource(name string, f resourceFactory) {
 	resMu.Lock()
 	defer resMu.Unlock()
 	if _, dup := resources[name]; dup {
@@ -96,7 +96,7 @@ func NewResource(ctx context.Context, name string, env ResourceEnv) (Resource, e
 }
 
 func init() {
-	RegisterResource(ResourceMemory, func(ctx context.Context, env ResourceEnv) (Resource, error) {
+	registerResource(ResourceMemory, func(ctx context.Context, env ResourceEnv) (Resource, error) {
 		return NewMemory(env.Fencing)
 	})
 }
