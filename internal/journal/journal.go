@@ -210,7 +210,7 @@ func read(path string) (hdr line, pending []int, acts map[int]Action, err error)
 // Replay undoes, last first, every action of the journal at path not yet
 // done, marking each done as it goes; it removes the file when nothing is
 // left. It holds an exclusive lock on the file meanwhile: a journal that
-// another process is replaying is left to it (ErrBusy). It returns what it
+// another process is replaying is left to it (errBusy). It returns what it
 // undid, in words, and the first failures.
 func Replay(ctx context.Context, path string) (undone []string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
@@ -219,7 +219,7 @@ func Replay(ctx context.Context, path string) (undone []string, err error) {
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBusy, path)
+		return nil, fmt.Errorf("%w: %s", errBusy, path)
 	}
 	_, pending, acts, err := read(path)
 	if err != nil {
@@ -259,17 +259,17 @@ func orKind(a Action) string {
 	return a.Kind
 }
 
-// ErrBusy is wrapped when a journal is being replayed by another process.
-var ErrBusy = errors.New("journal: being replayed elsewhere")
+// errBusy is wrapped when a journal is being replayed by another process.
+var errBusy = errors.New("journal: being replayed elsewhere")
 
-// MaxAge is how long a journal whose undos keep failing (its servers are
+// maxAge is how long a journal whose undos keep failing (its servers are
 // gone for good) is tried again: after that ReplayDead drops it, saying so.
-const MaxAge = 24 * time.Hour
+const maxAge = 24 * time.Hour
 
 // ReplayDead replays every journal in dir whose owner alive says is gone
 // (a harness killed before it undid its acts) and returns what it undid
 // and what failed, in words. Journals of live runs, and those another
-// process is replaying, are left alone; one whose undos still fail MaxAge
+// process is replaying, are left alone; one whose undos still fail maxAge
 // after its run began is dropped.
 func ReplayDead(ctx context.Context, dir string, alive func(owner string) bool) (undone []string, errs []error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "run-*.jsonl"))
@@ -280,11 +280,11 @@ func ReplayDead(ctx context.Context, dir string, alive func(owner string) bool) 
 		}
 		u, err := Replay(ctx, p)
 		undone = append(undone, u...)
-		if err != nil && !errors.Is(err, ErrBusy) {
-			if hdr.Time > 0 && time.Since(time.Unix(hdr.Time, 0)) > MaxAge {
+		if err != nil && !errors.Is(err, errBusy) {
+			if hdr.Time > 0 && time.Since(time.Unix(hdr.Time, 0)) > maxAge {
 				_ = os.Remove(p)
 				_ = os.Remove(p + ".guard.log")
-				err = fmt.Errorf("%w (given up: the run began over %s ago)", err, MaxAge)
+				err = fmt.Errorf("%w (given up: the run began over %s ago)", err, maxAge)
 			}
 			errs = append(errs, err)
 		}
@@ -292,12 +292,12 @@ func ReplayDead(ctx context.Context, dir string, alive func(owner string) bool) 
 	return undone, errs
 }
 
-// GuardEnv, set to a journal's path in a process's environment, makes
+// guardEnv, set to a journal's path in a process's environment, makes
 // that process the journal's guard (RunGuardIfAsked).
-const GuardEnv = "LOCKTORTURE_GUARD"
+const guardEnv = "LOCKTORTURE_GUARD"
 
 // StartGuard starts the guard of j: this program again (exe), in a session
-// of its own so that no terminal signal reaches it, with GuardEnv set and
+// of its own so that no terminal signal reaches it, with guardEnv set and
 // a pipe on its stdin whose write end only this process holds. When this
 // process dies, however it dies, the pipe closes and the guard replays the
 // journal — unless the run closed it with nothing left to undo. stop ends
@@ -315,7 +315,7 @@ func StartGuard(j *Journal, exe string) (stop func(), err error) {
 	}
 	defer logf.Close()
 	p, err := os.StartProcess(exe, []string{exe, "guard"}, &os.ProcAttr{
-		Env:   append(os.Environ(), GuardEnv+"="+j.path),
+		Env:   append(os.Environ(), guardEnv+"="+j.path),
 		Files: []*os.File{r, logf, logf},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
@@ -337,13 +337,13 @@ func StartGuard(j *Journal, exe string) (stop func(), err error) {
 	}, nil
 }
 
-// RunGuardIfAsked makes this process a guard when GuardEnv says so: it
+// RunGuardIfAsked makes this process a guard when guardEnv says so: it
 // waits until its stdin ends (the harness is gone or done), then replays
 // the journal if it is still there (the harness died before undoing its
 // acts), and exits. It returns at once in any other process. A program
 // calls it after every kind of undo is registered, before anything else.
 func RunGuardIfAsked() {
-	path := os.Getenv(GuardEnv)
+	path := os.Getenv(guardEnv)
 	if path == "" {
 		return
 	}
