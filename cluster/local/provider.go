@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/locktorture/locktorture/cluster/provider"
 )
@@ -116,14 +119,47 @@ func (Provider) Images() map[string]string { return nil }
 // Close has nothing to remove besides the units.
 func (Provider) Close(context.Context) error { return nil }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+// FreePort finds a free TCP port on 127.0.0.1 for a server to bind later.
+// It picks below the kernel's ephemeral range (ip_local_port_range), where
+// no outgoing connection takes a source port: a port from that range, freed
+// here and bound by the server a few seconds later, can meanwhile become
+// some connection's source port, and ZooKeeper exits when it cannot bind
+// its election port. When the range leaves no room below, the kernel picks.
 func FreePort() (int, error) {
+	if lo := ephemeralLow(); lo > freePortFloor+1000 {
+		for range 100 {
+			p := freePortFloor + rand.IntN(lo-freePortFloor)
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				_ = l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("cluster: free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePortFloor is the lowest port FreePort picks (above the well-known
+// servers' ports).
+const freePortFloor = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (0 when
+// it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
 }
 
 // LookBin finds a program on PATH (or in extra directories), naming the
