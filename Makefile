@@ -8,10 +8,11 @@ STORE   ?= store
 
 all: build
 
-## deps: install what is missing of every server kind's Debian packages (locktorture list
-##   packages: redis-server, redis-sentinel, etcd-server, zookeeper with default-jre-headless,
-##   postgresql, ...), chromium (browser tests) and python3-redis (the Python client adapter)
-##   (scripts/deps.sh)
+## deps: install what is missing of every server kind's Debian packages (`locktorture list
+##   packages`: redis-server and redis-sentinel, valkey-server and valkey-sentinel where the
+##   suite has them, etcd-server and etcd-client, zookeeper with default-jre-headless,
+##   postgresql, pgbouncer, mariadb-server), chromium (browser tests) and python3-redis (the
+##   Python client adapter) (scripts/deps.sh)
 deps:
 	@bash scripts/deps.sh
 

@@ -35,6 +35,7 @@ else
   have redis-server   || missing+=(redis-server)
   have redis-sentinel || missing+=(redis-sentinel)
   have etcd           || missing+=(etcd-server)
+  have etcdctl        || missing+=(etcd-client)
   # ZooKeeper runs as java -cp zookeeper.jar (no init scripts): it needs the
   # package's jars and a JRE.
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -43,6 +44,7 @@ else
     missing+=(postgresql)
   fi
   [ -x /usr/sbin/pgbouncer ] || have pgbouncer || missing+=(pgbouncer)
+  [ -x /usr/sbin/mariadbd ] || have mariadbd || missing+=(mariadb-server)
 fi
 # Headless Chromium opens the HTML reports in the browser tests.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
