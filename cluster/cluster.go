@@ -1,13 +1,20 @@
 // Package cluster starts and controls the real servers a run needs — Redis
-// servers, a Sentinel group (primary, replica, three Sentinels), PostgreSQL,
-// etcd and ZooKeeper — as local processes on 127.0.0.1 with free ports, in
-// containers, or as servers someone else runs (external); and the
-// per-(client, server) links (in-process toxiproxy) that partitions and
-// delays act on. Every server a Cluster starts is stopped by Close, which
-// callers defer; a process-death signal stops the servers even when the
-// harness itself is killed. Each kind of server is one file registering a
-// Kind; local processes and the reaper of what killed harnesses left are
-// in cluster/local, containers in cluster/docker, links in cluster/links.
+// (or Valkey) servers, a Sentinel group (primary, replica, three
+// Sentinels), PostgreSQL and a PgBouncer in front of it, MariaDB, etcd and
+// ZooKeeper — and the per-(client, server) links (in-process toxiproxy)
+// that partitions and delays act on. Where the servers come from is chosen
+// once, by a provider: local processes on 127.0.0.1 with free ports
+// (cluster/local, the default), one container each (cluster/docker), or
+// external: servers someone else runs, named in a servers file
+// (ServersFile), which the cluster adopts instead of starting. Each kind of
+// server is one file registering a Kind (RegisterKind); the provider types
+// and the registry of modes are in cluster/provider, the links in
+// cluster/links. Every server a Cluster starts is stopped by Close, which
+// callers defer. When the harness itself is killed, its local servers die
+// with it (a parent-death signal) and the next run reaps what is left, a
+// later run sweeps its containers (they carry the run's labels), and a
+// guard process replays the run's journal to undo what it did to
+// external servers (faults on controlled containers, the run's keys).
 package cluster
 
 import (
