@@ -130,7 +130,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		infos[b] = info
 	}
 	seeds := max(opt.Seeds, 1)
-	if err := CheckVersions(opt.Versions); err != nil {
+	if err := checkVersions(opt.Versions); err != nil {
 		return nil, nil, err
 	}
 	m = &Matrix{Kind: Kind, Seeds: seeds, Backends: slices.Clone(selected), Command: opt.Command, Versions: slices.Clone(opt.Versions)}
@@ -163,7 +163,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 			}
 			modes := []string{""}
 			if _, ok := base.Expect.Fenced[b]; ok && opt.Fenced {
-				modes = append(modes, FencedMode)
+				modes = append(modes, fencedMode)
 			}
 			n := seeds
 			if slices.Contains(opt.OneSeed, base.Name) {
@@ -192,8 +192,8 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 	return m, cells, nil
 }
 
-// FencedMode is the fencing mode of a comparison's fenced cells.
-const FencedMode = "all"
+// fencedMode is the fencing mode of a comparison's fenced cells.
+const fencedMode = "all"
 
 // pairPlan is the cells of one scenario/backend pair (one per version
 // set and seed), and the version sets (or the pair) skipped, with why.

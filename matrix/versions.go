@@ -91,9 +91,9 @@ func VersionsFromImages(images map[string][]string) ([]Version, error) {
 	return out, nil
 }
 
-// CheckVersions refuses version sets without a name, with a name twice,
+// checkVersions refuses version sets without a name, with a name twice,
 // or with a Redis program other than redis or valkey.
-func CheckVersions(vs []Version) error {
+func checkVersions(vs []Version) error {
 	seen := map[string]bool{}
 	for i, v := range vs {
 		switch {
@@ -203,7 +203,7 @@ func ReadVersions(path string) ([]Version, error) {
 	if len(f.Versions) == 0 {
 		return nil, fmt.Errorf("%w: --versions %s: no version sets (versions: [{name: ..., images: {all: ...}}, ...])", errPlan, path)
 	}
-	if err := CheckVersions(f.Versions); err != nil {
+	if err := checkVersions(f.Versions); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Versions, nil

@@ -71,7 +71,7 @@ type MatrixOptions struct {
 	OneSeed []string
 	// Versions run every cell once per version set (see
 	// matrix.PlanOptions.Versions); a set that cannot run a cell (no
-	// Valkey in its image) skips it, with the reason (Refusal).
+	// Valkey in its image) skips it, with the reason (refusal).
 	Versions []matrix.Version
 	// Compare makes the matrix a backend comparison (locktorture compare):
 	// fenced cells beside the plain ones where a scenario states a fenced
@@ -111,7 +111,7 @@ type MatrixOutcome struct {
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
 	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed,
-		Versions: opt.Versions, Refuse: func(_ matrix.Version, sc *scenarios.Scenario) string { return Refusal(context.Background(), sc) }})
+		Versions: opt.Versions, Refuse: func(_ matrix.Version, sc *scenarios.Scenario) string { return refusal(context.Background(), sc) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}

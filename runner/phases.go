@@ -40,8 +40,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		return nil, err
 	}
 	defer r.cleanup()
-	if why := Refusal(ctx, sc); why != "" {
-		return nil, fmt.Errorf("%w: %s", ErrRefused, why)
+	if why := refusal(ctx, sc); why != "" {
+		return nil, fmt.Errorf("%w: %s", errRefused, why)
 	}
 	swept := sweep(ctx, opt.TempDir)
 	if err := r.openStore(); err != nil {
@@ -381,7 +381,7 @@ func (r *run) heal(ctx context.Context, werr error) error {
 	}
 	if died := r.cl.Died(); len(died) > 0 {
 		_ = r.rec.Close()
-		return fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", ErrServerDied, strings.Join(died, "; "), r.dir)
+		return fmt.Errorf("%w: %s; the run did not test what it meant to (its history is in %s)", errServerDied, strings.Join(died, "; "), r.dir)
 	}
 	if err := workload.FinalReads(ctx, r.sc.KeyNames(), r.res, r.rec); err != nil {
 		_ = r.rec.Close()

@@ -10,16 +10,16 @@ import (
 	"github.com/locktorture/locktorture/scenarios"
 )
 
-// ErrRefused is wrapped (with ErrBadInput) when a run is refused before it
+// errRefused is wrapped (with ErrBadInput) when a run is refused before it
 // starts because its servers cannot do what the scenario asks: Valkey
 // where the host or the image has none.
-var ErrRefused = fmt.Errorf("%w: refused", ErrBadInput)
+var errRefused = fmt.Errorf("%w: refused", ErrBadInput)
 
-// Refusal says in one line why sc cannot run with the servers its mode
+// refusal says in one line why sc cannot run with the servers its mode
 // and images give, or "" when it can: redis_program: valkey needs
 // valkey-server (and valkey-sentinel over Sentinel) where the Redis
 // servers run.
-func Refusal(ctx context.Context, sc *scenarios.Scenario) string {
+func refusal(ctx context.Context, sc *scenarios.Scenario) string {
 	if sc.RedisProgram != cluster.RedisProgramValkey || !runsRedis(sc) {
 		return ""
 	}

@@ -29,9 +29,9 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrInterrupted is wrapped when the run was stopped by a signal.
 	ErrInterrupted = errors.New("interrupted")
-	// ErrServerDied is wrapped when a server exited mid-run with no fault
+	// errServerDied is wrapped when a server exited mid-run with no fault
 	// asking it to (a crash, a SHUTDOWN from outside): a harness failure.
-	ErrServerDied = errors.New("a server died mid-run")
+	errServerDied = errors.New("a server died mid-run")
 	// ErrReport is wrapped when the report could not be drawn: the verdict
 	// and results.json stand, but the harness failed (exit 255).
 	ErrReport = errors.New("report")

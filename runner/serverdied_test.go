@@ -54,7 +54,7 @@ func TestServerDeathIsAHarnessError(t *testing.T) {
 	if killed.Load() == 0 {
 		t.Fatal("found no redis-server to kill")
 	}
-	if !errors.Is(err, ErrServerDied) || !strings.Contains(err.Error(), "redis-0") || !strings.Contains(err.Error(), ".log") {
+	if !errors.Is(err, errServerDied) || !strings.Contains(err.Error(), "redis-0") || !strings.Contains(err.Error(), ".log") {
 		var v string
 		if out != nil {
 			v = out.Results.Valid.String()
@@ -93,7 +93,7 @@ func TestExternalServerDeathIsAHarnessError(t *testing.T) {
 		}
 	}}
 	out, err := Run(context.Background(), sc, opt)
-	if !errors.Is(err, ErrServerDied) || !strings.Contains(err.Error(), "redis-0") || !strings.Contains(err.Error(), r.Addr()) {
+	if !errors.Is(err, errServerDied) || !strings.Contains(err.Error(), "redis-0") || !strings.Contains(err.Error(), r.Addr()) {
 		var v string
 		if out != nil {
 			v = out.Results.Valid.String()
