@@ -62,7 +62,7 @@ type ServersFile struct {
 // UnmarshalYAML takes a mapping from kind (or sentinel) to servers.
 func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: a servers file is a mapping from kind to servers (%s:)", n.Line, strings.Join(fileKeys(), ":, "))
+		return fmt.Errorf("line %d: a servers file is a mapping from kind to servers (%s:)", n.Line, strings.Join(ServersFileKeys(), ":, "))
 	}
 	f.Servers = map[string][]ServerEntry{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -76,7 +76,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 		}
 		k, ok := LookupKind(key.Value)
 		if !ok {
-			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container, username, password, password_env, tls)", key.Line, key.Value, strings.Join(fileKeys(), ", "))
+			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container, username, password, password_env, tls)", key.Line, key.Value, strings.Join(ServersFileKeys(), ", "))
 		}
 		if _, dup := f.Servers[k.Name]; dup {
 			return fmt.Errorf("line %d: %s is named twice", key.Line, k.Name)
@@ -96,8 +96,9 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// fileKeys are the keys a servers file takes: every kind, and sentinel.
-func fileKeys() []string {
+// ServersFileKeys are the keys a servers file takes: every registered
+// kind, and sentinel.
+func ServersFileKeys() []string {
 	keys := append(KindNames(), sentinelKind)
 	sort.Strings(keys)
 	return keys
@@ -281,7 +282,7 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, bad(1, "the file is empty: name at least one server (%s:)", strings.Join(fileKeys(), ":, "))
+			return nil, bad(1, "the file is empty: name at least one server (%s:)", strings.Join(ServersFileKeys(), ":, "))
 		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 		msg = strings.TrimPrefix(strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0]), "yaml: ")
@@ -311,7 +312,7 @@ func ParseServersFile(data []byte, source string) (*ServersFile, error) {
 		named = named || len(es) > 0
 	}
 	if !named {
-		return nil, bad(1, "no servers: name at least one (%s:)", strings.Join(fileKeys(), ":, "))
+		return nil, bad(1, "no servers: name at least one (%s:)", strings.Join(ServersFileKeys(), ":, "))
 	}
 	dir := filepath.Dir(source)
 	check := func(kind string, e *ServerEntry) error {

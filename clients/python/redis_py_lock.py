@@ -11,6 +11,9 @@ environment):
                   TTL/3, as users add one; it sends extend events, and a
                   lost event when an extension fails.
   prefix: "..."   the Redis key prefix of the locks (default "lock:").
+  kind: "..."     (LOCKTORTURE_REDIS_KIND) the kind of server to dial, for
+                  another Redis-compatible kind than redis (exec.servers
+                  names it too); default "redis".
 """
 import json
 import os
@@ -39,12 +42,19 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+def redis_kind(req):
+    """The kind of server this client dials: the option kind, or
+    LOCKTORTURE_REDIS_KIND, or redis."""
+    opts = req.get("options") or {}
+    return str(opts.get("kind") or os.environ.get("LOCKTORTURE_REDIS_KIND") or "redis")
+
+
 def redis_auth(req, i=0):
-    """redis.Redis keyword arguments for the open request's auth.redis
-    (docs/client-protocol.md#credentials): one object for every server, or
-    a list in the order of servers.redis. Empty when the servers ask for
-    nothing."""
-    a = (req.get("auth") or {}).get("redis")
+    """redis.Redis keyword arguments for the open request's auth of the
+    kind dialled (docs/client-protocol.md#credentials): one object for
+    every server, or a list in the order of its servers. Empty when the
+    servers ask for nothing."""
+    a = (req.get("auth") or {}).get(redis_kind(req))
     if isinstance(a, list):
         a = a[i] if i < len(a) else None
     if not a:
@@ -70,7 +80,7 @@ def redis_auth(req, i=0):
             # server (server_name): redis-py cannot check another name than
             # the one it dials, so the name is checked only when they agree;
             # the chain is checked against the CA either way.
-            host = (req.get("servers") or {}).get("redis", [""])[i].rsplit(":", 1)[0]
+            host = (req.get("servers") or {}).get(redis_kind(req), [""])[i].rsplit(":", 1)[0]
             kw["ssl_check_hostname"] = t.get("server_name", host) == host
     return kw
 
@@ -94,9 +104,10 @@ class Adapter:
 
     def open(self, req):
         servers = req.get("servers") or {}
-        addrs = servers.get("redis") or []
+        kind = redis_kind(req)
+        addrs = servers.get(kind) or []
         if not addrs:
-            raise ValueError("no redis server given (exec.servers: [redis])")
+            raise ValueError("no %s server given (exec.servers: [%s])" % (kind, kind))
         host, port = addrs[0].rsplit(":", 1)
         timeout = req.get("timeout_ms", 500) / 1000.0
         self.ttl_ms = int(req.get("ttl_ms", 1000))

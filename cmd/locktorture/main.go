@@ -170,7 +170,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	clientMode := fs.String("client-mode", "", "how clients run: inproc (goroutines of the harness) or process (one process each; a pause freezes it whole)")
 	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
 	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default), docker (a container each) or external (servers someone else runs: --servers-file)")
-	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers (redis, sentinel, postgres, mariadb, etcd, zookeeper)")
+	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers ("+strings.Join(cluster.ServersFileKeys(), ", ")+")")
 	tlsOn := fs.Bool("tls", false, "start the run's own servers with TLS, from a certificate authority made for the run (security: tls)")
 	images := imageFlag(fs)
 	redisProgram := fs.String("redis-program", "", "the server Redis backends run: redis (redis-server, redis-sentinel; the default) or valkey (valkey-server, valkey-sentinel: Debian 13, or --image redis=locktorture-servers:trixie)")
