@@ -55,7 +55,17 @@ type ComposeService struct {
 	// it has (0: 30).
 	Healthcheck []string
 	Retries     int
+	// Profile, when set, puts the service in that docker-compose profile:
+	// it starts only when asked (docker-compose --profile NAME up -d), as
+	// one whose image no registry has must (`docker-compose up -d` would
+	// otherwise fail to pull it where it was not built).
+	Profile string
 }
+
+// composePassword is the password of the standing cluster's PostgreSQL
+// and MariaDB (and of the PgBouncer in front of that PostgreSQL): a test
+// cluster's, written in its files.
+const composePassword = "locktorture"
 
 // composeContainer is the container name of service name.
 func composeContainer(name string) string { return "locktorture-" + name }
@@ -162,6 +172,14 @@ func writeCompose(parts []composePart) string {
 		}
 		fmt.Fprintf(&b, "# %s: %s\n", p.kind.Name, strings.Join(as, ", "))
 	}
+	for _, p := range parts {
+		for _, s := range p.Services {
+			if s.Profile != "" {
+				fmt.Fprintf(&b, "# %s starts only when asked: docker-compose --profile %s up -d (its image is not\n# an official one: build it with make images, or set %s)\n",
+					s.Name, s.Profile, composeImageVar(p.kind.Name))
+			}
+		}
+	}
 	b.WriteString("# Format 2.4: read by Debian's docker-compose 1.29 and by Compose v2.\nversion: \"2.4\"\n\nservices:\n")
 	for i, p := range parts {
 		if i > 0 {
@@ -177,6 +195,9 @@ func writeCompose(parts []composePart) string {
 // writeService writes one service.
 func writeService(b *strings.Builder, s ComposeService) {
 	fmt.Fprintf(b, "  %s:\n    container_name: %s\n    image: %s\n    network_mode: host\n    restart: \"no\"\n", s.Name, composeContainer(s.Name), s.Image)
+	if s.Profile != "" {
+		fmt.Fprintf(b, "    profiles: [%s]\n", composeQuote(s.Profile))
+	}
 	if len(s.Environment) > 0 {
 		keys := make([]string, 0, len(s.Environment))
 		for k := range s.Environment {

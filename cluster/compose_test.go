@@ -11,6 +11,7 @@ import (
 // registered kind that says how it runs there or is one program (this
 // package's test kind included: nothing was written for it), its servers
 // file parses and names each of them, images given replace the defaults,
+// a service whose image is no official one is in a profile of its own,
 // and docker-compose's "$" is escaped.
 func TestComposeServesEveryKind(t *testing.T) {
 	compose, servers, err := ComposeFiles(map[string]string{imageAll: "locktorture-servers:bookworm"})
@@ -38,6 +39,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 		{etcdKind, "etcd-2", 3},
 		{zookeeperKind, "zookeeper", 1},
 		{mariadbKind, "mariadb", 1},
+		{pgbouncerKind, "pgbouncer", 1},
 		{testProgramKind, testProgramKind + "-0", 1},
 	}
 	for _, tt := range tests {
@@ -65,6 +67,9 @@ func TestComposeServesEveryKind(t *testing.T) {
 	}
 	if f.Sentinel == nil || len(f.Sentinel.Addrs) != 3 || len(f.Sentinel.Servers) != 2 {
 		t.Errorf("sentinel group: %+v", f.Sentinel)
+	}
+	if got := doc.Services["pgbouncer"]["profiles"]; len(got.([]any)) != 1 || got.([]any)[0] != pgbouncerKind {
+		t.Errorf("pgbouncer's profiles: %v, want [%s] (no official image has it)", got, pgbouncerKind)
 	}
 	if !strings.Contains(compose, "$$(ls -d /usr/lib/postgresql") {
 		t.Error("a script's $ is not escaped for docker-compose")

@@ -218,7 +218,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			// SCRAM verifier): readable by the server's user, wherever
 			// it runs.
 			Files: []File{
-				{Path: ini, Content: []byte(b.ini(auth, secret)), Mode: 0o644},
+				{Path: ini, Content: []byte(b.ini(auth, pgbouncerAuthType(secret))), Mode: 0o644},
 				{Path: auth, Content: []byte(pgbouncerAuthLine(PostgresUser, secret)), Mode: 0o644},
 			},
 			// PgBouncer refuses to run as root: as root it runs as
@@ -245,17 +245,22 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	return nil, fmt.Errorf("cluster: %w", lastErr)
 }
 
-// ini is the PgBouncer's configuration: the clients' pool and the
-// resource's, both in front of the harness's database, its pool mode,
-// and logging that names no secret.
-func (b *PgBouncer) ini(authFile, secret string) string {
-	authType := "trust"
+// pgbouncerAuthType is the auth_type that checks clients against secret,
+// the role's password as the server stores it ("": the server trusts).
+func pgbouncerAuthType(secret string) string {
 	switch {
 	case strings.HasPrefix(secret, "SCRAM-SHA-256$"):
-		authType = "scram-sha-256"
+		return "scram-sha-256"
 	case strings.HasPrefix(secret, "md5"):
-		authType = "md5"
+		return "md5"
 	}
+	return "trust"
+}
+
+// ini is the PgBouncer's configuration: the clients' pool and the
+// resource's, both in front of the harness's database, its pool mode,
+// authType and its authFile, and logging that names no secret.
+func (b *PgBouncer) ini(authFile, authType string) string {
 	pgHost, pgPort := b.pg.host, b.pg.port
 	if pgHost == "" {
 		pgHost = "127.0.0.1"
@@ -432,6 +437,40 @@ func init() {
 			}
 			return nil
 		},
-		Check: func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Check:   func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Compose: &ComposeSpec{Port: 17070, Services: pgbouncerCompose},
 	})
+}
+
+// pgbouncerCompose is PgBouncer in the standing cluster: one, in session
+// mode (the scenarios' default pool_mode), in front of the standing
+// cluster's PostgreSQL, with the configuration the harness gives its own
+// (the auth file holds the standing cluster's password, as its
+// docker-compose.yml does: SCRAM to clients and to the server alike).
+// PgBouncer refuses to run as root: it runs as the image's postgres user.
+// No official image has PgBouncer: the service is in the profile
+// pgbouncer (docker-compose --profile pgbouncer up -d), so that the rest
+// comes up where locktorture-servers was not built.
+func pgbouncerCompose(port int, image string) ComposeCluster {
+	pgPort := 17030
+	if k, ok := LookupKind(postgresKind); ok && k.Compose != nil && k.Compose.Port != 0 {
+		pgPort = k.Compose.Port
+	}
+	const dir = "/tmp/pgbouncer"
+	b := &PgBouncer{faultable: faultable{program: program{host: "127.0.0.1", port: port}},
+		pg: &Postgres{faultable: faultable{program: program{host: "127.0.0.1", port: pgPort}}}, opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
+	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
+		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(PostgresUser, composePassword) + "EOF\n" +
+		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"
+	p := strconv.Itoa(port)
+	return ComposeCluster{
+		Services: []ComposeService{{Name: pgbouncerKind, Image: image,
+			Entrypoint: []string{"sh", "-c", script},
+			DependsOn:  []string{"postgres"},
+			Profile:    pgbouncerKind,
+			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + composePassword + " psql -h 127.0.0.1 -p " + p + " -U " + PostgresUser +
+				" -d " + pgbouncerClientsDB + " -Atc 'SELECT 1'"}}},
+		Servers: map[string][]ServerEntry{pgbouncerKind: {composeEntry(pgbouncerKind,
+			"postgres://"+PostgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
+	}
 }
