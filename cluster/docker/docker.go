@@ -47,8 +47,8 @@ import (
 
 // The labels every container and network of a run carries.
 const (
-	// LabelRun names the run (a random id per provider).
-	LabelRun = "org.locktorture.run"
+	// labelRun names the run (a random id per provider).
+	labelRun = "org.locktorture.run"
 	// LabelOwner names the owner process: "pid starttime" (local.OwnerID).
 	LabelOwner = "org.locktorture.owner"
 	// LabelHost names the machine the owner runs on (its hostname): only
@@ -62,8 +62,8 @@ const LocalImage = "locktorture-servers:bookworm"
 
 // Sentinel errors of this package.
 var (
-	// ErrNoEngine is wrapped when no Docker engine answers.
-	ErrNoEngine = errors.New("no Docker engine answers")
+	// errNoEngine is wrapped when no Docker engine answers.
+	errNoEngine = errors.New("no Docker engine answers")
 	// ErrImageMissing is wrapped when an image is not on this machine.
 	ErrImageMissing = errors.New("image missing")
 	// ErrNoReaper is wrapped when testcontainers' reaper is asked for
@@ -72,11 +72,11 @@ var (
 )
 
 func init() {
-	provider.Register(provider.Docker, New)
+	provider.Register(provider.Docker, newProvider)
 	cluster.RegisterSweeper(sweepAny)
 }
 
-// sweepAny is Sweep for a run of any mode: when a Docker engine answers
+// sweepAny is sweep for a run of any mode: when a Docker engine answers
 // (within 2s), it removes what killed harnesses of this host left there.
 func sweepAny(ctx context.Context) []string {
 	if os.Getenv("DOCKER_HOST") == "" {
@@ -95,11 +95,11 @@ func sweepAny(ctx context.Context) []string {
 		return nil
 	}
 	host, _ := os.Hostname()
-	return Sweep(ctx, cli, host)
+	return sweep(ctx, cli, host)
 }
 
-// Provider runs servers in containers on a network of its own.
-type Provider struct {
+// containerProvider runs servers in containers on a network of its own.
+type containerProvider struct {
 	cli    *testcontainers.DockerClient
 	run    string
 	labels map[string]string
@@ -120,9 +120,9 @@ type Provider struct {
 	closeErr error
 }
 
-// New connects to the Docker engine, removes what dead harnesses of this
+// newProvider connects to the Docker engine, removes what dead harnesses of this
 // machine left behind, and makes the run's network.
-func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
+func newProvider(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 	if err := cluster.CheckImages(opt.Images); err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 	defer cancel()
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		// Ryuk is a second net where its image is at hand; it is never
-		// pulled (the labels and Sweep are the first net).
+		// pulled (the labels and sweep are the first net).
 		disabled := "true"
 		if ryukAtHand(ctx) {
 			disabled = "false"
@@ -153,7 +153,7 @@ func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 		_, err = cli.Ping(ctx, client.PingOptions{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (%w): start it, or run with servers: local", ErrNoEngine, err)
+		return nil, fmt.Errorf("%w (%w): start it, or run with servers: local", errNoEngine, err)
 	}
 	owner, err := local.OwnerID()
 	if err != nil {
@@ -162,17 +162,17 @@ func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	p := &Provider{
+	p := &containerProvider{
 		cli: cli, run: hex.EncodeToString(b[:]), images: opt.Images, logDir: opt.LogDir,
 		hosts: map[string]netip.Addr{}, checked: map[string]error{}, used: map[string]string{},
 	}
 	// testcontainers' own labels (its session) let Ryuk, when it runs,
 	// reap the network too.
 	p.labels = testcontainers.GenericLabels()
-	for k, v := range map[string]string{LabelRun: p.run, LabelOwner: owner, LabelHost: host} {
+	for k, v := range map[string]string{labelRun: p.run, LabelOwner: owner, LabelHost: host} {
 		p.labels[k] = v
 	}
-	Sweep(ctx, cli.Client, host)
+	sweep(ctx, cli.Client, host)
 	if err := p.makeNetwork(ctx); err != nil {
 		return nil, err
 	}
@@ -180,16 +180,13 @@ func New(ctx context.Context, opt provider.Options) (provider.Provider, error) {
 }
 
 // Mode is "docker".
-func (p *Provider) Mode() string { return provider.Docker }
+func (p *containerProvider) Mode() string { return provider.Docker }
 
 // Run is the run's id, in its containers' and network's names and labels.
-func (p *Provider) Run() string { return p.run }
-
-// Network is the run's network name.
-func (p *Provider) Network() string { return p.netName }
+func (p *containerProvider) Run() string { return p.run }
 
 // Host gives each server name a fixed address on the run's network.
-func (p *Provider) Host(_ context.Context, name string) (string, error) {
+func (p *containerProvider) Host(_ context.Context, name string) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if a, ok := p.hosts[name]; ok {
@@ -205,20 +202,20 @@ func (p *Provider) Host(_ context.Context, name string) (string, error) {
 }
 
 // Port is the kind's usual port: each server has its own address.
-func (p *Provider) Port(usual int) (int, error) { return usual, nil }
+func (p *containerProvider) Port(usual int) (int, error) { return usual, nil }
 
 // Dir is /tmp inside the server's container (every image has one, writable
 // by every user).
-func (p *Provider) Dir(string) (string, error) { return "/tmp", nil }
+func (p *containerProvider) Dir(string) (string, error) { return "/tmp", nil }
 
 // HarnessHost is the network's gateway: this machine, as containers see it.
-func (p *Provider) HarnessHost() string { return p.gateway.String() }
+func (p *containerProvider) HarnessHost() string { return p.gateway.String() }
 
 // Program is the program's name: the image has it on its PATH.
-func (p *Provider) Program(name, _ string, _ ...string) (string, error) { return name, nil }
+func (p *containerProvider) Program(name, _ string, _ ...string) (string, error) { return name, nil }
 
 // Images names the image each kind of server ran from.
-func (p *Provider) Images() map[string]string {
+func (p *containerProvider) Images() map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make(map[string]string, len(p.used))
@@ -229,7 +226,7 @@ func (p *Provider) Images() map[string]string {
 }
 
 // image is the reference for kind, checked to be on this machine.
-func (p *Provider) image(ctx context.Context, kind string) (string, error) {
+func (p *containerProvider) image(ctx context.Context, kind string) (string, error) {
 	def, _ := cluster.LookupKind(kind) // its Image: the official one
 	ref := cluster.ResolveImage(p.images, kind, def.Image)
 	if ref == "" {
@@ -261,7 +258,7 @@ func (p *Provider) image(ctx context.Context, kind string) (string, error) {
 
 // Launch creates the server's container (not started) from its kind's
 // image, with its command line, files, user and fixed address.
-func (p *Provider) Launch(ctx context.Context, s provider.Spec) (provider.Unit, error) {
+func (p *containerProvider) Launch(ctx context.Context, s provider.Spec) (provider.Unit, error) {
 	ref, err := p.image(ctx, s.Kind)
 	if err != nil {
 		return nil, err
@@ -353,7 +350,7 @@ func (p *Provider) Launch(ctx context.Context, s provider.Spec) (provider.Unit, 
 
 // Close removes the run's containers that are left (the cluster stops its
 // units first) and its network.
-func (p *Provider) Close(ctx context.Context) error {
+func (p *containerProvider) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -371,7 +368,7 @@ func (p *Provider) Close(ctx context.Context) error {
 		}
 	}
 	// Whatever else carries the run's label (a create that failed half-way).
-	f := make(client.Filters).Add("label", LabelRun+"="+p.run)
+	f := make(client.Filters).Add("label", labelRun+"="+p.run)
 	if cs, err := p.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {
 		for _, c := range cs.Items {
 			if err := p.remove(ctx, c.ID); err != nil {
@@ -390,7 +387,7 @@ func (p *Provider) Close(ctx context.Context) error {
 }
 
 // remove removes a container, running or not.
-func (p *Provider) remove(ctx context.Context, id string) error {
+func (p *containerProvider) remove(ctx context.Context, id string) error {
 	_, err := p.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("docker: remove container %.12s: %w", id, err)
@@ -400,7 +397,7 @@ func (p *Provider) remove(ctx context.Context, id string) error {
 
 // unit is one server's container.
 type unit struct {
-	p       *Provider
+	p       *containerProvider
 	id      string
 	sandbox string // the container holding its address ("" if none)
 	name    string
@@ -624,7 +621,7 @@ func ryukAtHand(ctx context.Context) bool {
 // sandbox starts a container of image that sleeps holding an address on
 // the run's network (net sets it), and returns its id; an error when the
 // image cannot sleep (nothing is left then).
-func (p *Provider) sandbox(ctx context.Context, image, name string, labels map[string]string, net func(*testcontainers.ContainerRequest)) (string, error) {
+func (p *containerProvider) sandbox(ctx context.Context, image, name string, labels map[string]string, net func(*testcontainers.ContainerRequest)) (string, error) {
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:      image,

@@ -22,7 +22,7 @@ import (
 // that neither another Docker network nor a route of this machine uses,
 // so every server gets a fixed address (kept across a kill and restart)
 // that this machine reaches directly.
-func (p *Provider) makeNetwork(ctx context.Context) error {
+func (p *containerProvider) makeNetwork(ctx context.Context) error {
 	taken := routedPrefixes()
 	if nets, err := p.cli.NetworkList(ctx, client.NetworkListOptions{}); err == nil {
 		for _, n := range nets.Items {
@@ -102,11 +102,11 @@ func routedPrefixes() []netip.Prefix {
 	return out
 }
 
-// Sweep removes the containers and networks that harnesses of this host
+// sweep removes the containers and networks that harnesses of this host
 // (LabelHost) left behind when they died without cleaning up: those whose
 // owner process (LabelOwner) is gone. Best effort; it reports what it
 // removed.
-func Sweep(ctx context.Context, cli *client.Client, host string) (removed []string) {
+func sweep(ctx context.Context, cli *client.Client, host string) (removed []string) {
 	f := make(client.Filters).Add("label", LabelOwner).Add("label", LabelHost+"="+host)
 	dead := func(labels map[string]string) bool { return !local.OwnerAlive(labels[LabelOwner]) }
 	if cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {

@@ -14,14 +14,14 @@ import (
 )
 
 func init() {
-	cluster.RegisterImageProber(cluster.ServersDocker, ImageHasProgram)
+	cluster.RegisterImageProber(cluster.ServersDocker, imageHasProgram)
 }
 
-// ImageHasProgram reports whether the image ref has program on its PATH:
+// imageHasProgram reports whether the image ref has program on its PATH:
 // a throwaway container (labelled as a run's are, so that a sweep removes
 // it should the harness die) runs `command -v PROGRAM`. An image that is
 // not on this machine is an error.
-func ImageHasProgram(ctx context.Context, ref, program string) (bool, error) {
+func imageHasProgram(ctx context.Context, ref, program string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var opts []client.Opt
@@ -40,7 +40,7 @@ func ImageHasProgram(ctx context.Context, ref, program string) (bool, error) {
 	host, _ := os.Hostname()
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{Image: ref, Entrypoint: []string{"/bin/sh", "-c", `command -v "$0"`, program},
-			Labels: map[string]string{LabelRun: "probe", LabelOwner: owner, LabelHost: host}},
+			Labels: map[string]string{labelRun: "probe", LabelOwner: owner, LabelHost: host}},
 		HostConfig: &container.HostConfig{NetworkMode: "none"},
 	})
 	if err != nil {
