@@ -203,7 +203,7 @@ func TestZooKeeperPartitionSuspends(t *testing.T) {
 		if err != nil || l == nil {
 			t.Fatalf("link: %v", err)
 		}
-		h, err := l.Cut(ctx, links.Both)
+		h, err := l.Cut(ctx, links.BothWays)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -551,7 +551,7 @@ func (k *conformance) run() {
 		return // interrupted: the caller says so
 	}
 	k.opt.Progress("a cut link, then healed")
-	heal = k.fault(0, func(l *links.Link) (string, error) { return l.Cut(context.Background(), links.Both) })
+	heal = k.fault(0, func(l *links.Link) (string, error) { return l.Cut(context.Background(), links.BothWays) })
 	k3 := k.key("k3")
 	id3, sent3, r3 := k.acquire(a, k3)
 	if !r3.ok {

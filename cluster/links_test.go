@@ -36,7 +36,7 @@ func TestLinks(t *testing.T) {
 	l, _ := c.Link(links.ClientName(0), r)
 
 	// A cut link is silent: the connection opens, nothing comes back.
-	h, err := l.Cut(ctx, links.Both)
+	h, err := l.Cut(ctx, links.BothWays)
 	if err != nil {
 		t.Fatal(err)
 	}

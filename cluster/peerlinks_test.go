@@ -108,7 +108,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	var handles []string
 	for _, o := range others {
 		for _, l := range append(c.PeerLinks(leader, o), c.PeerLinks(o, leader)...) {
-			h, err := l.Hold(ctx, links.Both)
+			h, err := l.Hold(ctx, links.BothWays)
 			if err != nil {
 				t.Fatal(err)
 			}

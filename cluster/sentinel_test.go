@@ -71,7 +71,7 @@ func TestSentinelFailover(t *testing.T) {
 	}); err != nil {
 		t.Fatal("replication does not work before the cut")
 	}
-	if _, err := g.Replication.Cut(ctx, links.Both); err != nil {
+	if _, err := g.Replication.Cut(ctx, links.BothWays); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "lock", "mine"); err != nil {

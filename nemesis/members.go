@@ -117,7 +117,7 @@ type dirLink struct {
 // to rest; downstream, what side receives from rest. A link from a to b
 // carries the connections a opened: its upstream is what a sends.
 func memberLinks(env *Env, side, rest []cluster.Server, dir links.Direction) ([]dirLink, error) {
-	flip := map[links.Direction]links.Direction{links.Both: links.Both, links.Upstream: links.Downstream, links.Downstream: links.Upstream}
+	flip := map[links.Direction]links.Direction{links.BothWays: links.BothWays, links.Upstream: links.Downstream, links.Downstream: links.Upstream}
 	var out []dirLink
 	for _, a := range side {
 		for _, b := range rest {

@@ -215,7 +215,7 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 	case *nemesis.PartitionParams:
 		p.Topology, _ = v["topology"].(string)
 		p.Direction, _ = v["direction"].(string)
-		if p.Direction == string(links.Both) {
+		if p.Direction == string(links.BothWays) {
 			p.Direction = ""
 		}
 		cut, _ := v["cut"].(map[string]any)

@@ -42,8 +42,8 @@ type Direction string
 
 // The directions of a link.
 const (
-	// Both directions.
-	Both Direction = "both"
+	// BothWays is client to server and back: requests and replies.
+	BothWays Direction = "both"
 	// Upstream is client to server: requests.
 	Upstream Direction = "upstream"
 	// Downstream is server to client: replies (the server acted, the client
@@ -55,7 +55,7 @@ const (
 func ParseDirection(s string) (Direction, error) {
 	switch s {
 	case "", "both":
-		return Both, nil
+		return BothWays, nil
 	case "upstream", "requests":
 		return Upstream, nil
 	case "downstream", "replies":
@@ -152,8 +152,8 @@ func (l *Link) Heal(ctx context.Context, handle string) error {
 	return err
 }
 
-// HealAll removes every fault on the link.
-func (l *Link) HealAll(ctx context.Context) {
+// healAll removes every fault on the link.
+func (l *Link) healAll(ctx context.Context) {
 	l.mu.Lock()
 	hs := make([]string, 0, len(l.faults))
 	for h := range l.faults {
@@ -259,7 +259,7 @@ func (ls *Set) Close() {
 	var wg sync.WaitGroup
 	for _, l := range all {
 		wg.Go(func() {
-			l.HealAll(context.Background())
+			l.healAll(context.Background())
 			l.close()
 		})
 	}
@@ -283,7 +283,7 @@ func (ls *Set) Drop(drop []*Link) {
 	}
 	ls.mu.Unlock()
 	for _, l := range drop {
-		l.HealAll(context.Background())
+		l.healAll(context.Background())
 		l.close()
 	}
 }

@@ -107,7 +107,7 @@ func TestLinkHold(t *testing.T) {
 			if tc.hold {
 				fault = l.Hold
 			}
-			h, err := fault(ctx, Both)
+			h, err := fault(ctx, BothWays)
 			if err != nil {
 				t.Fatal(err)
 			}
