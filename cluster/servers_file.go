@@ -18,12 +18,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/locktorture/locktorture/cluster/provider"
 	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // ServersExternal names servers someone else runs (Options, `--servers
 // external --servers-file FILE`).
-const ServersExternal = "external"
+const ServersExternal = provider.External
 
 // ErrServersFile is wrapped by every problem with a servers file's text:
 // the user's input (exit 254).

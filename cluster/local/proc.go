@@ -25,8 +25,8 @@ import (
 // ErrStart is wrapped when a server does not come up (cluster.ErrStart).
 var ErrStart = errors.New("server did not start")
 
-// Config is how a Proc runs its program.
-type Config struct {
+// procConfig is how a Proc runs its program.
+type procConfig struct {
 	// Name names the server in errors.
 	Name string
 	// Bin and Args are the command line; Dir its working directory.
@@ -46,8 +46,8 @@ type Config struct {
 	Tree bool
 }
 
-// New is a process of c, not started.
-func New(c Config) *Proc {
+// newProc is a process of c, not started.
+func newProc(c procConfig) *Proc {
 	return &Proc{name: c.Name, bin: c.Bin, args: c.Args, dir: c.Dir, logPath: c.LogPath,
 		cred: c.Cred, stopSig: c.StopSig, tree: c.Tree}
 }

@@ -109,7 +109,7 @@ func (l Provider) Launch(_ context.Context, s provider.Spec) (provider.Unit, err
 		// As in a container: $0 is sh, the program is $1.
 		bin, args = "/bin/sh", append([]string{"-c", s.Shell, "sh", s.Program}, s.Args...)
 	}
-	return New(Config{Name: s.Name, Bin: bin, Args: args, Dir: s.Dir, LogPath: s.LogPath,
+	return newProc(procConfig{Name: s.Name, Bin: bin, Args: args, Dir: s.Dir, LogPath: s.LogPath,
 		Cred: as.cred, StopSig: s.StopSignal, Tree: s.Tree}), nil
 }
 
