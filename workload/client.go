@@ -76,6 +76,19 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 			_ = c.Close()
 		}
 	}()
+	// The think time between rounds ends early once stop is closed: a
+	// client thinking then would start no other round, so sleeping the
+	// rest of it out only kept the run from ending. A client in a request
+	// or its critical section finishes it as before.
+	thinkCtx, endThink := context.WithCancel(ctx)
+	defer endThink()
+	go func() {
+		select {
+		case <-stop:
+			endThink()
+		case <-thinkCtx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Clients)
 	// Clients enter in order: each one's first request waits (up to
@@ -98,7 +111,7 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 				}
 			}()
 			l := &loop{p: p, cfg: cfg, c: clients[p], res: res, h: procs.History[p], gate: procs.Gates[p],
-				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1)), entered: entered[p]}
+				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1)), entered: entered[p], thinkCtx: thinkCtx}
 			defer l.enter()
 			if p > 0 {
 				t := time.NewTimer(entryWait)
@@ -133,6 +146,9 @@ type loop struct {
 	// (or its loop ended), letting the next client in.
 	entered   chan struct{}
 	enterOnce sync.Once
+	// thinkCtx is ctx, also ended when the run's stop is closed: the
+	// think time between rounds waits on it (nil: ctx alone).
+	thinkCtx context.Context
 }
 
 // enter lets the next client make its first request.
@@ -201,7 +217,11 @@ func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
 		if err := l.round(ctx, key); err != nil {
 			return err
 		}
-		if err := l.sleep(ctx, l.think()); err != nil {
+		tctx := l.thinkCtx
+		if tctx == nil {
+			tctx = ctx
+		}
+		if err := l.sleep(tctx, l.think()); err != nil {
 			return nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -638,5 +639,45 @@ func TestEntryDoesNotWaitForAPausedClient(t *testing.T) {
 	}
 	if n := len(byProcess(rec.History())[1]); n < 3 {
 		t.Errorf("process 1 recorded %d ops while process 0 was paused", n)
+	}
+}
+
+// TestStopEndsThink checks that closing stop ends a client's think time
+// between rounds at once, rather than the run waiting it out, and that
+// nothing more is recorded for it: each client did its one whole round.
+func TestStopEndsThink(t *testing.T) {
+	const clients = 2
+	rec := history.NewRecorder(nil, history.RecorderOptions{})
+	res, err := workload.NewMemory(workload.FenceNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := newRounds()
+	for p := range clients {
+		rs.target[p] = 1
+	}
+	c := cfg(clients)
+	c.ThinkMin, c.ThinkMax = time.Hour, time.Hour
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- runW(context.Background(), stop, c, mutexBackend(t), res, rec, newGates(clients), rs.observe)
+	}()
+	for range clients {
+		<-rs.reach
+	}
+	close(stop)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute): // the think is an hour: a minute tells the two apart on any machine
+		t.Fatal("Run did not return a minute after stop: it waits out the clients' hour of think time")
+	}
+	for p, ops := range byProcess(rec.History()) {
+		if got := shape(ops); !slices.Equal(got, fullRound) {
+			t.Errorf("process %d recorded %v, want one whole round %v", p, got, fullRound)
+		}
 	}
 }
