@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/secret"
 )
 
@@ -180,7 +184,23 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	init := "CREATE USER IF NOT EXISTS '" + MariaDBUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
 		"GRANT ALL PRIVILEGES ON *.* TO '" + MariaDBUser + "'@'%';\n" +
 		"CREATE DATABASE IF NOT EXISTS " + MariaDBDatabase + ";\n"
+	// On this machine the data directory is a copy of one install kept
+	// between runs (mariadbTemplate): mariadb-install-db takes most of a
+	// start-up, and every install is the same.
+	tmpl, as, err := c.mariadbTemplate(ctx, install, server)
+	if err != nil {
+		return nil, err
+	}
 	err = c.startSpec(ctx, &m.faultable, 3306, func(host string, port int, dir string) (Spec, error) {
+		if tmpl != "" {
+			data := path.Join(dir, "data")
+			if err := os.RemoveAll(data); err != nil {
+				return Spec{}, fmt.Errorf("cluster: mariadb: %w", err)
+			}
+			if err := local.CopyTree(tmpl, data, as); err != nil {
+				return Spec{}, fmt.Errorf("cluster: mariadb: copy the template: %w", err)
+			}
+		}
 		// A socket of its own (the system's may be in use), unless its
 		// path is too long for a socket address: then an abstract one.
 		sock := path.Join(dir, "mariadbd.sock")
@@ -206,6 +226,62 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	}
 	c.AddServer(m)
 	return m, nil
+}
+
+// mariadbTemplate returns, on a provider whose servers run on this
+// machine, a data directory made by mariadb-install-db as
+// mariadbFirstStart makes it (system tables, no test database, root by
+// unix socket only, the same InnoDB settings), kept between runs, and the
+// user a copy of it belongs to; elsewhere (a container) it returns "" and
+// the server's first start installs. The template's key names the
+// programs (path, size and time: a new package makes a new one) and the
+// settings.
+func (c *Cluster) mariadbTemplate(ctx context.Context, install, server string) (string, local.RunAs, error) {
+	m, ok := c.provider().(machine)
+	if !ok {
+		return "", local.RunAs{}, nil
+	}
+	as, err := m.RunAs("mysql", "the server does not run as root", "mysql")
+	if err != nil {
+		return "", local.RunAs{}, err
+	}
+	h := fnv.New32a()
+	for _, p := range []string{install, server} {
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", local.RunAs{}, fmt.Errorf("cluster: mariadb: %w", err)
+		}
+		_, _ = fmt.Fprintf(h, "%s %d %d\n", p, st.Size(), st.ModTime().UnixNano())
+	}
+	_, _ = h.Write([]byte(mariadbInnoDB))
+	key := fmt.Sprintf("mariadb-template-%08x-%s", h.Sum32(), templateFormat)
+	scratch := filepath.Join(c.tmp, "mariadb-template")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return "", local.RunAs{}, fmt.Errorf("cluster: mariadb: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := as.Reach(c.tmp, scratch); err != nil {
+		return "", local.RunAs{}, err
+	}
+	tmpl, err := m.Template(ctx, key, scratch, server, as, func(ctx context.Context, build string) (string, error) {
+		data, tmp := filepath.Join(build, "data"), filepath.Join(build, "tmp")
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return "", fmt.Errorf("cluster: mariadb template: %w", err)
+		}
+		if err := as.Chown(tmp); err != nil {
+			return "", err
+		}
+		args := append([]string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--skip-test-db", "--auth-root-authentication-method=socket"},
+			strings.Fields(mariadbInnoDB)...)
+		if err := local.Run(as.Command(ctx, install, args...), build, "", "mariadb template"); err != nil {
+			return "", err
+		}
+		return data, nil
+	})
+	if err != nil {
+		return "", local.RunAs{}, err
+	}
+	return tmpl, as, nil
 }
 
 // adoptMariaDB is the MariaDB someone else runs at dsn, with p's
