@@ -37,8 +37,9 @@ const (
 const mariadbKind = "mariadb"
 
 // MariaDB is the run's MariaDB server (Debian's mariadb-server), started
-// once per cluster: a data directory of its own made by
-// mariadb-install-db at its first start, mariadbd on the provider's
+// once per cluster: a data directory of its own (on this machine a copy
+// of one mariadb-install-db kept between runs, in a container made by it
+// at its first start), mariadbd on the provider's
 // address (127.0.0.1 and a free port locally) with a socket of its own,
 // run as the `mysql` user when the harness is root, and the run's user
 // with a password made for the run. Backends and the mysql resource share
