@@ -44,6 +44,9 @@ func (s *program) Port() int { return s.port }
 // LogPath is the server's log file.
 func (s *program) LogPath() string { return s.p.LogPath() }
 
+// unit is what runs the server (or stands for one someone else runs).
+func (s *program) unit() Unit { return s.p }
+
 // Stop ends the server for good (a server someone else runs is left as
 // the run found it).
 func (s *program) Stop(ctx context.Context) error { return s.p.Stop(ctx) }

@@ -131,8 +131,8 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if g := c.SentinelGroup(); g != nil {
 		return g, nil
 	}
-	if c.external != nil {
-		return c.externalSentinelGroup()
+	if g, given, err := c.handOutSentinelGroup(); given {
+		return g, err
 	}
 	_, sentinel := RedisPrograms(c.opt.RedisProgram)
 	bin, err := c.provider().Program(sentinel, sentinel)

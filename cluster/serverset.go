@@ -224,8 +224,19 @@ func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Re
 	return r
 }
 
-// externalSentinelGroup hands out the external Sentinel group; its
-// primary and replica are the first two external Redis servers, when named.
+// handOutSentinelGroup is the Sentinel group someone else runs, and
+// whether the cluster is one that hands out servers at all (then an error
+// when it names no group). Its primary and replica are the group's
+// servers, or else the first two external Redis servers, when named.
+func (c *Cluster) handOutSentinelGroup() (*SentinelGroup, bool, error) {
+	if c.external == nil {
+		return nil, false, nil
+	}
+	g, err := c.externalSentinelGroup()
+	return g, true, err
+}
+
+// externalSentinelGroup hands out the external Sentinel group.
 func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 	gs := c.external.g.Sentinel
 	if gs == nil || len(gs.Addrs) == 0 {

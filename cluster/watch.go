@@ -7,33 +7,31 @@ import (
 	"time"
 )
 
-// WatchExternal makes an external cluster (servers someone else runs)
-// notice a server that goes away mid-run, as a cluster that runs its own
-// servers notices one that exits: every interval it dials each server that
-// no fault can act on (no control names it), and a server that refuses two
-// dials in a row is listed in Died. It returns the function that stops
-// watching; on a cluster that starts its own servers it does nothing.
+// WatchExternal makes a cluster notice a server someone else runs that
+// goes away mid-run, as a cluster that runs its own servers notices one
+// that exits: every interval it dials each server that no fault can act
+// on (its unit is uncontrolled: the servers file names no control for
+// it), and a server that refuses two dials in a row is listed in Died.
+// A controlled one is left alone (a kill fault stops it on purpose), and
+// so is every server the cluster starts itself (it notices their exits):
+// on such a cluster it does nothing. It returns the function that stops
+// watching.
 func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
-	if c.external == nil {
-		return func() {}
-	}
 	type target struct{ name, addr string }
 	var ts []target
-	for _, s := range c.Servers() {
-		key := s.Addr()
-		if pg, ok := s.(*Postgres); ok {
-			key = pg.externalDSN
+	servers := c.Servers()
+	if sg := c.SentinelGroup(); sg != nil {
+		for _, s := range sg.Sentinels {
+			servers = append(servers, s)
 		}
-		if c.external.g.Controls[key] == "" {
+	}
+	for _, s := range servers {
+		if uncontrolled(s) {
 			ts = append(ts, target{s.Name(), s.Addr()})
 		}
 	}
-	if sg := c.SentinelGroup(); sg != nil {
-		for _, s := range sg.Sentinels {
-			if c.external.g.Controls[s.Addr()] == "" {
-				ts = append(ts, target{s.Name(), s.Addr()})
-			}
-		}
+	if len(ts) == 0 {
+		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -80,4 +78,17 @@ func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
 		cancel()
 		<-done
 	}
+}
+
+// uncontrolled reports whether s is a server someone else runs that no
+// fault can act on: its unit is the one externalUnit gives a server its
+// servers file names no control for (whatever the key it was named by:
+// an address, or a DSN).
+func uncontrolled(s Server) bool {
+	u, ok := s.(interface{ unit() Unit })
+	if !ok {
+		return false
+	}
+	_, un := u.unit().(uncontrolledUnit)
+	return un
 }

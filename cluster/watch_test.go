@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatchExternalSkipsControlled: the watch of servers someone else
+// runs dials only those no fault can act on. A server a servers file
+// names by DSN with control: docker (MariaDB, PgBouncer, PostgreSQL) is
+// one a kill fault stops on purpose: it must not be reported as gone,
+// while an uncontrolled one that stops answering is.
+func TestWatchExternalSkipsControlled(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String() // nothing listens there once closed
+	l.Close()
+	mariadb := "mariadb://u:p@" + closed + "/db"
+	pgbouncer := "postgres://u:p@" + closed + "/db"
+	postgres := "postgres://u:p@" + closed + "/db?sslmode=disable"
+	c := NewExternal(ServerSet{
+		Servers: map[string][]string{mariadbKind: {mariadb}, pgbouncerKind: {pgbouncer}, postgresKind: {postgres}, redisKind: {closed}},
+		Controls: map[string]string{mariadb: "locktorture-mariadb", pgbouncer: "locktorture-pgbouncer",
+			postgres: "locktorture-postgres"},
+	})
+	defer c.Close()
+	given := func(kind string) program {
+		ps, _, err := c.handOut(kind, kind, func(int) string { return kind })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps[0]
+	}
+	// The controlled ones first: each tick dials them before the Redis.
+	if _, err := c.adoptMariaDB(mariadb, given(mariadbKind)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.adoptPgBouncer(pgbouncer, given(pgbouncerKind), nil, PgBouncerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.adoptPostgres(postgres, given(postgresKind), PostgresOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.externalRedis(RedisOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop := c.WatchExternal(5 * time.Millisecond)
+	for len(c.Died()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	died := c.Died()
+	if len(died) != 1 || !strings.HasPrefix(died[0], "redis-0 ") {
+		t.Fatalf("reported as gone: %q, want only the uncontrolled redis-0", died)
+	}
+}
