@@ -158,14 +158,14 @@ func authFromJournal(args map[string]string) *Auth {
 	return a
 }
 
-// Authed is a server that asks its clients for credentials.
-type Authed interface {
+// authed is a server that asks its clients for credentials.
+type authed interface {
 	Auth() *Auth
 }
 
 // AuthOf is what server s asks its clients to prove (nil: nothing).
 func AuthOf(s Server) *Auth {
-	if a, ok := s.(Authed); ok {
+	if a, ok := s.(authed); ok {
 		return a.Auth()
 	}
 	return nil

@@ -37,7 +37,7 @@ func TestServersFileAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseServersFile([]byte(tc.in), file)
+			f, err := parseServersFile([]byte(tc.in), file)
 			if tc.line == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -57,7 +57,7 @@ func TestServersFileAuth(t *testing.T) {
 			_ = f
 		})
 	}
-	f, err := ParseServersFile([]byte(tests[1].in+"sentinel:\n  master: m\n  addrs: [127.0.0.1:26379]\n  password_env: LT_TEST_SENTINEL_PW\n  master_auth: {username: lt, password_env: LT_TEST_PW}\n"), file)
+	f, err := parseServersFile([]byte(tests[1].in+"sentinel:\n  master: m\n  addrs: [127.0.0.1:26379]\n  password_env: LT_TEST_SENTINEL_PW\n  master_auth: {username: lt, password_env: LT_TEST_PW}\n"), file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,8 @@ var (
 	ErrMissingBinary = local.ErrMissingBinary
 	// ErrStart is wrapped when a server does not come up.
 	ErrStart = local.ErrStart
-	// ErrClosed is returned when starting a server on a closed cluster.
-	ErrClosed = errors.New("cluster is closed")
+	// errClosed is returned when starting a server on a closed cluster.
+	errClosed = errors.New("cluster is closed")
 )
 
 // Options configure a Cluster.
@@ -254,9 +254,9 @@ func (c *Cluster) Redis() []*Redis {
 	return append([]*Redis(nil), c.redis...)
 }
 
-// AddServer lists s among the cluster's servers (StartRedis and the other
+// addServer lists s among the cluster's servers (StartRedis and the other
 // starters call it), making it a target for server faults.
-func (c *Cluster) AddServer(s Server) {
+func (c *Cluster) addServer(s Server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.servers = append(c.servers, s)
@@ -316,7 +316,7 @@ func (c *Cluster) track(u Unit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return ErrClosed
+		return errClosed
 	}
 	u.OnDeath(c.serverDied)
 	c.units = append(c.units, u)

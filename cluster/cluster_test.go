@@ -72,7 +72,7 @@ func TestRedisLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := c.StartRedis(ctx, RedisOptions{}); !errors.Is(err, ErrClosed) {
+	if _, err := c.StartRedis(ctx, RedisOptions{}); !errors.Is(err, errClosed) {
 		t.Errorf("start on a closed cluster: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(compose), &doc); err != nil {
 		t.Fatalf("docker-compose.yml does not parse: %v\n%s", err, compose)
 	}
-	f, err := ParseServersFile([]byte(servers), "compose.servers.yaml")
+	f, err := parseServersFile([]byte(servers), "compose.servers.yaml")
 	if err != nil {
 		t.Fatalf("compose.servers.yaml does not parse: %v\n%s", err, servers)
 	}

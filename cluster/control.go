@@ -13,9 +13,9 @@ import (
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
-// ErrNoControl is returned by a fault on a server someone else runs that
+// errNoControl is returned by a fault on a server someone else runs that
 // the servers file gives no control for.
-var ErrNoControl = errors.New("the servers file gives no control for this server")
+var errNoControl = errors.New("the servers file gives no control for this server")
 
 // controlledUnit is a server someone else runs in a container the servers
 // file names (control: docker): server faults reach it through the docker
@@ -144,22 +144,22 @@ func (u *controlledUnit) LogPath() string { return "" }
 func (u *controlledUnit) OnDeath(func(name, logPath string)) {}
 
 // uncontrolledUnit is a server someone else runs with no control: every
-// fault on it fails with ErrNoControl (runs refuse such faults before
+// fault on it fails with errNoControl (runs refuse such faults before
 // they start; this is the second net).
 type uncontrolledUnit struct{ name string }
 
-func (u uncontrolledUnit) err() error { return fmt.Errorf("cluster: %s: %w", u.name, ErrNoControl) }
+func (u uncontrolledUnit) err() error { return fmt.Errorf("cluster: %s: %w", u.name, errNoControl) }
 
-// Start fails: see ErrNoControl.
+// Start fails: see errNoControl.
 func (u uncontrolledUnit) Start(context.Context) error { return u.err() }
 
-// Pause fails: see ErrNoControl.
+// Pause fails: see errNoControl.
 func (u uncontrolledUnit) Pause(context.Context) error { return u.err() }
 
-// Resume fails: see ErrNoControl.
+// Resume fails: see errNoControl.
 func (u uncontrolledUnit) Resume(context.Context) error { return u.err() }
 
-// Kill fails: see ErrNoControl.
+// Kill fails: see errNoControl.
 func (u uncontrolledUnit) Kill(context.Context) error { return u.err() }
 
 // Stop does nothing: the server is not the run's.

@@ -113,7 +113,7 @@ func TestEtcdSingle(t *testing.T) {
 			t.Errorf("log %s: %v", logPath, err)
 		}
 	}
-	if _, err := c.Etcd(ctx, EtcdOptions{}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Etcd(ctx, EtcdOptions{}); !errors.Is(err, errClosed) {
 		t.Errorf("etcd on a closed cluster: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ func NewNamespace() string {
 // with the controls the file names.
 func (f *ServersFile) Prepare(ctx context.Context, namespace string, kinds []string) (ServerSet, error) {
 	g := f.ServerSet()
-	g.Controls = f.Controls()
+	g.Controls = f.controls()
 	g.KeyMatch = "*" + namespace + ":k*"
 	for _, kind := range kinds {
 		k, ok := LookupKind(kind)

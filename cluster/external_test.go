@@ -41,7 +41,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	t.Setenv("LT_TEST_ETCD_PW", e.Members()[0].Auth().Password)
 	t.Setenv("LT_TEST_ETCD_WRONG", "guess")
 	etcdFile := "redis: [%s]\netcd: [{addr: %s, username: root, password_env: %s}]\npostgres: %s\n"
-	wrong, err := ParseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_WRONG", pg.DSN()), "s.yaml")
+	wrong, err := parseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_WRONG", pg.DSN()), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	if want := "etcd " + e.Endpoints()[0] + ": refused: "; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a wrong etcd password: %v, want one line with %q", err, want)
 	}
-	f, err := ParseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_PW", pg.DSN()), "s.yaml")
+	f, err := parseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_PW", pg.DSN()), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestExternalCleanupZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := z.Members()[0].Addr()
-	f, err := ParseServersFile([]byte("zookeeper: ["+addr+"]\n"), "s.yaml")
+	f, err := parseServersFile([]byte("zookeeper: ["+addr+"]\n"), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

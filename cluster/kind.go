@@ -200,7 +200,7 @@ func startOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, e
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return none, ErrClosed
+		return none, errClosed
 	}
 	for _, s := range c.Servers() {
 		if t, ok := s.(T); ok && kindOf(s) == kind {

@@ -68,7 +68,7 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err := CheckImages(map[string]string{testProgramKind: "redis:7.4"}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseServersFile([]byte(testProgramKind+": ["+s.Addr()+"]\n"), "s.yaml")
+	f, err := parseServersFile([]byte(testProgramKind+": ["+s.Addr()+"]\n"), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func (c *Cluster) Link(from string, s Server) (*links.Link, error) {
 	}
 	l, err := ls.Get(from+"->"+s.Name(), from, s, s.Addr())
 	if errors.Is(err, links.ErrClosed) {
-		err = fmt.Errorf("%w: %w", ErrClosed, err)
+		err = fmt.Errorf("%w: %w", errClosed, err)
 	}
 	return l, err
 }

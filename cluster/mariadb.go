@@ -24,13 +24,13 @@ import (
 
 // The user and database every MariaDB the harness starts has.
 const (
-	// MariaDBUser is the run's user: it may do anything on the server, and
+	// mariadbUser is the run's user: it may do anything on the server, and
 	// logs in with the run's own password only.
-	MariaDBUser = "locktorture"
-	// MariaDBDatabase is the database backends and resources use on a
+	mariadbUser = "locktorture"
+	// mariadbDatabase is the database backends and resources use on a
 	// server the harness starts (on someone else's, a database of the
 	// run's own: MariaDBDatabaseOf).
-	MariaDBDatabase = "locktorture"
+	mariadbDatabase = "locktorture"
 )
 
 // mariadbKind is the MariaDB kind's name.
@@ -178,13 +178,13 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{dsn: mariadbDSN{user: MariaDBUser, password: newPassword(), database: MariaDBDatabase}, setups: map[string]bool{}}
+	m := &MariaDB{dsn: mariadbDSN{user: mariadbUser, password: newPassword(), database: mariadbDatabase}, setups: map[string]bool{}}
 	secret.Register(m.dsn.password)
 	m.kind, m.name = mariadbKind, "mariadb"
 	m.ready = m.ping
-	init := "CREATE USER IF NOT EXISTS '" + MariaDBUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
-		"GRANT ALL PRIVILEGES ON *.* TO '" + MariaDBUser + "'@'%';\n" +
-		"CREATE DATABASE IF NOT EXISTS " + MariaDBDatabase + ";\n"
+	init := "CREATE USER IF NOT EXISTS '" + mariadbUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
+		"GRANT ALL PRIVILEGES ON *.* TO '" + mariadbUser + "'@'%';\n" +
+		"CREATE DATABASE IF NOT EXISTS " + mariadbDatabase + ";\n"
 	// On this machine the data directory is a copy of one install kept
 	// between runs (mariadbTemplate): mariadb-install-db takes most of a
 	// start-up, and every install is the same.
@@ -225,7 +225,7 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.AddServer(m)
+	c.addServer(m)
 	return m, nil
 }
 
@@ -296,15 +296,15 @@ func (c *Cluster) adoptMariaDB(dsn string, p program) (*MariaDB, error) {
 	m := &MariaDB{dsn: d, setups: map[string]bool{}}
 	m.kind, m.name, m.external, m.p = mariadbKind, p.name, addr, p.p
 	m.ready = m.ping
-	c.AddServer(m)
+	c.addServer(m)
 	return m, nil
 }
 
 // Auth is what the servers file adds to the server's DSN (nil: nothing).
 func (m *MariaDB) Auth() *Auth { return m.dsn.auth }
 
-// Database is the database the run's tables live in.
-func (m *MariaDB) Database() string { return m.dsn.database }
+// database is the database the run's tables live in.
+func (m *MariaDB) database() string { return m.dsn.database }
 
 // Config is the driver's configuration of a session to the server at addr
 // (a client's own link to it; the server's own address for the harness).
@@ -531,7 +531,7 @@ func init() {
 			m := &MariaDB{dsn: d}
 			m.external = addr
 			if err := m.exec(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
-				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", ErrServerCheck, redactDSN(dsn), db, err)
+				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", errServerCheck, redactDSN(dsn), db, err)
 			}
 			d.database = db
 			return d.url(addr), nil

@@ -153,7 +153,7 @@ func TestMariaDB(t *testing.T) {
 
 	t.Run("servers file", func(t *testing.T) {
 		dsn := m.ClientAddress(m.Addr(), -1)
-		f, err := ParseServersFile([]byte("mariadb: "+dsn+"\n"), "s.yaml")
+		f, err := parseServersFile([]byte("mariadb: "+dsn+"\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +168,8 @@ func TestMariaDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ext.Database() != MariaDBDatabaseOf("ltmaria") || ext.Addr() != m.Addr() {
-			t.Fatalf("external: database %s at %s", ext.Database(), ext.Addr())
+		if ext.database() != MariaDBDatabaseOf("ltmaria") || ext.Addr() != m.Addr() {
+			t.Fatalf("external: database %s at %s", ext.database(), ext.Addr())
 		}
 		if err := ext.Setup(ctx, "x", "CREATE TABLE x (k INT)"); err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func TestMariaDB(t *testing.T) {
 		}
 		// The servers file's username and password_env replace the DSN's.
 		t.Setenv("LT_TEST_MARIADB_PW", m.dsn.password)
-		f, err = ParseServersFile([]byte("mariadb: {dsn: \"mariadb://nobody:wrong@"+m.Addr()+"/\", username: "+MariaDBUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		f, err = parseServersFile([]byte("mariadb: {dsn: \"mariadb://nobody:wrong@"+m.Addr()+"/\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,14 +190,14 @@ func TestMariaDB(t *testing.T) {
 			t.Fatalf("with the file's credentials: %v", err)
 		}
 		t.Setenv("LT_TEST_MARIADB_PW", "wrong-password")
-		f, err = ParseServersFile([]byte("mariadb: {dsn: \"mariadb://"+m.Addr()+"\", username: "+MariaDBUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		f, err = parseServersFile([]byte("mariadb: {dsn: \"mariadb://"+m.Addr()+"\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Check(ctx, []string{mariadbKind}, false); err == nil || strings.Contains(err.Error(), "wrong-password") {
 			t.Fatalf("a wrong password: %v", err)
 		}
-		if _, err := ParseServersFile([]byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {
+		if _, err := parseServersFile([]byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {
 			t.Fatal("a mariadb server named by host:port was taken for a DSN")
 		}
 	})

@@ -79,8 +79,8 @@ const pgbouncerKind = "pgbouncer"
 // resource's own pool, so that the resource's connections never take a
 // server connection from the clients' pool.
 const (
-	pgbouncerClientsDB  = PostgresDatabase
-	pgbouncerResourceDB = PostgresDatabase + "_resource"
+	pgbouncerClientsDB  = postgresDatabase
+	pgbouncerResourceDB = postgresDatabase + "_resource"
 	// pgbouncerResourcePool is the resource's pool size (its pgxpool's).
 	pgbouncerResourcePool = 16
 )
@@ -150,7 +150,7 @@ func (c *Cluster) PostgresClientDSN(pg *Postgres, p int) string {
 	if b := c.frontOf(pg); b != nil {
 		return b.ClientAddress(c.ClientAddr(p, b), p)
 	}
-	return pg.ClientDSN(c.ClientAddr(p, pg), PostgresApplication(p))
+	return pg.clientDSN(c.ClientAddr(p, pg), PostgresApplication(p))
 }
 
 // PostgresResourceDSN is the DSN the postgres resource dials (no link,
@@ -164,7 +164,7 @@ func (c *Cluster) PostgresResourceDSN(pg *Postgres) string {
 	if b := c.frontOf(pg); b != nil && b.externalDSN == "" {
 		return b.dsn(b.Addr(), pgbouncerResourceDB, app)
 	}
-	return pg.ClientDSN(pg.Addr(), app)
+	return pg.clientDSN(pg.Addr(), app)
 }
 
 func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
@@ -219,7 +219,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			// it runs.
 			Files: []File{
 				{Path: ini, Content: []byte(b.ini(auth, pgbouncerAuthType(secret))), Mode: 0o644},
-				{Path: auth, Content: []byte(pgbouncerAuthLine(PostgresUser, secret)), Mode: 0o644},
+				{Path: auth, Content: []byte(pgbouncerAuthLine(postgresUser, secret)), Mode: 0o644},
 			},
 			// PgBouncer refuses to run as root: as root it runs as
 			// PostgreSQL's user, whose directory is then its own.
@@ -234,7 +234,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			return nil, err
 		}
 		if lastErr = waitUnit(ctx, name, b.p, b.ping); lastErr == nil {
-			c.AddServer(b)
+			c.addServer(b)
 			return b, nil
 		}
 		_ = b.p.Kill(ctx)
@@ -267,8 +267,8 @@ func (b *PgBouncer) ini(authFile, authType string) string {
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "[databases]\n")
-	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, PostgresDatabase, b.opt.Pool())
-	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerResourceDB, pgHost, pgPort, PostgresDatabase, pgbouncerResourcePool)
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, postgresDatabase, b.opt.Pool())
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerResourceDB, pgHost, pgPort, postgresDatabase, pgbouncerResourcePool)
 	fmt.Fprintf(&s, "\n[pgbouncer]\n")
 	for _, kv := range [][2]string{
 		{"listen_addr", b.host},
@@ -276,7 +276,7 @@ func (b *PgBouncer) ini(authFile, authType string) string {
 		{"unix_socket_dir", ""},
 		{"auth_type", authType},
 		{"auth_file", authFile},
-		{"admin_users", PostgresUser},
+		{"admin_users", postgresUser},
 		{"pool_mode", b.opt.PoolMode},
 		{"default_pool_size", strconv.Itoa(b.opt.Pool())},
 		{"min_pool_size", "0"},
@@ -312,7 +312,7 @@ func (pg *Postgres) roleSecret(ctx context.Context) (string, error) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var secret *string
-	if err := conn.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", PostgresUser).Scan(&secret); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", postgresUser).Scan(&secret); err != nil {
 		return "", fmt.Errorf("cluster: pgbouncer: read the role's verifier: %w", err)
 	}
 	if secret == nil {
@@ -335,7 +335,7 @@ func (b *PgBouncer) dsn(addr, db, application string) string {
 		}
 		u.Host = addr
 	} else {
-		u, _ = url.Parse(b.pg.ClientDSN(addr, application))
+		u, _ = url.Parse(b.pg.clientDSN(addr, application))
 		u.Path = "/" + db
 	}
 	q := u.Query()
@@ -403,7 +403,7 @@ func (c *Cluster) adoptPgBouncer(dsn string, p program, pg *Postgres, opt PgBoun
 	}
 	b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: p.name, p: p.p, external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
 	b.ready = b.ping
-	c.AddServer(b)
+	c.addServer(b)
 	return b, nil
 }
 
@@ -460,7 +460,7 @@ func pgbouncerCompose(port int, image string) ComposeCluster {
 	b := &PgBouncer{faultable: faultable{program: program{host: "127.0.0.1", port: port}},
 		pg: &Postgres{faultable: faultable{program: program{host: "127.0.0.1", port: pgPort}}}, opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
 	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
-		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(PostgresUser, composePassword) + "EOF\n" +
+		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, composePassword) + "EOF\n" +
 		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"
 	p := strconv.Itoa(port)
 	return ComposeCluster{
@@ -468,9 +468,9 @@ func pgbouncerCompose(port int, image string) ComposeCluster {
 			Entrypoint: []string{"sh", "-c", script},
 			DependsOn:  []string{"postgres"},
 			Profile:    pgbouncerKind,
-			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + composePassword + " psql -h 127.0.0.1 -p " + p + " -U " + PostgresUser +
+			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + composePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
 				" -d " + pgbouncerClientsDB + " -Atc 'SELECT 1'"}}},
 		Servers: map[string][]ServerEntry{pgbouncerKind: {composeEntry(pgbouncerKind,
-			"postgres://"+PostgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
+			"postgres://"+postgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
 	}
 }

@@ -28,10 +28,10 @@ import (
 // The role and database every PostgreSQL the harness starts has. The role
 // is the cluster's superuser; connections from 127.0.0.1 need no password.
 const (
-	// PostgresUser is the superuser role initdb creates.
-	PostgresUser = "locktorture"
-	// PostgresDatabase is the database backends and resources use.
-	PostgresDatabase = "locktorture"
+	// postgresUser is the superuser role initdb creates.
+	postgresUser = "locktorture"
+	// postgresDatabase is the database backends and resources use.
+	postgresDatabase = "locktorture"
 )
 
 // templateFormat changes whenever what the cached template holds changes,
@@ -141,7 +141,7 @@ type Postgres struct {
 	faultable
 	// externalDSN is the connection string of a server someone else runs.
 	externalDSN string
-	// password is the run's own password for PostgresUser over TCP (set
+	// password is the run's own password for postgresUser over TCP (set
 	// at start, random per run): no one else on the machine can log in.
 	password string
 	// tlsCA, with TLS (Options.TLS), is the run's CA file: clients dial
@@ -165,7 +165,7 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	if pg := c.pg.pg; pg != nil {
 		if !opt.isZero() && !reflect.DeepEqual(opt, pg.opt) {
@@ -197,7 +197,7 @@ func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Po
 	}
 	pg := newPostgres(program{name: p.name, p: p.p, external: u.Host}, opt, "")
 	pg.externalDSN = dsn
-	c.AddServer(pg)
+	c.addServer(pg)
 	return pg, nil
 }
 
@@ -324,7 +324,7 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m machine, opt Postgres
 			ready = func(ctx context.Context) error { return pg.setPassword(ctx, sockSetting) }
 		}
 		if lastErr = waitUnit(ctx, name, pg.p, ready); lastErr == nil {
-			c.AddServer(pg)
+			c.addServer(pg)
 			return pg, nil
 		}
 		_ = pg.p.Kill(ctx)
@@ -337,15 +337,15 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m machine, opt Postgres
 
 // DSN is the connection string for the harness's database, dialling the
 // server directly.
-func (pg *Postgres) DSN() string { return pg.ClientDSN(pg.Addr(), "locktorture") }
+func (pg *Postgres) DSN() string { return pg.clientDSN(pg.Addr(), "locktorture") }
 
-// ClientDSN is the connection string a client dials at addr (its own link
+// clientDSN is the connection string a client dials at addr (its own link
 // to the server) under application name: the server's own DSN (an external
 // one keeps its user, password, database and settings) with the host
 // replaced.
-func (pg *Postgres) ClientDSN(addr, application string) string {
+func (pg *Postgres) clientDSN(addr, application string) string {
 	if pg.externalDSN == "" {
-		dsn := PostgresDSN(addr, application)
+		dsn := postgresDSN(addr, application)
 		if pg.password == "" && pg.tlsCA == "" {
 			return dsn
 		}
@@ -354,7 +354,7 @@ func (pg *Postgres) ClientDSN(addr, application string) string {
 			return dsn
 		}
 		if pg.password != "" {
-			u.User = url.UserPassword(PostgresUser, pg.password)
+			u.User = url.UserPassword(postgresUser, pg.password)
 		}
 		if pg.tlsCA != "" {
 			// The server's certificate names 127.0.0.1, which every link
@@ -368,7 +368,7 @@ func (pg *Postgres) ClientDSN(addr, application string) string {
 	}
 	u, err := url.Parse(pg.externalDSN)
 	if err != nil {
-		return PostgresDSN(addr, application)
+		return postgresDSN(addr, application)
 	}
 	u.Host = addr
 	q := u.Query()
@@ -379,11 +379,11 @@ func (pg *Postgres) ClientDSN(addr, application string) string {
 	return u.String()
 }
 
-// PostgresDSN is the connection string for the harness's database at addr
+// postgresDSN is the connection string for the harness's database at addr
 // (host:port, e.g. Cluster.ClientAddr's answer), naming the connection
 // application in pg_stat_activity and the server log.
-func PostgresDSN(addr, application string) string {
-	u := url.URL{Scheme: "postgres", User: url.User(PostgresUser), Host: addr, Path: "/" + PostgresDatabase}
+func postgresDSN(addr, application string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(postgresUser), Host: addr, Path: "/" + postgresDatabase}
 	q := url.Values{}
 	q.Set("sslmode", "disable")
 	if application != "" {
@@ -397,9 +397,6 @@ func PostgresDSN(addr, application string) string {
 // sessions carry, so a fault can find them in pg_stat_activity
 // ("locktorture-p0").
 func PostgresApplication(p int) string { return "locktorture-" + links.ClientName(p) }
-
-// DataDir is the server's data directory.
-func (pg *Postgres) DataDir() string { return pg.dataDir }
 
 // Options are the settings the server runs with.
 func (pg *Postgres) Options() PostgresOptions { return pg.opt }
@@ -448,20 +445,20 @@ func (pg *Postgres) Setup(ctx context.Context, name string, stmts ...string) err
 }
 
 // ping connects and runs a trivial query.
-// setPassword gives PostgresUser a fresh random password through the
+// setPassword gives postgresUser a fresh random password through the
 // server's unix socket in sockDir (which trusts), then checks that it
 // logs in over TCP.
 func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", sockDir, pg.port, PostgresUser, PostgresDatabase)
+	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", sockDir, pg.port, postgresUser, postgresDatabase)
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	pw := newPassword()
-	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{PostgresUser}.Sanitize()+" PASSWORD '"+pw+"'"); err != nil {
+	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{postgresUser}.Sanitize()+" PASSWORD '"+pw+"'"); err != nil {
 		return fmt.Errorf("set the run's password: %w", err)
 	}
 	pg.password = pw
@@ -562,20 +559,20 @@ func postgresTemplate(ctx context.Context, m machine, bins pgBins, as local.RunA
 	return m.Template(ctx, key, scratch, bins.postgres+" "+bins.version, as, func(ctx context.Context, build string) (string, error) {
 		data := filepath.Join(build, "data")
 		const what = "postgres template"
-		if err := local.Run(as.Command(ctx, bins.initdb, "-D", data, "-U", PostgresUser, "--auth=trust",
+		if err := local.Run(as.Command(ctx, bins.initdb, "-D", data, "-U", postgresUser, "--auth=trust",
 			"--encoding=UTF8", "--locale=C", "--no-sync", "--wal-segsize=1", "--no-instructions"), build, "", what); err != nil {
 			return "", err
 		}
 		// The database is made once, here, in single-user mode (no server,
 		// no port), rather than in every run.
 		if err := local.Run(as.Command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", "postgres"), build,
-			"CREATE DATABASE "+PostgresDatabase+";\n", what); err != nil {
+			"CREATE DATABASE "+postgresDatabase+";\n", what); err != nil {
 			return "", err
 		}
 		// Every run copies the template, so it holds only what a run uses:
 		// the harness's database and template1. The postgres database and
 		// template0 (a quarter of the files each) are dropped.
-		if err := local.Run(as.Command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", PostgresDatabase), build,
+		if err := local.Run(as.Command(ctx, bins.postgres, "--single", "-D", data, "-F", "-c", "exit_on_error=on", postgresDatabase), build,
 			"DROP DATABASE postgres;\nALTER DATABASE template0 IS_TEMPLATE false;\nDROP DATABASE template0;\n", what); err != nil {
 			return "", err
 		}
@@ -593,9 +590,9 @@ func postgresTemplate(ctx context.Context, m machine, bins pgBins, as local.RunA
 const postgresFirstStart = `set -e
 D="$1"; shift
 if [ ! -s "$D/PG_VERSION" ]; then
-  initdb -D "$D" -U ` + PostgresUser + ` --auth-local=trust --auth-host=scram-sha-256 --pwfile="$D.pw" --encoding=UTF8 --locale=C --no-sync --wal-segsize=1 >"$D.initdb.log" 2>&1 || { cat "$D.initdb.log"; exit 1; }
+  initdb -D "$D" -U ` + postgresUser + ` --auth-local=trust --auth-host=scram-sha-256 --pwfile="$D.pw" --encoding=UTF8 --locale=C --no-sync --wal-segsize=1 >"$D.initdb.log" 2>&1 || { cat "$D.initdb.log"; exit 1; }
   echo "host all all 0.0.0.0/0 scram-sha-256" >>"$D/pg_hba.conf"
-  echo "CREATE DATABASE ` + PostgresDatabase + `;" | postgres --single -D "$D" -F -c exit_on_error=on postgres >/dev/null
+  echo "CREATE DATABASE ` + postgresDatabase + `;" | postgres --single -D "$D" -F -c exit_on_error=on postgres >/dev/null
 fi
 exec postgres -D "$D" "$@"
 `
@@ -651,7 +648,7 @@ func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOption
 	if err := waitUnitFor(ctx, name, pg.p, pg.ping, time.Minute); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c.AddServer(pg)
+	c.addServer(pg)
 	return pg, nil
 }
 
@@ -672,7 +669,7 @@ func PostgresSchema(namespace string) string { return "locktorture_" + namespace
 func withSearchPath(dsn, schema string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "", fmt.Errorf("%w: postgres: %w", ErrServersFile, err)
+		return "", fmt.Errorf("%w: postgres: %w", errServersFile, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
@@ -717,7 +714,7 @@ func init() {
 			dsn := e.Addr
 			schema := PostgresSchema(namespace)
 			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", ErrServerCheck, redactDSN(dsn), schema, err)
+				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", errServerCheck, redactDSN(dsn), schema, err)
 			}
 			return withSearchPath(dsn, schema)
 		},
@@ -751,9 +748,9 @@ func (pg *Postgres) Version(ctx context.Context) (string, error) {
 // (the harness's own for p < 0).
 func (pg *Postgres) ClientAddress(addr string, p int) string {
 	if p < 0 {
-		return pg.ClientDSN(addr, "locktorture")
+		return pg.clientDSN(addr, "locktorture")
 	}
-	return pg.ClientDSN(addr, PostgresApplication(p))
+	return pg.clientDSN(addr, PostgresApplication(p))
 }
 
 // postgresCompose is PostgreSQL in the standing cluster: one server, its

@@ -31,8 +31,8 @@ func TestPostgresNeedsTheRunsPassword(t *testing.T) {
 		t.Fatalf("the run's DSN carries no password: %s", pg.DSN())
 	}
 	for _, dsn := range []string{
-		PostgresDSN(pg.Addr(), "intruder"), // no password
-		fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", PostgresUser, "locktorture", pg.Addr(), PostgresDatabase),
+		postgresDSN(pg.Addr(), "intruder"), // no password
+		fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", postgresUser, "locktorture", pg.Addr(), postgresDatabase),
 		fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", pg.Addr()),
 	} {
 		conn, err := pgx.Connect(ctx, dsn)

@@ -181,7 +181,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, errClosed) {
 		t.Errorf("Postgres on a closed cluster: %v", err)
 	}
 }

@@ -145,7 +145,7 @@ func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program,
 	if err != nil {
 		return nil, err
 	}
-	c.AddServer(s)
+	c.addServer(s)
 	return s, nil
 }
 
@@ -286,12 +286,12 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 		v, members, err := attempt()
 		if err == nil {
 			for _, m := range members {
-				c.AddServer(m)
+				c.addServer(m)
 			}
 			return v, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		if ctx.Err() != nil || errors.Is(err, errClosed) {
 			break
 		}
 	}
@@ -315,7 +315,7 @@ func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T,
 	}
 	v, members := adopt(ps)
 	for _, m := range members {
-		c.AddServer(m)
+		c.addServer(m)
 	}
 	return v, nil
 }
@@ -382,7 +382,7 @@ func (c *Cluster) ensembleSize(kind string, running, asked, max int) (int, error
 	c.mu.Unlock()
 	switch {
 	case closed:
-		return 0, ErrClosed
+		return 0, errClosed
 	case running > 0:
 		if asked != 0 && asked != running {
 			return 0, fmt.Errorf("cluster: %s already runs with %d members, not %d", kind, running, asked)

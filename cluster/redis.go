@@ -52,7 +52,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
-	c.AddServer(r)
+	c.addServer(r)
 	return r, nil
 }
 

@@ -26,14 +26,14 @@ import (
 // external --servers-file FILE`).
 const ServersExternal = provider.External
 
-// ErrServersFile is wrapped by every problem with a servers file's text:
+// errServersFile is wrapped by every problem with a servers file's text:
 // the user's input (exit 254).
-var ErrServersFile = errors.New("bad servers file")
+var errServersFile = errors.New("bad servers file")
 
-// ErrServerCheck is wrapped when a named server does not answer or is not
+// errServerCheck is wrapped when a named server does not answer or is not
 // what the file says (a replica named as a primary): the harness cannot
 // run (exit 255).
-var ErrServerCheck = errors.New("server check failed")
+var errServerCheck = errors.New("server check failed")
 
 // ServersFile is a servers file: the servers someone else runs that an
 // external run uses (docs/servers-file.md). Its keys are kinds of server
@@ -261,19 +261,19 @@ func (e ServerEntry) address() string {
 }
 
 // LoadServersFile reads and checks a servers file's text. Errors read
-// "FILE:LINE: problem" and wrap ErrServersFile.
+// "FILE:LINE: problem" and wrap errServersFile.
 func LoadServersFile(path string) (*ServersFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrServersFile, err)
+		return nil, fmt.Errorf("%w: %w", errServersFile, err)
 	}
-	return ParseServersFile(data, path)
+	return parseServersFile(data, path)
 }
 
-// ParseServersFile reads a servers file from data; source names it in errors.
-func ParseServersFile(data []byte, source string) (*ServersFile, error) {
+// parseServersFile reads a servers file from data; source names it in errors.
+func parseServersFile(data []byte, source string) (*ServersFile, error) {
 	bad := func(line int, format string, a ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), ErrServersFile, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), errServersFile, fmt.Sprintf(format, a...))
 	}
 	if len(data) > 1<<20 {
 		return nil, bad(1, "the file is over the 1 MiB limit")
@@ -450,9 +450,9 @@ func (f *ServersFile) ServerSet() ServerSet {
 	return g
 }
 
-// Controls maps each controlled server's address (a DSN for PostgreSQL)
+// controls maps each controlled server's address (a DSN for PostgreSQL)
 // to its container.
-func (f *ServersFile) Controls() map[string]string {
+func (f *ServersFile) controls() map[string]string {
 	out := map[string]string{}
 	add := func(es ...ServerEntry) {
 		for _, e := range es {
@@ -510,7 +510,7 @@ func redactDSN(s string) string {
 // whether it answers and is what the file says (each kind's Check: a
 // Redis server is a primary, PostgreSQL takes a connection, etcd and
 // ZooKeeper answer; with sentinel, the Sentinels know the master). The
-// first problem is returned, wrapping ErrServerCheck and naming the
+// first problem is returned, wrapping errServerCheck and naming the
 // server.
 func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -524,7 +524,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		}
 		es := f.Servers[kind]
 		if len(es) == 0 {
-			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", ErrServerCheck, kind)
+			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", errServerCheck, kind)
 		}
 		k, ok := LookupKind(kind)
 		if !ok || k.Check == nil {
@@ -532,7 +532,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		}
 		for _, e := range endpoints(es) {
 			if err := k.Check(ctx, e); err != nil {
-				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, redactDSN(e.Addr), err)
+				return fmt.Errorf("%w: %s %s: %w", errServerCheck, kind, redactDSN(e.Addr), err)
 			}
 		}
 	}
@@ -544,7 +544,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	s := f.Sentinel
 	if s == nil {
-		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
+		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", errServerCheck)
 	}
 	for _, e := range endpoints(s.Addrs) {
 		r, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master)
@@ -552,13 +552,13 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 			err = fmt.Errorf("it does not know a master named %q", s.Master)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.Addr, err)
+			return fmt.Errorf("%w: sentinel %s: %w", errServerCheck, e.Addr, err)
 		}
 		// The master the Sentinels name must take the master's credentials.
 		if a, ok := r.([]any); ok && len(a) == 2 {
 			m := Endpoint{Addr: net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1])), Auth: s.masterAuth()}
 			if _, err := redisCall(ctx, m, "PING"); err != nil {
-				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
+				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", errServerCheck, m.Addr, e.Addr, err)
 			}
 		}
 	}

@@ -40,7 +40,7 @@ func TestParseServersFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseServersFile([]byte(tc.in), "s.yaml")
+			f, err := parseServersFile([]byte(tc.in), "s.yaml")
 			if tc.line == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -53,7 +53,7 @@ func TestParseServersFile(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted, want a problem at line %d naming %q", tc.line, tc.has)
 			}
-			if !errors.Is(err, ErrServersFile) {
+			if !errors.Is(err, errServersFile) {
 				t.Errorf("%v does not wrap ErrServersFile", err)
 			}
 			if want := "s.yaml:" + itoa(tc.line) + ":"; !strings.HasPrefix(err.Error(), want) {
@@ -69,11 +69,11 @@ func TestParseServersFile(t *testing.T) {
 // TestServersFileControls: controls and the uncontrolled servers a run
 // would need for server faults; a DSN's password never shows.
 func TestServersFileControls(t *testing.T) {
-	f, err := ParseServersFile([]byte("redis:\n  - {addr: 127.0.0.1:6379, control: docker, container: r0}\n  - 127.0.0.1:6380\npostgres: postgres://u:secret@h:5432/d\n"), "s.yaml")
+	f, err := parseServersFile([]byte("redis:\n  - {addr: 127.0.0.1:6379, control: docker, container: r0}\n  - 127.0.0.1:6380\npostgres: postgres://u:secret@h:5432/d\n"), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := f.Controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
+	if c := f.controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
 		t.Errorf("Controls() = %v", c)
 	}
 	got := strings.Join(f.Uncontrolled([]string{"redis", "postgres"}, false), "; ")
@@ -124,7 +124,7 @@ func TestServersFileCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseServersFile([]byte(tc.file), "s.yaml")
+			f, err := parseServersFile([]byte(tc.file), "s.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestServersFileCheck(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, ErrServerCheck) || !strings.Contains(err.Error(), tc.has) {
+			if err == nil || !errors.Is(err, errServerCheck) || !strings.Contains(err.Error(), tc.has) {
 				t.Fatalf("Check = %v, want ErrServerCheck naming %q", err, tc.has)
 			}
 		})
@@ -156,7 +156,7 @@ func TestServersFileCheckZooKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseServersFile([]byte("zookeeper: ["+z.Members()[0].Addr()+"]\n"), "s.yaml")
+	f, err := parseServersFile([]byte("zookeeper: ["+z.Members()[0].Addr()+"]\n"), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestServersFileKindCredentials(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseServersFile([]byte(tc.file), "s.yaml")
+			f, err := parseServersFile([]byte(tc.file), "s.yaml")
 			if tc.addr == "" {
 				if err == nil || !strings.Contains(err.Error(), tc.has) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("error %v, want one line naming %q", err, tc.has)

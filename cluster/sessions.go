@@ -12,12 +12,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// SessionKiller is a server (or a replicated group of them) that can end
+// sessionKiller is a server (or a replicated group of them) that can end
 // client sessions on its own, as an operator, a pooler or a timeout would.
 // KillSessions ends the sessions of the clients named (process numbers),
 // or, with none named, the sessions that hold a lock; it returns what it
 // ended, for the nemesis op's value.
-type SessionKiller interface {
+type sessionKiller interface {
 	KillSessions(ctx context.Context, clients []int) ([]map[string]any, error)
 }
 
@@ -26,10 +26,10 @@ type SessionKiller interface {
 // cluster (once, not per member: a revoked lease is gone from every
 // member) and the ZooKeeper ensemble (once: a closed session is gone from
 // every member).
-func (c *Cluster) SessionKillers() []SessionKiller {
-	var out []SessionKiller
+func (c *Cluster) SessionKillers() []sessionKiller {
+	var out []sessionKiller
 	for _, s := range c.Servers() {
-		if k, ok := s.(SessionKiller); ok {
+		if k, ok := s.(sessionKiller); ok {
 			out = append(out, k)
 		}
 	}

@@ -193,7 +193,7 @@ func TestZooKeeper(t *testing.T) {
 					t.Errorf("%s log %s: %d bytes, %v", m.Name(), m.LogPath(), len(b), err)
 				}
 			}
-			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); !errors.Is(err, ErrClosed) {
+			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); !errors.Is(err, errClosed) {
 				t.Errorf("zookeeper on a closed cluster: %v", err)
 			}
 		})
