@@ -219,7 +219,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 		if c.TLS() {
 			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
 		}
-		return c.startPostgresElsewhere(ctx, opt)
+		return c.startPostgresInContainer(ctx, opt)
 	}
 	return c.startPostgresHere(ctx, m, opt)
 }
@@ -597,10 +597,10 @@ fi
 exec postgres -D "$D" "$@"
 `
 
-// startPostgresElsewhere starts the run's PostgreSQL through a provider
+// startPostgresInContainer starts the run's PostgreSQL through a provider
 // other than local (a container): the program and initdb from the image,
 // run as the image's postgres user, on the server's own address.
-func (c *Cluster) startPostgresElsewhere(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	pv := c.provider()
 	dir, err := pv.Dir(name)
