@@ -151,7 +151,7 @@ func (s *childServer) config(r openRequest) (Config, error) {
 		s.timeout = 500 * time.Millisecond
 	}
 	cfg := Config{
-		Servers: givenServers(r.Servers),
+		Servers: asServers(r.Servers),
 		TTL:     time.Duration(r.TTLMS) * time.Millisecond, Timeout: s.timeout, Process: r.Process,
 		events: &events{extended: s.extended, lost: s.lost},
 	}
@@ -195,9 +195,9 @@ func (s *childServer) close() {
 	}
 }
 
-// givenServers is the Servers a lock is built with from the servers a
+// asServers is the Servers a lock is built with from the ServerSet a
 // client process was given.
-func givenServers(g cluster.ServerSet) Servers {
+func asServers(g cluster.ServerSet) Servers {
 	sv := Servers{Redis: g.Addrs("redis"), Etcd: g.Addrs("etcd"), ZooKeeper: g.Addrs("zookeeper")}
 	if dsn := g.Addrs("postgres"); len(dsn) > 0 {
 		sv.Postgres = dsn[0]

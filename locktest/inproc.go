@@ -43,7 +43,7 @@ func inprocBackend(s Suite, n int) string {
 		Options: func() backends.Options { return backends.FreeOptions{} },
 	}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
 		env.ExecServers = kinds
-		if _, err := execFactory(ctx, env); err != nil { // starts the servers (none on a given cluster)
+		if _, err := execFactory(ctx, env); err != nil { // starts the servers (none when they are external: LOCKTEST_SERVERS)
 			return nil, err
 		}
 		return &inprocLock{s: s, env: env}, nil

@@ -93,7 +93,7 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 
 // serversOf are the cluster's servers as process p dials them (through
 // its own links), or as they are for p < 0.
-func serversOf(cl *cluster.Cluster, p int) Servers { return givenServers(cl.ClientServers(p)) }
+func serversOf(cl *cluster.Cluster, p int) Servers { return asServers(cl.ClientServers(p)) }
 
 // stopShared stops every shared server.
 func stopShared() error {
