@@ -101,7 +101,7 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 	f.linTimeout = fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
 	f.plan = fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
 	f.parallel = fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
-	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default) or docker")
+	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default), docker or external (servers someone else runs: --servers-file)")
 	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
 	f.images = imageFlag(fs)
