@@ -39,7 +39,7 @@ type Kind struct {
 	// Start starts the servers of this kind a run needs when no backend
 	// of its own starts them (the exec backend's exec.servers: each entry
 	// one more server, or the one ensemble). Nil for a kind that is one
-	// program: Program is started (StartProgram).
+	// program: Program is started (startProgram).
 	Start func(ctx context.Context, c *Cluster, o StartOptions) error
 	// Program is a kind that is one program on one port: all it needs to
 	// be started in every mode and served in the standing cluster
@@ -119,7 +119,7 @@ func RegisterKind(k Kind) {
 		}
 		k.Program = &spec
 		k.Start = func(ctx context.Context, c *Cluster, _ StartOptions) error {
-			_, err := c.StartProgram(ctx, spec)
+			_, err := c.startProgram(ctx, spec)
 			return err
 		}
 	}

@@ -90,7 +90,7 @@ func (s *faultable) Restart(ctx context.Context) error {
 }
 
 // ProgramSpec is a server of a kind that runs as one program on one
-// port: what StartProgram needs to start it (local processes and
+// port: what startProgram needs to start it (local processes and
 // containers alike) or to hand out one someone else runs.
 type ProgramSpec struct {
 	// Kind is the name of the server's kind (its image, its servers-file
@@ -113,7 +113,7 @@ type ProgramSpec struct {
 	Version func(ctx context.Context, addr string) (string, error)
 }
 
-// Program is a server of a kind started by StartProgram.
+// Program is a server of a kind started by startProgram.
 type Program struct {
 	faultable
 	version func(ctx context.Context, addr string) (string, error)
@@ -127,11 +127,11 @@ func (s *Program) Version(ctx context.Context) (string, error) {
 	return s.version(ctx, s.Addr())
 }
 
-// StartProgram starts one more server of spec's kind and waits until it
+// startProgram starts one more server of spec's kind and waits until it
 // serves; on a cluster of servers someone else runs it hands out the next
 // one of that kind instead. Every mode serves it: a kind needs no more
 // than its spec.
-func (c *Cluster) StartProgram(ctx context.Context, spec ProgramSpec) (*Program, error) {
+func (c *Cluster) startProgram(ctx context.Context, spec ProgramSpec) (*Program, error) {
 	s := &Program{version: spec.Version}
 	s.kind = spec.Kind
 	s.ready = func(ctx context.Context) error { return spec.Ready(ctx, s.Addr()) }

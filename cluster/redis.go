@@ -380,16 +380,16 @@ func redisCompose(port int, image string) ComposeCluster {
 	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))
 	rs.DependsOn = []string{"redis-primary"}
 	cc.Services = append(cc.Services, server("redis-primary", primary), rs)
-	cc.Sentinel = &SentinelEntry{Master: SentinelMaster, Servers: []ServerEntry{
+	cc.Sentinel = &SentinelEntry{Master: sentinelMaster, Servers: []ServerEntry{
 		composeEntry("redis-primary", addr(primary)), composeEntry("redis-replica", addr(replica))}}
 	for i := range 3 {
 		name, p := fmt.Sprintf("sentinel-%d", i), port+20+i
 		conf := fmt.Sprintf(`port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n`,
-			p, SentinelMaster, primary, SentinelMaster, SentinelMaster)
+			p, sentinelMaster, primary, sentinelMaster, sentinelMaster)
 		cc.Services = append(cc.Services, ComposeService{Name: name, Image: image,
 			Entrypoint:  []string{"sh", "-c", "printf '" + conf + "' >/tmp/sentinel.conf && exec redis-sentinel /tmp/sentinel.conf"},
 			DependsOn:   []string{"redis-replica"},
-			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, SentinelMaster)}})
+			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, sentinelMaster)}})
 		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, composeEntry(name, addr(p)))
 	}
 	return cc

@@ -15,8 +15,8 @@ import (
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
-// SentinelMaster is the name the Sentinels monitor the primary under.
-const SentinelMaster = "locktorture"
+// sentinelMaster is the name the Sentinels monitor the primary under.
+const sentinelMaster = "locktorture"
 
 // Sentinel is one redis-sentinel process.
 type Sentinel struct {
@@ -34,7 +34,7 @@ type SentinelGroup struct {
 	// Replication is the replica's link to the primary (nil without links).
 	Replication *links.Link
 	// Master is the name the Sentinels monitor the primary under; empty
-	// means SentinelMaster (the groups the harness starts).
+	// means sentinelMaster (the groups the harness starts).
 	Master string
 	// MasterAuth is what the primary and replica ask of clients (the
 	// Sentinels send clients there).
@@ -47,7 +47,7 @@ type SentinelGroup struct {
 // MasterName is the name the Sentinels monitor the primary under.
 func (g *SentinelGroup) MasterName() string {
 	if g.Master == "" {
-		return SentinelMaster
+		return sentinelMaster
 	}
 	return g.Master
 }
@@ -183,7 +183,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	}
 	for _, s := range g.Sentinels {
 		if err := waitFor(ctx, 15*time.Second, func() error {
-			v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", SentinelMaster)
+			v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", sentinelMaster)
 			if err != nil {
 				return err
 			}
@@ -224,14 +224,14 @@ sentinel monitor %s %s %d 2
 sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
-`, port, host, dir, SentinelMaster, primary.host, primary.Port(), SentinelMaster, SentinelMaster, SentinelMaster)
+`, port, host, dir, sentinelMaster, primary.host, primary.Port(), sentinelMaster, sentinelMaster, sentinelMaster)
 	s := &Sentinel{program{kind: sentinelKind, host: host, port: port, name: name}}
 	mode := os.FileMode(0o666) // Sentinel rewrites its file
 	if a := primary.auth; a != nil {
 		// Locked: the Sentinel asks its clients (and the other Sentinels)
 		// for the password, and gives the primary's when it talks to it.
 		text += fmt.Sprintf("requirepass %s\nsentinel auth-user %s %s\nsentinel auth-pass %s %s\n",
-			a.Password, SentinelMaster, a.Username, SentinelMaster, a.Password)
+			a.Password, sentinelMaster, a.Username, sentinelMaster, a.Password)
 		s.auth = &Auth{Password: a.Password}
 		mode = 0o600
 	}

@@ -117,7 +117,7 @@ func TestServersFileCheck(t *testing.T) {
 		{"a replica named as a primary", "redis: [" + replica + "]\n", []string{"redis"}, false, "redis " + replica + ": it is a slave, not a primary"},
 		{"nobody listens", "redis: [" + silent + "]\n", []string{"redis"}, false, "redis " + silent},
 		{"no redis for a redis backend", "etcd: [" + silent + "]\n", []string{"redis"}, false, "names none"},
-		{"the sentinel group", "sentinel: {master: " + SentinelMaster + ", addrs: [" + strings.Join(g.SentinelAddrs(), ", ") + "]}\n", []string{"redis"}, true, ""},
+		{"the sentinel group", "sentinel: {master: " + sentinelMaster + ", addrs: [" + strings.Join(g.SentinelAddrs(), ", ") + "]}\n", []string{"redis"}, true, ""},
 		{"an unknown master", "sentinel: {master: nobody, addrs: [" + g.SentinelAddrs()[0] + "]}\n", []string{"redis"}, true, `does not know a master named "nobody"`},
 		{"kinds the run does not use are not asked", "redis: [" + primary + "]\netcd: [" + silent + "]\n", []string{"redis"}, false, ""},
 		{"a Redis named as ZooKeeper", "zookeeper: [" + primary + "]\n", []string{"zookeeper"}, false, "zookeeper " + primary + ": it does not answer as a ZooKeeper server"},
