@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -23,6 +24,9 @@ func TestRedisLifecycle(t *testing.T) {
 	r, err := c.StartRedis(ctx, RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.Leader(ctx); err == nil || !strings.Contains(err.Error(), "no ensemble with a leader") {
+		t.Errorf("a Redis run's leader: %v, want none", err)
 	}
 	// The leak check sees a running server (so its silence later means something).
 	if len(leakcheck.ProcessesUnder(tmp)) != 1 {

@@ -56,6 +56,10 @@ func TestEtcdSingle(t *testing.T) {
 	if l, err := e.Leader(ctx); err != nil || l != m {
 		t.Errorf("leader %v, %v", l, err)
 	}
+	// The cluster's leader (a fault's `servers: [leader]`) is etcd's.
+	if l, err := c.Leader(ctx); err != nil || l.Name() != m.Name() {
+		t.Errorf("cluster leader %v, %v", l, err)
+	}
 	checkEtcdLocked(t, ctx, e)
 	// A value written must survive a crash.
 	put(t, ctx, m, "key", "value")

@@ -232,14 +232,33 @@ func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
 	return nil
 }
 
-// PeerLeader returns the member that leads the ensemble whose members
-// dial one another through links (see Peers), by asking each its role.
-func (c *Cluster) PeerLeader(ctx context.Context) (Server, error) {
+// Leader returns the member that leads the run's replicated ensemble: its
+// etcd cluster's raft leader (each member's maintenance status names it)
+// or its ZooKeeper ensemble's leader (each member says its mode), the
+// only member of a one-member one. An error when the run has neither, or
+// when no member answers with a leader (an election under way).
+func (c *Cluster) Leader(ctx context.Context) (Server, error) {
+	c.etcd.mu.Lock()
+	e := c.etcd.e
+	c.etcd.mu.Unlock()
 	c.zk.mu.Lock()
 	z := c.zk.z
 	c.zk.mu.Unlock()
-	if z == nil || len(z.peers) == 0 {
-		return nil, errors.New("cluster: no ensemble whose members talk through links")
+	switch {
+	case e != nil && z != nil:
+		return nil, errors.New("cluster: the run has both etcd and ZooKeeper: which leader is meant is not said")
+	case e != nil:
+		m, err := e.Leader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	case z != nil:
+		m, err := z.Leader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
-	return z.Leader(ctx)
+	return nil, errors.New("cluster: the run has no ensemble with a leader (etcd or ZooKeeper)")
 }

@@ -21,8 +21,9 @@ import (
 // TopologyMembers names the topology.
 const TopologyMembers = "members"
 
-// leaderTarget names, in `servers:` of the members topology, the member
-// that leads when the fault starts.
+// leaderTarget names, in `servers:` of the members topology and of the
+// faults done to whole servers (kill, server-pause), the member that
+// leads when the fault starts (etcd's raft leader, ZooKeeper's).
 const leaderTarget = "leader"
 
 // validateMembers checks a members topology against the run: servers
@@ -58,8 +59,8 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 	return nil
 }
 
-// memberNames are the servers a members topology names that exist before
-// the run (all but `leader`), for CheckSteps.
+// memberNames are the servers a step names that exist before the run (all
+// but `leader`, found when the fault starts), for CheckSteps.
 func memberNames(servers []string) []string {
 	var out []string
 	for _, n := range servers {
@@ -78,21 +79,12 @@ func memberSides(ctx context.Context, env *Env, names []string) (side, rest []cl
 	if len(peers) == 0 {
 		return nil, nil, "", fmt.Errorf("%w: no ensemble whose members talk to one another through links", ErrTarget)
 	}
-	for _, n := range names {
-		var s cluster.Server
-		if n == leaderTarget {
-			if s, err = env.Cluster.PeerLeader(ctx); err != nil {
-				return nil, nil, "", fmt.Errorf("%w: servers [%s]: %w", ErrTarget, leaderTarget, err)
-			}
-			leader = letter(env, s)
-		} else if s, err = findServer(env.Cluster.Servers(), n); err != nil {
-			return nil, nil, "", err
-		}
+	if side, leader, err = resolveTargets(ctx, env, names); err != nil {
+		return nil, nil, "", err
+	}
+	for _, s := range side {
 		if !slices.ContainsFunc(peers, func(p cluster.Server) bool { return p.Name() == s.Name() }) {
 			return nil, nil, "", fmt.Errorf("%w: %s (%s) is not a member of the ensemble (%s)", ErrTarget, letter(env, s), s.Name(), strings.Join(serverLabels(env, peers), ", "))
-		}
-		if !slices.Contains(side, s) {
-			side = append(side, s)
 		}
 	}
 	for _, p := range peers {

@@ -70,6 +70,48 @@ func TestMembersTopologyValidate(t *testing.T) {
 	}
 }
 
+// TestServerFaultLeaderValidate: `servers: [leader]` of kill and
+// server-pause is accepted where the run has an ensemble that elects a
+// leader (etcd, ZooKeeper, one member or three) and refused before the
+// run elsewhere; the leader is not among the names checked once the
+// servers are up (it is found when the fault starts).
+func TestServerFaultLeaderValidate(t *testing.T) {
+	etcd := nemesis.Shape{Clients: 2, Backend: "etcd", Kinds: []string{"etcd"}}
+	zk3 := nemesis.Shape{Clients: 2, Backend: "zookeeper", Kinds: []string{"zookeeper"}, Members: 3}
+	redis := nemesis.Shape{Clients: 2, Backend: "redis-token", Kinds: []string{"redis"}}
+	pg := nemesis.Shape{Clients: 2, Backend: "pg-advisory", Kinds: []string{"postgres"}}
+	for _, tc := range []struct {
+		name  string
+		shape nemesis.Shape
+		names []string
+		want  string // "": accepted
+	}{
+		{"etcd", etcd, []string{"leader"}, ""},
+		{"zookeeper", zk3, []string{"leader"}, ""},
+		{"the leader and a letter", etcd, []string{"leader", "B"}, ""},
+		{"redis", redis, []string{"leader"}, "redis-token runs on redis"},
+		{"postgres", pg, []string{"leader"}, "pg-advisory runs on postgres"},
+		{"a letter on redis", redis, []string{"A"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &nemesis.ServerParams{Proc: proc(0), ServerSet: servers(tc.names...)}
+			err := p.Validate(tc.shape)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+			} else if err == nil || !errors.Is(err, nemesis.ErrTarget) || nemesis.ErrorKey(err) != "servers" || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v (key %q), want key servers and %q", err, nemesis.ErrorKey(err), tc.want)
+			}
+			for _, n := range p.ServerNames() {
+				if n == "leader" {
+					t.Errorf("ServerNames %v names the leader, which exists only when the fault starts", p.ServerNames())
+				}
+			}
+		})
+	}
+}
+
 // requireZooKeeper skips (fails under CI) without java and Debian's
 // ZooKeeper.
 func requireZooKeeper(t *testing.T) {

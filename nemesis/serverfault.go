@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -23,8 +25,9 @@ type serverFault struct {
 }
 
 // ServerParams are the params of a fault done to whole servers (kill,
-// server-pause): the servers (required), and the client whose `on:`
-// event fires the step.
+// server-pause): the servers (required: names, letters, or `leader` for
+// the member of the run's etcd or ZooKeeper that leads when the fault
+// starts), and the client whose `on:` event fires the step.
 type ServerParams struct {
 	Proc      `yaml:",inline"`
 	ServerSet `yaml:",inline"`
@@ -32,16 +35,24 @@ type ServerParams struct {
 
 func (p *ServerParams) String() string { return words(p.Proc.words(), p.ServerSet.words()) }
 
-// Validate requires servers.
+// Validate requires servers; `leader` only where the run has an
+// ensemble that elects one (etcd, ZooKeeper).
 func (p *ServerParams) Validate(s Shape) error {
 	if err := p.Proc.validate(s.Clients); err != nil {
 		return err
 	}
 	if len(p.Servers) == 0 {
-		return keyErr("", "needs `servers:` (names, or letters in start order: A, B, ...)")
+		return keyErr("", "needs `servers:` (names, letters in start order: A, B, ..., or %s)", leaderTarget)
+	}
+	if slices.Contains(p.Servers, leaderTarget) && !hasKind(s.Kinds, "etcd") && !hasKind(s.Kinds, "zookeeper") {
+		return keyErr("servers", "servers [%s] names the member of an etcd cluster or a ZooKeeper ensemble that leads; %s runs on %s", leaderTarget, s.Backend, orDefault(strings.Join(s.Kinds, ", "), "no server"))
 	}
 	return p.ServerSet.validate()
 }
+
+// ServerNames returns the servers named that exist before the run (the
+// `leader` is found when the fault starts).
+func (p *ServerParams) ServerNames() []string { return memberNames(p.Servers) }
 
 func (f serverFault) Params() Params { return &ServerParams{} }
 
@@ -57,7 +68,7 @@ func (f serverFault) RandomParams(rng *rand.Rand, env *Env) Params {
 }
 
 func (f serverFault) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
-	ss, err := resolveServers(env, params.(*ServerParams).Servers)
+	ss, leader, err := resolveTargets(ctx, env, params.(*ServerParams).Servers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,5 +90,9 @@ func (f serverFault) Start(ctx context.Context, env *Env, params Params, d time.
 		}
 		return map[string]any{"servers": labels}, errors.Join(errs...)
 	}
-	return map[string]any{"servers": labels, f.durationKey: d.Milliseconds()}, heal, nil
+	val := map[string]any{"servers": labels, f.durationKey: d.Milliseconds()}
+	if leader != "" {
+		val["leader"] = leader
+	}
+	return val, heal, nil
 }

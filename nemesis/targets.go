@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,6 +25,27 @@ func resolveServers(env *Env, names []string) ([]cluster.Server, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// resolveTargets is resolveServers where a name may also be `leader`:
+// the member of the run's etcd or ZooKeeper that leads now. It also
+// returns the leader's letter when `leader` was named ("" otherwise).
+func resolveTargets(ctx context.Context, env *Env, names []string) (ss []cluster.Server, leader string, err error) {
+	for _, n := range names {
+		var s cluster.Server
+		if n == leaderTarget {
+			if s, err = env.Cluster.Leader(ctx); err != nil {
+				return nil, "", fmt.Errorf("%w: servers [%s]: %w", ErrTarget, leaderTarget, err)
+			}
+			leader = letter(env, s)
+		} else if s, err = findServer(env.Cluster.Servers(), n); err != nil {
+			return nil, "", err
+		}
+		if !slices.ContainsFunc(ss, func(x cluster.Server) bool { return x.Name() == s.Name() }) {
+			ss = append(ss, s)
+		}
+	}
+	return ss, leader, nil
 }
 
 func findServer(all []cluster.Server, n string) (cluster.Server, error) {
