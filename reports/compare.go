@@ -75,8 +75,9 @@ func buildComparison(m *matrix.Matrix) comparison {
 		}
 	}
 	for _, s := range m.Scenarios {
-		if s != baselineScenario && !slices.Contains(fams, s) {
-			fams = append(fams, s)
+		// A family's other scenarios (failover-leader) fill its column.
+		if f := scenarios.FamilyOf(s); s != baselineScenario && !slices.Contains(fams, f) {
+			fams = append(fams, f)
 		}
 	}
 	type rk struct{ b, f string }
@@ -106,12 +107,12 @@ func buildComparison(m *matrix.Matrix) comparison {
 			base[rk{c.Backend, c.Fencing}] = append(base[rk{c.Backend, c.Fencing}], c)
 			continue
 		}
-		if j := slices.Index(fams, c.Scenario); j >= 0 {
+		if j := slices.Index(fams, scenarios.FamilyOf(c.Scenario)); j >= 0 {
 			r.Cells[j].Runs = append(r.Cells[j].Runs, c)
 		}
 	}
 	for _, s := range m.Skipped {
-		j := slices.Index(fams, s.Scenario)
+		j := slices.Index(fams, scenarios.FamilyOf(s.Scenario))
 		if j < 0 {
 			continue
 		}

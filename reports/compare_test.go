@@ -62,3 +62,28 @@ func TestComparison(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestComparisonFamilyScenarios: a family's other scenario
+// (failover-leader) fills the family's column, beside the backends its
+// first scenario runs and the one it says is not run; it adds no column.
+func TestComparisonFamilyScenarios(t *testing.T) {
+	cell := func(sc, b string) matrix.Cell {
+		s := matrix.Safety{}
+		return matrix.Cell{CellKey: matrix.CellKey{Scenario: sc, Backend: b, Seed: 1}, Verdict: "valid", AsExpected: true, Safety: &s}
+	}
+	m := &matrix.Matrix{Compare: true, Backends: []string{"redis-token", "etcd", "redlock"}, Scenarios: []string{"baseline", "failover", "failover-leader"},
+		Skipped: []matrix.Skipped{{Scenario: "failover", Backend: "redlock", Why: "not run: independent servers"}},
+		Cells:   []matrix.Cell{cell("failover", "redis-token"), cell("failover-leader", "etcd")}}
+	c := buildComparison(m)
+	if len(c.Families) != 1 || c.Families[0] != "failover" {
+		t.Fatalf("families %v, want [failover]", c.Families)
+	}
+	if len(c.Rows) != 3 {
+		t.Fatalf("rows %+v", c.Rows)
+	}
+	for i, want := range []string{"safe", "safe", "not run"} {
+		if got := c.Rows[i].Cells[0].Summary(); got != want {
+			t.Errorf("%s failover: %q, want %q", c.Rows[i].Label(), got, want)
+		}
+	}
+}

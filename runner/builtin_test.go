@@ -16,8 +16,9 @@ import (
 var long = map[string]bool{"chaos": true, "chaos-pg": true}
 
 // families lists the fault families that `make compare` runs on every
-// backend and 3 seeds; make test runs only pause and kill-session here.
-var families = map[string]bool{"partition": true, "delay": true, "restart": true, "clock": true}
+// backend and 3 seeds; make test runs only pause and kill-session here
+// (failover-leader runs for etcd and ZooKeeper in TestFailoverLeader).
+var families = map[string]bool{"partition": true, "delay": true, "restart": true, "clock": true, "failover-leader": true}
 
 // needs skips a scenario whose servers are not installed.
 func needs(t *testing.T, sc *scenarios.Scenario) {

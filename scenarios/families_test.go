@@ -10,29 +10,73 @@ import (
 )
 
 // TestFamiliesCoverEveryBackend: every family says of every built-in
-// backend either what to expect or why it is not run; a backend whose
-// grants carry tokens (and that takes a lock) has a fenced expectation
-// wherever it runs.
+// backend, in exactly one of its scenarios, either what to expect or why
+// it is not run; a backend whose grants carry tokens (and that takes a
+// lock) has a fenced expectation wherever it runs.
 func TestFamiliesCoverEveryBackend(t *testing.T) {
-	for _, name := range Families {
-		s, err := Builtin(name)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for _, fam := range Families {
 		for _, info := range backends.List() {
 			b := info.Name
 			if b == ExecBackend {
 				continue
 			}
-			_, notRun := s.NotRun[b]
-			applies := !notRun && (len(s.Backends) == 0 || slices.Contains(s.Backends, b))
-			if !notRun && !applies {
-				t.Errorf("%s: %s is neither run nor in not_run", name, b)
+			var said []string
+			for _, name := range FamilyScenarios(fam) {
+				s, err := Builtin(name)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if FamilyOf(name) != fam {
+					t.Errorf("%s is a scenario of %s, but FamilyOf says %s", name, fam, FamilyOf(name))
+				}
+				_, notRun := s.NotRun[b]
+				applies := !notRun && s.Applies(b)
+				if notRun || applies {
+					said = append(said, name)
+				}
+				if _, fenced := s.Expect.Fenced[b]; applies && info.Fencing && !info.LockFree && !fenced {
+					t.Errorf("%s: %s issues tokens but has no expect.fenced entry", name, b)
+				}
 			}
-			if _, fenced := s.Expect.Fenced[b]; applies && info.Fencing && !info.LockFree && !fenced {
-				t.Errorf("%s: %s issues tokens but has no expect.fenced entry", name, b)
+			if len(said) != 1 {
+				t.Errorf("family %s: %s is run or named in not_run by %d of its scenarios (%v), want 1", fam, b, len(said), said)
 			}
 		}
+	}
+}
+
+// TestFailoverLeader: the failover family runs etcd and ZooKeeper as the
+// loss of their leader (three members, the leader killed), the Redis
+// backends over Sentinel as a failover; a matrix by default runs only the
+// canonical failover.
+func TestFailoverLeader(t *testing.T) {
+	if got := FamilyScenarios("failover"); !slices.Equal(got, []string{"failover", "failover-leader"}) {
+		t.Errorf("failover family: %v", got)
+	}
+	if got := FamilyScenarios("pause"); !slices.Equal(got, []string{"pause"}) {
+		t.Errorf("pause family: %v", got)
+	}
+	for _, b := range []string{"etcd", "zookeeper"} {
+		s, err := Builtin("failover-leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply(Overrides{Backend: &b}); err != nil {
+			t.Fatalf("failover-leader with %s: %v", b, err)
+		}
+		if s.EtcdMembers != 3 || s.ZooKeeperMembers != 3 || s.Expected(b).Valid != "valid" {
+			t.Errorf("failover-leader with %s: %d etcd members, %d ZooKeeper members, expects %v", b, s.EtcdMembers, s.ZooKeeperMembers, s.Expected(b))
+		}
+		f, err := Builtin("failover")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Applies(b) || f.NotRun[b] != "" {
+			t.Errorf("failover still says of %s: applies %v, not run %q", b, f.Applies(b), f.NotRun[b])
+		}
+	}
+	if d := MatrixDefault(); !slices.Contains(d, "failover") || slices.Contains(d, "failover-leader") {
+		t.Errorf("matrix default: %v", d)
 	}
 }
 

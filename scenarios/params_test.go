@@ -73,6 +73,7 @@ func TestBuiltinsLoadWithTheirPlan(t *testing.T) {
 		"renew-pause":     {"pause process 0 on read after 1s for 2.5s"},
 		"inflight-delay":  {"latency process 0, direction downstream, latency 1s at 0s for 1h0m0s"},
 		"failover":        {"partition topology replication at 0s for 1h0m0s", "failover forced on acquire for 5s"},
+		"failover-leader": {"kill process 0, servers [leader] on acquire for 2.5s"},
 		"pg-terminate":    {"terminate process 0 on read for 0s"},
 		"lost-reply":      {"lost-reply process 1 once on write for 200ms", "lost-reply process 0 on release for 100ms"},
 		"redlock-clock-jump": {

@@ -42,3 +42,23 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("unknown family: exit %d, %q", code, stderr)
 	}
 }
+
+// TestComparePlanFailover: the failover family runs the backends over
+// Sentinel as a failover and etcd and ZooKeeper as the loss of their
+// leader (with their fenced cells), and still says why it does not run
+// the others; nothing runs for --plan.
+func TestComparePlanFailover(t *testing.T) {
+	code, out, stderr := runCLI(t, "compare", "--families", "failover", "--backends", "redis-token,etcd,zookeeper,redlock", "--seeds", "1", "--plan")
+	if code != exitValid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, w := range []string{"failover / redis-token (seed 1)", "failover-leader / etcd (seed 1)", "failover-leader / etcd, fencing all (seed 1)",
+		"failover-leader / zookeeper (seed 1)", "failover-leader / zookeeper, fencing all (seed 1)", "failover / redlock: not run: Redlock runs over independent servers"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("plan lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "failover / etcd") || strings.Contains(out, "failover-leader / redis-token") {
+		t.Errorf("a backend planned in the other half of the family:\n%s", out)
+	}
+}

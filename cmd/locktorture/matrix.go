@@ -364,7 +364,11 @@ cell is as its family expects, 1 when one is not, 255 on a harness error.
 	if len(opt.Scenarios) == 0 {
 		opt.Scenarios = slices.Clone(scenarios.Families)
 	}
-	opt.Scenarios = append([]string{"baseline"}, opt.Scenarios...)
+	fams := opt.Scenarios
+	opt.Scenarios = []string{"baseline"}
+	for _, fam := range fams {
+		opt.Scenarios = append(opt.Scenarios, scenarios.FamilyScenarios(fam)...)
+	}
 	if len(opt.Backends) == 0 {
 		for _, b := range backends.Names() {
 			if b != scenarios.ExecBackend {
