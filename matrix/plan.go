@@ -69,11 +69,12 @@ type Planned struct {
 }
 
 // startupCost is about how long a server of each kind takes to start on a
-// busy 2-core machine (PostgreSQL copies its data directory and starts its
-// postmaster, ZooKeeper starts a JVM), for scheduling only.
+// busy 2-core machine (PostgreSQL and MariaDB copy their data directory
+// and start their server, ZooKeeper starts a JVM), for scheduling only.
 var startupCost = map[string]time.Duration{
 	"postgres":  2 * time.Second,
 	"zookeeper": 1500 * time.Millisecond,
+	"mariadb":   time.Second,
 	"etcd":      500 * time.Millisecond,
 	"redis":     100 * time.Millisecond,
 }

@@ -11,7 +11,7 @@ import (
 // section and its servers' start-up, so the compare plan's failover cells
 // come first and a PostgreSQL cell before a Redis cell of the same family.
 func TestEstimate(t *testing.T) {
-	m, cells, err := Plan(PlanOptions{Scenarios: []string{"pause", "failover"}, Backends: []string{"redis-token", "pg-advisory"}})
+	m, cells, err := Plan(PlanOptions{Scenarios: []string{"pause", "failover"}, Backends: []string{"redis-token", "pg-advisory", "mysql-get-lock"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,7 @@ func TestEstimate(t *testing.T) {
 	}{
 		{"pause/redis-token", own("pause") + 100*time.Millisecond},
 		{"pause/pg-advisory", own("pause") + 2*time.Second},
+		{"pause/mysql-get-lock", own("pause") + time.Second},
 		{"failover/redis-token", own("failover") + 100*time.Millisecond},
 	} {
 		if got, ok := est[tc.cell]; !ok || got != tc.want {
