@@ -26,8 +26,8 @@ func Abilities() []string {
 	return []string{abilityFencing, abilityInTx, abilityLease, abilityLockFree, abilityQuorum, abilitySentinel}
 }
 
-// Abilities are what the backend can do (see Abilities), sorted.
-func (i Info) Abilities() []string {
+// abilities are what the backend can do (see Abilities), sorted.
+func (i Info) abilities() []string {
 	var out []string
 	add := func(ok bool, a string) {
 		if ok {
@@ -61,7 +61,7 @@ func (i Info) Suits(kinds, needs []string) bool {
 			}
 		}
 	}
-	have := i.Abilities()
+	have := i.abilities()
 	for _, a := range needs {
 		if !slices.Contains(have, a) {
 			return false

@@ -153,7 +153,7 @@ func TestGoodClient(t *testing.T) {
 	}
 	defer l.Close()
 	if !l.Has(abilityExtend) || l.Has(AbilityClock) {
-		t.Errorf("abilities %v, want [extend]", l.Abilities(0))
+		t.Errorf("abilities %v, want [extend]", l.abilities(0))
 	}
 	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
 	h := procs.History[0]
@@ -207,7 +207,7 @@ func TestPauseFreezesProcess(t *testing.T) {
 	}
 	defer l.Close()
 	if !l.Has(AbilityClock) {
-		t.Errorf("locktorture client announced %v, want clock among them", l.Abilities(0))
+		t.Errorf("locktorture client announced %v, want clock among them", l.abilities(0))
 	}
 	c, _ := l.Client(ctx, backends.ClientEnv{Process: 0})
 	g, err := c.Acquire(ctx, "k0")

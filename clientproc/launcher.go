@@ -330,8 +330,8 @@ func (l *Launcher) given(p int) cluster.ServerSet {
 	return l.opt.Cluster.ClientServers(p)
 }
 
-// Abilities returns what process p's child announced when it opened.
-func (l *Launcher) Abilities(p int) []string {
+// abilities returns what process p's child announced when it opened.
+func (l *Launcher) abilities(p int) []string {
 	if p < 0 || p >= len(l.children) || l.children[p] == nil {
 		return nil
 	}

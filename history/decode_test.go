@@ -276,8 +276,8 @@ func TestReaderNextFields(t *testing.T) {
 		t.Fatalf("%+v, %q, %v", op, fields, err)
 	}
 	op, fields, err = r.nextFields()
-	if err != nil || op.Index != 2 || fields != fieldIndex|fieldFence || r.Line() != 3 {
-		t.Fatalf("%+v, %q, %v, line %d", op, fields, err, r.Line())
+	if err != nil || op.Index != 2 || fields != fieldIndex|fieldFence || r.lineNumber() != 3 {
+		t.Fatalf("%+v, %q, %v, line %d", op, fields, err, r.lineNumber())
 	}
 	if _, _, err = r.nextFields(); err == nil || !strings.Contains(err.Error(), "history: line 4: json: cannot unmarshal string") {
 		t.Fatalf("bad line: %v", err)

@@ -209,12 +209,6 @@ func (r *Recorder) Proc(id int) *Proc {
 	return &Proc{r: r, id: id, sem: make(chan struct{}, 1)}
 }
 
-// ID is the process number.
-func (p *Proc) ID() int { return p.id }
-
-// Now returns the run's clock, as Recorder.Now.
-func (p *Proc) Now() int64 { return p.r.Now() }
-
 // Invoke records op as the process's invocation, first waiting (or until
 // ctx ends) for its outstanding op to complete. Every successful Invoke
 // must be followed by one Complete.
@@ -441,8 +435,8 @@ func (r *Reader) readLine() ([]byte, error) {
 	return r.long, err
 }
 
-// Line returns the number of lines read so far.
-func (r *Reader) Line() int { return r.line }
+// lineNumber returns the number of lines read so far.
+func (r *Reader) lineNumber() int { return r.line }
 
 // ReadAll reads a whole history. When the last line is cut off, it returns
 // every complete op together with an error wrapping ErrTruncated; callers

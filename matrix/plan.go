@@ -297,6 +297,6 @@ func (c Planned) Command(extra []string) string {
 		parts = append(parts, "--fencing", c.Key.Fencing)
 	}
 	parts = append(parts, extra...)
-	parts = append(parts, c.Version.Args()...)
+	parts = append(parts, c.Version.args()...)
 	return shell.Join(parts)
 }

@@ -27,9 +27,9 @@ type Version struct {
 	RedisProgram string `json:"redis_program,omitempty" yaml:"redis_program,omitempty"`
 }
 
-// Args are the run flags that choose the set (--image KIND=REF, sorted by
+// args are the run flags that choose the set (--image KIND=REF, sorted by
 // kind, and --redis-program).
-func (v Version) Args() []string {
+func (v Version) args() []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(v.Images)) {
 		out = append(out, "--image", k+"="+v.Images[k])

@@ -65,7 +65,7 @@ func TestReadVersions(t *testing.T) {
 	if err != nil || len(vs) != 2 || vs[1].RedisProgram != "valkey" || vs[0].Images["all"] != "lt:bullseye" {
 		t.Fatalf("ReadVersions = %+v, %v", vs, err)
 	}
-	if got := strings.Join(vs[1].Args(), " "); got != "--image redis=lt:trixie --redis-program valkey" {
+	if got := strings.Join(vs[1].args(), " "); got != "--image redis=lt:trixie --redis-program valkey" {
 		t.Errorf("Args = %q", got)
 	}
 	for body, want := range map[string]string{

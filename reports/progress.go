@@ -132,8 +132,8 @@ func (p *Progress) Observe(op history.Op) {
 	p.live.Observe(&op)
 }
 
-// Counts returns the ops and violations counted in the current (or last) run.
-func (p *Progress) Counts() (ops, violations int) {
+// counts returns the ops and violations counted in the current (or last) run.
+func (p *Progress) counts() (ops, violations int) {
 	if p == nil {
 		return 0, 0
 	}

@@ -39,7 +39,7 @@ func TestProgressCounts(t *testing.T) {
 	for _, op := range ops {
 		p.Observe(op)
 	}
-	n, v := p.Counts()
+	n, v := p.counts()
 	if n != len(ops) {
 		t.Errorf("ops %d, want %d", n, len(ops))
 	}
@@ -52,12 +52,12 @@ func TestProgressCounts(t *testing.T) {
 	for _, op := range ops {
 		p.Observe(op)
 	}
-	if _, v := p.Counts(); v != 0 {
+	if _, v := p.counts(); v != 0 {
 		t.Errorf("lock-free: %d violations counted", v)
 	}
 	p.EndRun()
 	p.Observe(ops[0]) // after the run: not counted
-	if n, _ := p.Counts(); n != len(ops) {
+	if n, _ := p.counts(); n != len(ops) {
 		t.Errorf("an op after EndRun was counted")
 	}
 }

@@ -2,7 +2,7 @@
 // (ECDSA P-256), server certificates for the addresses and host names the
 // run's servers answer on, and client certificates, as PEM. Every file is
 // written with mode 0600 in a directory of the run's own (0700, inside the
-// run's private temporary directory) and removed with it (Remove). The
+// run's private temporary directory) and removed with it (remove). The
 // CA's key never leaves memory: nothing signed after the run can be
 // trusted by what it made.
 package runca
@@ -101,8 +101,8 @@ func (ca *CA) CAFile() string { return ca.caFile }
 // CAPEM is the CA certificate, PEM.
 func (ca *CA) CAPEM() []byte { return append([]byte(nil), ca.certPEM...) }
 
-// Pool is a pool holding only the CA.
-func (ca *CA) Pool() *x509.CertPool {
+// pool is a pool holding only the CA.
+func (ca *CA) pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.cert)
 	return p
@@ -188,8 +188,8 @@ func (ca *CA) sign(name string, tmpl *x509.Certificate) (Pair, error) {
 	return p, nil
 }
 
-// Remove deletes the CA's directory and everything in it.
-func (ca *CA) Remove() error {
+// remove deletes the CA's directory and everything in it.
+func (ca *CA) remove() error {
 	if err := os.RemoveAll(ca.dir); err != nil {
 		return fmt.Errorf("runca: %w", err)
 	}

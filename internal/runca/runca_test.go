@@ -19,7 +19,7 @@ func serve(t *testing.T, ca *CA, srv Pair) string {
 	}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
 		Certificates: []tls.Certificate{cert},
-		ClientCAs:    ca.Pool(),
+		ClientCAs:    ca.pool(),
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func TestHandshake(t *testing.T) {
 		{"a client certificate of another run's CA", "127.0.0.1", ca, &stranger, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &tls.Config{RootCAs: tc.roots.Pool(), ServerName: tc.serverName}
+			cfg := &tls.Config{RootCAs: tc.roots.pool(), ServerName: tc.serverName}
 			if tc.cert != nil {
 				c, err := tc.cert.TLSCertificate()
 				if err != nil {
@@ -149,7 +149,7 @@ func TestFiles(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0600", f, st.Mode().Perm())
 		}
 	}
-	if err := ca.Remove(); err != nil {
+	if err := ca.remove(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
