@@ -61,8 +61,8 @@ type Endpoint struct {
 	Auth *Auth
 }
 
-// Empty reports whether a asks for nothing.
-func (a *Auth) Empty() bool {
+// empty reports whether a asks for nothing.
+func (a *Auth) empty() bool {
 	return a == nil || (a.Username == "" && a.Password == "" && a.TLS == nil && a.Scheme == "")
 }
 
@@ -152,7 +152,7 @@ func authFromJournal(args map[string]string) *Auth {
 		a.TLS = &TLSFiles{CA: args["tls_ca"], Cert: args["tls_cert"], Key: args["tls_key"], ServerName: args["tls_server_name"],
 			InsecureSkipVerify: args["tls_insecure"] == "true"}
 	}
-	if a.Empty() {
+	if a.empty() {
 		return nil
 	}
 	return a
@@ -188,8 +188,8 @@ func (s AuthSet) For(kind string, i int) *Auth {
 	return nil
 }
 
-// Add appends the next server of kind's credentials (nil: none).
-func (s AuthSet) Add(kind string, a *Auth) {
+// add appends the next server of kind's credentials (nil: none).
+func (s AuthSet) add(kind string, a *Auth) {
 	s[kind] = append(s[kind], a)
 }
 
@@ -198,7 +198,7 @@ func (s AuthSet) compact() AuthSet {
 	out := AuthSet{}
 	for kind, l := range s {
 		for _, a := range l {
-			if !a.Empty() {
+			if !a.empty() {
 				out[kind] = l
 				break
 			}
@@ -284,7 +284,7 @@ func (s AuthSet) WriteTLSFiles(dir string) (AuthSet, error) {
 	for kind, l := range s.compact() {
 		for _, a := range l {
 			if a == nil || a.TLS == nil {
-				out.Add(kind, a)
+				out.add(kind, a)
 				continue
 			}
 			c, t := *a, *a.TLS
@@ -295,7 +295,7 @@ func (s AuthSet) WriteTLSFiles(dir string) (AuthSet, error) {
 				}
 			}
 			c.TLS = &t
-			out.Add(kind, &c)
+			out.add(kind, &c)
 		}
 	}
 	return out, nil

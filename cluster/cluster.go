@@ -188,12 +188,12 @@ func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
 // TempDir is the cluster's private temporary directory, removed by Close.
 func (c *Cluster) TempDir() string { return c.tmp }
 
-// TLS reports whether the cluster starts its servers with TLS.
-func (c *Cluster) TLS() bool { return c.opt.TLS && c.external == nil }
+// serversTLS reports whether the cluster starts its servers with TLS.
+func (c *Cluster) serversTLS() bool { return c.opt.TLS && c.external == nil }
 
-// CA is the run's certificate authority, made on first use in the
+// runCA is the run's certificate authority, made on first use in the
 // cluster's private temporary directory (removed with it by Close).
-func (c *Cluster) CA() (*runca.CA, error) {
+func (c *Cluster) runCA() (*runca.CA, error) {
 	c.caMu.Lock()
 	defer c.caMu.Unlock()
 	if c.ca == nil {
@@ -211,7 +211,7 @@ func (c *Cluster) CA() (*runca.CA, error) {
 // reads, written where it runs under dir (mode 0600), and their paths
 // there: the CA, its certificate and its key.
 func (c *Cluster) serverTLS(name, dir string, hosts ...string) (files []File, ca, cert, key string, err error) {
-	a, err := c.CA()
+	a, err := c.runCA()
 	if err != nil {
 		return nil, "", "", "", err
 	}
@@ -232,7 +232,7 @@ func (c *Cluster) serverTLS(name, dir string, hosts ...string) (files []File, ca
 // the harness and the run's clients use (in the cluster's private
 // temporary directory).
 func (c *Cluster) clientTLS(name, user string) (*TLSFiles, error) {
-	a, err := c.CA()
+	a, err := c.runCA()
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	// etcd does not have: it alone authenticates no one (etcd takes a
 	// certificate's name as the user), the run's password is still asked.
 	var clientFiles *TLSFiles
-	if c.TLS() {
+	if c.serversTLS() {
 		var err error
 		if clientFiles, err = c.clientTLS("etcd-client", "locktorture"); err != nil {
 			return nil, err

@@ -64,10 +64,10 @@ func (c *Cluster) ClientServers(p int) ServerSet {
 		if kind == "" {
 			kind = nameKind(s.Name())
 		}
-		g.Add(kind, a)
+		g.add(kind, a)
 		// The client dials a, maybe a link: its TLS checks the server's
 		// own name.
-		g.Auth.Add(kind, AuthOf(s).WithServerName(s.Addr()))
+		g.Auth.add(kind, AuthOf(s).WithServerName(s.Addr()))
 	}
 	if sg := c.SentinelGroup(); sg != nil {
 		g.Sentinel = &SentinelSet{Master: sg.MasterName(), MasterAuth: sg.MasterAuth}
@@ -75,10 +75,10 @@ func (c *Cluster) ClientServers(p int) ServerSet {
 			a := addr(s)
 			g.Aliases[s.Addr()] = a
 			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
-			g.Auth.Add(sentinelKind, s.auth.WithServerName(s.Addr()))
+			g.Auth.add(sentinelKind, s.auth.WithServerName(s.Addr()))
 		}
 		if len(g.Auth[redisKind]) == 0 && sg.MasterAuth != nil {
-			g.Auth.Add(redisKind, sg.MasterAuth)
+			g.Auth.add(redisKind, sg.MasterAuth)
 		}
 	}
 	g.Auth = g.Auth.compact()
@@ -106,15 +106,6 @@ func (c *Cluster) Link(from string, s Server) (*links.Link, error) {
 		err = fmt.Errorf("%w: %w", errClosed, err)
 	}
 	return l, err
-}
-
-// Links returns every link made so far, sorted by name.
-func (c *Cluster) Links() []*links.Link {
-	ls := c.linkSet()
-	if ls == nil {
-		return nil
-	}
-	return ls.All()
 }
 
 // closeLinks stops every proxy: no listener is left.

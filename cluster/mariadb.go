@@ -166,7 +166,7 @@ const mariadbInnoDB = "--innodb-buffer-pool-size=16M --innodb-log-file-size=8M -
 
 // startMariaDB starts the run's MariaDB through the provider.
 func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
-	if c.TLS() {
+	if c.serversTLS() {
 		return nil, fmt.Errorf("%w: mariadb: security: tls (--tls) is not supported for the run's own MariaDB yet; its sessions log in with the run's own password", ErrStart)
 	}
 	pv := c.provider()

@@ -52,8 +52,8 @@ type PgBouncerOptions struct {
 	Clients int `json:"clients,omitempty"`
 }
 
-// Pool is the clients' pool size: PoolSize, or its default.
-func (o PgBouncerOptions) Pool() int {
+// pool is the clients' pool size: PoolSize, or its default.
+func (o PgBouncerOptions) pool() int {
 	switch {
 	case o.PoolSize > 0:
 		return o.PoolSize
@@ -106,9 +106,6 @@ type PgBouncer struct {
 	// externalDSN is the connection string of one someone else runs.
 	externalDSN string
 }
-
-// Options are the pool's settings.
-func (b *PgBouncer) Options() PgBouncerOptions { return b.opt }
 
 // PgBouncer starts the run's PgBouncer in front of pg the first time it
 // is called (on an external cluster: hands out the one named) and returns
@@ -172,7 +169,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	if pg.externalDSN != "" {
 		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", ErrStart, name)
 	}
-	if c.TLS() {
+	if c.serversTLS() {
 		return nil, fmt.Errorf("%w: %s: security: tls (--tls) is not supported with a PgBouncer yet", ErrStart, name)
 	}
 	pv := c.provider()
@@ -267,7 +264,7 @@ func (b *PgBouncer) ini(authFile, authType string) string {
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "[databases]\n")
-	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, postgresDatabase, b.opt.Pool())
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, postgresDatabase, b.opt.pool())
 	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerResourceDB, pgHost, pgPort, postgresDatabase, pgbouncerResourcePool)
 	fmt.Fprintf(&s, "\n[pgbouncer]\n")
 	for _, kv := range [][2]string{
@@ -278,7 +275,7 @@ func (b *PgBouncer) ini(authFile, authType string) string {
 		{"auth_file", authFile},
 		{"admin_users", postgresUser},
 		{"pool_mode", b.opt.PoolMode},
-		{"default_pool_size", strconv.Itoa(b.opt.Pool())},
+		{"default_pool_size", strconv.Itoa(b.opt.pool())},
 		{"min_pool_size", "0"},
 		{"reserve_pool_size", "0"},
 		{"max_client_conn", "2000"},

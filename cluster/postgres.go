@@ -216,7 +216,7 @@ type machine interface {
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
 	m, ok := c.provider().(machine)
 	if !ok {
-		if c.TLS() {
+		if c.serversTLS() {
 			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
 		}
 		return c.startPostgresInContainer(ctx, opt)
@@ -397,9 +397,6 @@ func postgresDSN(addr, application string) string {
 // sessions carry, so a fault can find them in pg_stat_activity
 // ("locktorture-p0").
 func PostgresApplication(p int) string { return "locktorture-" + links.ClientName(p) }
-
-// Options are the settings the server runs with.
-func (pg *Postgres) Options() PostgresOptions { return pg.opt }
 
 // newPostgres is a PostgreSQL server at p whose data is in dataDir.
 func newPostgres(p program, opt PostgresOptions, dataDir string) *Postgres {
@@ -787,7 +784,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 // server's ssl settings and the CA file clients check it against.
 // Without TLS: nothing.
 func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, error) {
-	if !c.TLS() {
+	if !c.serversTLS() {
 		return nil, "", nil
 	}
 	files, ca, cert, key, err := c.serverTLS("postgres", dir, "127.0.0.1")
@@ -802,7 +799,7 @@ func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, err
 			return nil, "", err
 		}
 	}
-	a, err := c.CA()
+	a, err := c.runCA()
 	if err != nil {
 		return nil, "", err
 	}

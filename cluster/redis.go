@@ -94,7 +94,7 @@ func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir str
 		sp.Files = append(sp.Files, File{Path: conf, Content: redisAuthConfig(r.auth), Mode: 0o600})
 		sp.Shell = redisStart // Redis 6.0: without what it does not know
 	}
-	if !c.TLS() {
+	if !c.serversTLS() {
 		return nil
 	}
 	files, ca, cert, key, err := c.serverTLS(r.name, dir, host)
@@ -117,7 +117,7 @@ func redisTLSArgs(port int, ca, cert, key string) []string {
 // withTLS adds the run's CA to *a (made when nil): what a client checks a
 // server of the cluster's against.
 func (c *Cluster) withTLS(a **Auth) error {
-	ca, err := c.CA()
+	ca, err := c.runCA()
 	if err != nil {
 		return err
 	}

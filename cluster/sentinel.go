@@ -236,7 +236,7 @@ sentinel parallel-syncs %s 1
 		mode = 0o600
 	}
 	var tlsFiles []File
-	if c.TLS() {
+	if c.serversTLS() {
 		var ca, cert, key string
 		if tlsFiles, ca, cert, key, err = c.serverTLS(name, dir, host); err != nil {
 			return nil, err

@@ -433,14 +433,14 @@ func (f *ServersFile) ServerSet() ServerSet {
 	g := ServerSet{Auth: AuthSet{}}
 	for kind, es := range f.Servers {
 		for _, e := range es {
-			g.Add(kind, e.address())
-			g.Auth.Add(kind, e.auth)
+			g.add(kind, e.address())
+			g.Auth.add(kind, e.auth)
 		}
 	}
 	if s := f.Sentinel; s != nil {
 		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.masterAuth()}
 		for _, e := range s.Addrs {
-			g.Auth.Add(sentinelKind, e.auth)
+			g.Auth.add(sentinelKind, e.auth)
 		}
 		for _, e := range s.Servers {
 			g.Sentinel.ServersAuth = append(g.Sentinel.ServersAuth, e.auth)

@@ -49,8 +49,8 @@ type ServerSet struct {
 	Journal *journal.Journal
 }
 
-// Add appends a server of kind at addr.
-func (g *ServerSet) Add(kind, addr string) {
+// add appends a server of kind at addr.
+func (g *ServerSet) add(kind, addr string) {
 	if g.Servers == nil {
 		g.Servers = map[string][]string{}
 	}
@@ -99,7 +99,7 @@ func (g *ServerSet) UnmarshalJSON(b []byte) error {
 		var one string
 		if err := json.Unmarshal(raw, &one); err == nil {
 			if one != "" {
-				g.Add(kind, one)
+				g.add(kind, one)
 			}
 			continue
 		}
@@ -108,7 +108,7 @@ func (g *ServerSet) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("%s: a list of addresses or one string: %w", kind, err)
 		}
 		for _, a := range addrs {
-			g.Add(kind, a)
+			g.add(kind, a)
 		}
 	}
 	return nil

@@ -154,7 +154,7 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 // startZooKeeperEnsemble starts the run's own ZooKeeper of opt.Members
 // members.
 func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
-	if c.TLS() {
+	if c.serversTLS() {
 		// ZooKeeper 3.8 speaks TLS only through Netty with Java key
 		// stores, and go-zookeeper not at all: not done yet.
 		return nil, fmt.Errorf("%w: zookeeper: security: tls (--tls) is not supported for the run's own ZooKeeper; its znodes are protected by a digest user of the run's own instead", ErrStart)
