@@ -97,9 +97,6 @@ func (r *Recorder) flusher(every time.Duration) {
 // Now returns nanoseconds since the recorder started, on its monotonic clock.
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
 
-// Start returns the wall-clock instant the run's clock counts from.
-func (r *Recorder) Start() time.Time { return r.start }
-
 // Record stamps op with the next index and the current time and writes it.
 // It returns the stamped op.
 func (r *Recorder) Record(op Op) (Op, error) {

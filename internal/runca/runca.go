@@ -92,9 +92,6 @@ func New(dir string) (*CA, error) {
 	return ca, nil
 }
 
-// Dir is the directory the CA writes its files in.
-func (ca *CA) Dir() string { return ca.dir }
-
 // CAFile is the CA certificate's file (what clients and servers trust).
 func (ca *CA) CAFile() string { return ca.caFile }
 
