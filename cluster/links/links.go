@@ -228,22 +228,6 @@ func (ls *Set) Get(key, from string, to Target, upstream string) (*Link, error) 
 	return l, nil
 }
 
-// All returns every link made so far, sorted by name.
-func (ls *Set) All() []*Link {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	keys := make([]string, 0, len(ls.byKey))
-	for k := range ls.byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]*Link, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ls.byKey[k])
-	}
-	return out
-}
-
 // Close stops every proxy: no listener is left.
 func (ls *Set) Close() {
 	ls.mu.Lock()
