@@ -2,7 +2,8 @@
 // locktorture speaks, and the streaming JSONL reader and writer for it.
 //
 // The format is a contract (docs/history.md): one JSON object per line, field
-// names as in Jepsen's histories. This package imports nothing of ours.
+// names as in Jepsen's histories. Of ours it imports only internal/secret
+// (a recorded error never quotes a password).
 package history
 
 import (

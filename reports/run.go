@@ -3,8 +3,9 @@
 // XML file for CI, porcupine's linearizability view, the one-screen text
 // summary the CLI prints, and results.json itself.
 //
-// Of ours it imports history, checker and matrix (a matrix's data), and
-// it starts no server, so a stored run can be re-reported anywhere.
+// Of ours it imports history, checker, matrix (a matrix's data) and
+// scenarios (the families a comparison groups by), besides internal
+// helpers; it starts no server, so a stored run can be re-reported anywhere.
 package reports
 
 import (
