@@ -20,7 +20,13 @@
 //   - process.go: clients as processes and the exec backend's program,
 //     and the kinds of servers a scenario needs;
 //   - servers.go: where the servers run (local, docker, external);
-//   - overrides.go: command-line settings applied over a scenario.
+//   - overrides.go: command-line settings applied over a scenario;
+//   - judged.go: Unjudged, whether a scenario's expectation still speaks
+//     for a run that overrides changed;
+//   - suits.go: suits:, the backends a scenario applies to, chosen by what
+//     they are;
+//   - families.go: the fault families a comparison runs (and which
+//     built-ins fill each) and the scenarios a matrix runs by default.
 //
 // Every key a file takes is documented for users in docs/scenario-file.md.
 package scenarios

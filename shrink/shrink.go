@@ -1,8 +1,8 @@
 // Package shrink turns a failing run into the smallest scenario that
 // still fails: the run's recorded faults become a scripted schedule
 // (script.go), delta debugging drops the faults that do not matter
-// (ddmin.go), and then fewer clients, fewer keys, a shorter run and
-// shorter faults are tried, each candidate run again and again on real
+// (ddmin.go), and then fewer clients (clients.go), fewer keys, a shorter
+// run and shorter faults are tried, each candidate run again and again on real
 // servers and kept only when every re-run fails the same checker.
 //
 // The search is deterministic: the candidates come in a fixed order, the
