@@ -92,7 +92,7 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 		for _, p := range ps {
 			e.members = append(e.members, newEtcdMember(p))
 		}
-		return e, e.Servers()
+		return e, e.memberServers()
 	}, func() (*Etcd, error) { return c.startEtcdEnsemble(ctx, opt) })
 	if err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd
 		if err != nil {
 			return nil, nil, err
 		}
-		return e, e.Servers(), nil
+		return e, e.memberServers(), nil
 	})
 }
 
@@ -247,8 +247,8 @@ func etcdTLSArgs(ca, cert, key string) []string {
 // Members returns the members in start order.
 func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
 
-// Servers returns the members as Servers, for Cluster.ClientAddr.
-func (e *Etcd) Servers() []Server {
+// memberServers returns the members as Servers, for Cluster.ClientAddr.
+func (e *Etcd) memberServers() []Server {
 	out := make([]Server, len(e.members))
 	for i, m := range e.members {
 		out[i] = m
@@ -270,7 +270,7 @@ func (e *Etcd) Endpoints() []string {
 func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 	var errs []error
 	for _, m := range e.members {
-		st, err := m.Status(ctx)
+		st, err := m.status(ctx)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -280,7 +280,7 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 			continue
 		}
 		for _, o := range e.members {
-			if id, err := o.ID(ctx); err == nil && id == st.Leader {
+			if id, err := o.id(ctx); err == nil && id == st.Leader {
 				return o, nil
 			}
 		}
@@ -373,16 +373,9 @@ func (m *EtcdMember) health(ctx context.Context) error {
 	return nil
 }
 
-// Healthy reports (as an error) whether the member knows a leader and can
-// serve a read through raft.
-func (m *EtcdMember) Healthy(ctx context.Context) error { return m.health(ctx) }
-
-// Status asks the member for its id, its leader and its term.
-func (m *EtcdMember) Status(ctx context.Context) (EtcdStatus, error) { return m.status(ctx) }
-
-// ID is the member's raft id.
-func (m *EtcdMember) ID(ctx context.Context) (uint64, error) {
-	st, err := m.Status(ctx)
+// id is the member's raft id.
+func (m *EtcdMember) id(ctx context.Context) (uint64, error) {
+	st, err := m.status(ctx)
 	return st.ID, err
 }
 

@@ -71,27 +71,27 @@ func TestEtcdSingle(t *testing.T) {
 	if state := procState(t, m.PID()); state != "T" {
 		t.Errorf("paused member in state %q, want T", state)
 	}
-	if err := m.Healthy(ctx); err == nil {
+	if err := m.health(ctx); err == nil {
 		t.Error("a paused member answers its health check")
 	}
 	if err := m.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Healthy(ctx); err != nil {
+	if err := m.health(ctx); err != nil {
 		t.Errorf("health after resume: %v", err)
 	}
 
 	if err := m.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m.Running() || m.Healthy(ctx) == nil {
+	if m.Running() || m.health(ctx) == nil {
 		t.Fatal("killed member still answers")
 	}
 	if err := m.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m.Addr() != port || m.Healthy(ctx) != nil {
-		t.Errorf("restart: addr %s (was %s), health %v", m.Addr(), port, m.Healthy(ctx))
+	if m.Addr() != port || m.health(ctx) != nil {
+		t.Errorf("restart: addr %s (was %s), health %v", m.Addr(), port, m.health(ctx))
 	}
 	if got := rangeKey(t, ctx, m, "key"); got != "value" {
 		t.Errorf("the value did not survive kill -9 and restart: %s", got)
@@ -150,7 +150,7 @@ func TestEtcdThree(t *testing.T) {
 			}
 			seen[a] = true
 		}
-		if err := m.Healthy(ctx); err != nil {
+		if err := m.health(ctx); err != nil {
 			t.Errorf("%s: %v", m.Name(), err)
 		}
 		if filepath.Dir(m.LogPath()) != logs {
@@ -165,9 +165,9 @@ func TestEtcdThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every member follows the same leader.
-	lid, _ := leader.ID(ctx)
+	lid, _ := leader.id(ctx)
 	for _, m := range ms {
-		if st, err := m.Status(ctx); err != nil || st.Leader != lid {
+		if st, err := m.status(ctx); err != nil || st.Leader != lid {
 			t.Errorf("%s follows %x (%v), leader is %x", m.Name(), st.Leader, err, lid)
 		}
 	}
@@ -192,7 +192,7 @@ func TestEtcdThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The restarted member caught up with the write it missed.
-	if err := leader.Healthy(ctx); err != nil {
+	if err := leader.health(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := rangeKey(t, ctx, leader, "k3"); got != "v" {

@@ -161,7 +161,7 @@ func (c *Cluster) Peers() []Server {
 	if z == nil || len(z.peers) == 0 {
 		return nil
 	}
-	return z.Servers()
+	return z.memberServers()
 }
 
 // zookeeperPeerLinks makes the links between the members of z (before

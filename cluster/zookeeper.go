@@ -142,7 +142,7 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 		for i, p := range ps {
 			z.members = append(z.members, newZooKeeperMember(p, i+1))
 		}
-		return z, z.Servers()
+		return z, z.memberServers()
 	}, func() (*ZooKeeper, error) { return c.startZooKeeperEnsemble(ctx, opt) })
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 		if err != nil {
 			return nil, nil, err
 		}
-		return z, z.Servers(), nil
+		return z, z.memberServers(), nil
 	})
 }
 
@@ -339,8 +339,8 @@ func (z *ZooKeeper) Members() []*ZooKeeperMember {
 	return append([]*ZooKeeperMember(nil), z.members...)
 }
 
-// Servers returns the members as Servers, for Cluster.ClientAddr.
-func (z *ZooKeeper) Servers() []Server {
+// memberServers returns the members as Servers, for Cluster.ClientAddr.
+func (z *ZooKeeper) memberServers() []Server {
 	out := make([]Server, len(z.members))
 	for i, m := range z.members {
 		out[i] = m
