@@ -133,7 +133,7 @@ func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
 // it hands out the one named.
 func (c *Cluster) MariaDB(ctx context.Context) (*MariaDB, error) {
 	return startOnce(c, mariadbKind, func() (*MariaDB, error) {
-		return one(c, mariadbKind, "mariadb", "the backend wants MariaDB, but none was external", c.adoptMariaDB,
+		return one(c, mariadbKind, "mariadb", "the backend wants MariaDB, but the servers file names none", c.adoptMariaDB,
 			func() (*MariaDB, error) { return c.startMariaDB(ctx) })
 	})
 }

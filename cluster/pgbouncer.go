@@ -120,7 +120,7 @@ func (c *Cluster) PgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOpti
 		return b, nil
 	}
 	b, err := one(c, pgbouncerKind, pgbouncerKind,
-		"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but none was external: name one in the servers file (pgbouncer: DSN)",
+		"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but the servers file names none (pgbouncer: DSN)",
 		func(dsn string, p program) (*PgBouncer, error) { return c.adoptPgBouncer(dsn, p, pg, opt) },
 		func() (*PgBouncer, error) { return c.startPgBouncer(ctx, pg, opt) })
 	if err != nil {

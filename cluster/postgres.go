@@ -173,7 +173,7 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 		}
 		return pg, nil
 	}
-	pg, err := one(c, postgresKind, "postgres", "the backend wants PostgreSQL, but none was external",
+	pg, err := one(c, postgresKind, "postgres", "the backend wants PostgreSQL, but the servers file names none",
 		func(dsn string, p program) (*Postgres, error) { return c.adoptPostgres(dsn, p, opt) },
 		func() (*Postgres, error) { return c.startPostgres(ctx, opt) })
 	if err != nil {

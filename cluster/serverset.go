@@ -149,7 +149,7 @@ func (s *externalState) next(kind string) (addr string, n int, err error) {
 	s.used[kind]++
 	external := s.g.Addrs(kind)
 	if n >= len(external) {
-		return "", n, fmt.Errorf("cluster: %w: the backend wants %s server %d, but only %d were external", ErrStart, kind, n+1, len(external))
+		return "", n, fmt.Errorf("cluster: %w: the backend wants %s server %d, but the servers file names only %d", ErrStart, kind, n+1, len(external))
 	}
 	return external[n], n, nil
 }
@@ -240,7 +240,7 @@ func (c *Cluster) handOutSentinelGroup() (*SentinelGroup, bool, error) {
 func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 	gs := c.external.g.Sentinel
 	if gs == nil || len(gs.Addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but none was external", ErrStart)
+		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but the servers file names none", ErrStart)
 	}
 	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: c.external.g.Journal}
 	if g.MasterAuth == nil {
@@ -288,7 +288,7 @@ func (c *Cluster) handOut(kind, what string, name func(i int) string) ([]program
 	}
 	addrs := c.external.g.Addrs(kind)
 	if len(addrs) == 0 {
-		return nil, true, fmt.Errorf("cluster: %w: the backend wants %s, but none was external", ErrStart, what)
+		return nil, true, fmt.Errorf("cluster: %w: the backend wants %s, but the servers file names none", ErrStart, what)
 	}
 	ps := make([]program, len(addrs))
 	for i, a := range addrs {
