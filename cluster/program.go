@@ -176,7 +176,7 @@ func (c *Cluster) place(ctx context.Context, s *faultable, name func(n int) stri
 			return err
 		}
 		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
-		s.auth = c.external.g.Auth.For(pl.kind, n)
+		s.auth = c.external.servers.Auth.For(pl.kind, n)
 		return nil
 	}
 	s.name = name(c.started(pl.kind))

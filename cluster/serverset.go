@@ -132,7 +132,7 @@ type SentinelSet struct {
 
 // externalState is what an external cluster has handed out so far.
 type externalState struct {
-	g    ServerSet
+	servers    ServerSet
 	mu   sync.Mutex
 	used map[string]int // servers handed out, by kind
 }
@@ -147,7 +147,7 @@ func (s *externalState) next(kind string) (addr string, n int, err error) {
 	}
 	n = s.used[kind]
 	s.used[kind]++
-	external := s.g.Addrs(kind)
+	external := s.servers.Addrs(kind)
 	if n >= len(external) {
 		return "", n, fmt.Errorf("cluster: %w: the backend wants %s server %d, but the servers file names only %d", ErrStart, kind, n+1, len(external))
 	}
@@ -157,7 +157,7 @@ func (s *externalState) next(kind string) (addr string, n int, err error) {
 // NewExternal returns a cluster that starts no server: it hands out the
 // servers g names. Its Close stops nothing.
 func NewExternal(g ServerSet) *Cluster {
-	return &Cluster{external: &externalState{g: g}}
+	return &Cluster{external: &externalState{servers: g}}
 }
 
 // Addrs returns the addresses named for a kind of server ("redis", "etcd",
@@ -180,8 +180,8 @@ func hostPort(external, host string, port int) string {
 // harness controls through docker when Controls names one for addr, else
 // nothing a fault can act on.
 func (c *Cluster) externalUnit(name, addr string) Unit {
-	if ctr := c.external.g.Controls[addr]; ctr != "" {
-		u := &controlledUnit{name: name, container: ctr, journal: c.external.g.Journal}
+	if ctr := c.external.servers.Controls[addr]; ctr != "" {
+		u := &controlledUnit{name: name, container: ctr, journal: c.external.servers.Journal}
 		// Close "stops" it: thaws or starts it again if a fault left it
 		// paused or killed, so the server is left as the run found it.
 		c.mu.Lock()
@@ -201,7 +201,7 @@ func (c *Cluster) externalRedis(opt RedisOptions) (*Redis, error) {
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	return c.externalRedisAt(opt, addr, c.external.g.Auth.For(redisKind, n)), nil
+	return c.externalRedisAt(opt, addr, c.external.servers.Auth.For(redisKind, n)), nil
 }
 
 // keyMatch is the SCAN pattern of the run's own keys on servers someone
@@ -210,13 +210,13 @@ func (c *Cluster) keyMatch() string {
 	if c.external == nil {
 		return ""
 	}
-	return c.external.g.KeyMatch
+	return c.external.servers.KeyMatch
 }
 
 // externalRedisAt lists the external Redis server at addr, asking for
 // auth, among the cluster's.
 func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Redis {
-	r := newRedis(program{name: opt.Name, external: addr, auth: auth, p: c.externalUnit(opt.Name, addr)}, opt, c.external.g.KeyMatch)
+	r := newRedis(program{name: opt.Name, external: addr, auth: auth, p: c.externalUnit(opt.Name, addr)}, opt, c.external.servers.KeyMatch)
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
@@ -238,14 +238,14 @@ func (c *Cluster) handOutSentinelGroup() (*SentinelGroup, bool, error) {
 
 // externalSentinelGroup hands out the external Sentinel group.
 func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
-	gs := c.external.g.Sentinel
+	gs := c.external.servers.Sentinel
 	if gs == nil || len(gs.Addrs) == 0 {
 		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but the servers file names none", ErrStart)
 	}
-	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: c.external.g.Journal}
+	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: c.external.servers.Journal}
 	if g.MasterAuth == nil {
 		// A client process is given the master's credentials as auth.redis.
-		g.MasterAuth = c.external.g.Auth.For(redisKind, 0)
+		g.MasterAuth = c.external.servers.Auth.For(redisKind, 0)
 	}
 	serverAuth := func(i int) *Auth {
 		if i < len(gs.ServersAuth) && gs.ServersAuth[i] != nil {
@@ -260,17 +260,17 @@ func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
 			g.Replica = c.externalRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
 		}
 	default:
-		if len(c.external.g.Addrs(redisKind)) > 0 {
+		if len(c.external.servers.Addrs(redisKind)) > 0 {
 			g.Primary, _ = c.externalRedis(RedisOptions{Name: "redis-primary"})
 		}
-		if len(c.external.g.Addrs(redisKind)) > 1 {
+		if len(c.external.servers.Addrs(redisKind)) > 1 {
 			g.Replica, _ = c.externalRedis(RedisOptions{Name: "redis-replica"})
 		}
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
 		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, external: a, p: c.externalUnit(name, a),
-			auth: c.external.g.Auth.For(sentinelKind, i)}})
+			auth: c.external.servers.Auth.For(sentinelKind, i)}})
 	}
 	c.mu.Lock()
 	c.sentinel = g
@@ -286,13 +286,13 @@ func (c *Cluster) handOut(kind, what string, name func(i int) string) ([]program
 	if c.external == nil {
 		return nil, false, nil
 	}
-	addrs := c.external.g.Addrs(kind)
+	addrs := c.external.servers.Addrs(kind)
 	if len(addrs) == 0 {
 		return nil, true, fmt.Errorf("cluster: %w: the backend wants %s, but the servers file names none", ErrStart, what)
 	}
 	ps := make([]program, len(addrs))
 	for i, a := range addrs {
-		ps[i] = program{name: name(i), external: a, p: c.externalUnit(name(i), a), auth: c.external.g.Auth.For(kind, i)}
+		ps[i] = program{name: name(i), external: a, p: c.externalUnit(name(i), a), auth: c.external.servers.Auth.For(kind, i)}
 	}
 	return ps, true, nil
 }
@@ -303,7 +303,7 @@ func (c *Cluster) externalAlias(addr string) string {
 	if c.external == nil {
 		return ""
 	}
-	return c.external.g.Aliases[addr]
+	return c.external.servers.Aliases[addr]
 }
 
 // externalServer is a server known only by its address.
