@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -182,7 +183,11 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	for _, m := range e.members {
 		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin, Shell: etcdStart,
 			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir), Files: tlsFiles[m],
-			LogPath: filepath.Join(c.opt.LogDir, m.name+".log")})
+			LogPath: filepath.Join(c.opt.LogDir, m.name+".log"),
+			// Stopped for good, a member's data goes with the run: on a
+			// SIGTERM a member cut from its quorum went on campaigning
+			// until the 3s stop timeout killed it anyway.
+			StopSignal: syscall.SIGKILL})
 		if err != nil {
 			return fail(err)
 		}
