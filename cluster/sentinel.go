@@ -126,7 +126,8 @@ func (c *Cluster) ServerByAddr(addr string) Server {
 
 // StartSentinelGroup starts a primary (A), a replica (B) replicating from
 // it — through a link when links are enabled — and three Sentinels, and
-// waits until the replica is in sync and every Sentinel knows it.
+// waits until the replica is in sync and every Sentinel is connected to it
+// and has read its INFO (so a forced failover can promote it at once).
 func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*SentinelGroup, error) {
 	if g := c.SentinelGroup(); g != nil {
 		return g, nil
@@ -187,10 +188,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 			if err != nil {
 				return err
 			}
-			if a, _ := v.([]any); len(a) == 0 {
-				return fmt.Errorf("%s does not know the replica yet", s.name)
-			}
-			return nil
+			return sentinelSeesReplica(s.name, v)
 		}); err != nil {
 			return nil, fmt.Errorf("cluster: %w: %w", ErrStart, err)
 		}
@@ -199,6 +197,32 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	c.sentinel = g
 	c.mu.Unlock()
 	return g, nil
+}
+
+// sentinelSeesReplica says (as an error) why a Sentinel's SENTINEL
+// replicas reply v does not yet show a replica it could promote: one it
+// is connected to, whose INFO it has read and whose link to the primary is
+// up. A Sentinel that only heard of the replica from the primary's INFO
+// answers a forced failover NOGOODSLAVE, and the group then fails over by
+// the Sentinels' own detection and election, seconds later.
+func sentinelSeesReplica(name string, v any) error {
+	replicas, _ := v.([]any)
+	if len(replicas) == 0 {
+		return fmt.Errorf("%s does not know the replica yet", name)
+	}
+	for _, r := range replicas {
+		fields, _ := r.([]any)
+		f := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			k, _ := fields[i].(string)
+			val, _ := fields[i+1].(string)
+			f[k] = val
+		}
+		if strings.Contains(f["flags"], "disconnected") || f["info-refresh"] == "0" || f["master-link-status"] != "ok" {
+			return fmt.Errorf("%s does not see replica %s ready yet (flags %s, master link %s)", name, f["name"], f["flags"], f["master-link-status"])
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) startSentinel(ctx context.Context, bin, name string, primary *Redis) (*Sentinel, error) {

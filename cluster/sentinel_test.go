@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,3 +107,35 @@ func TestSentinelFailover(t *testing.T) {
 }
 
 var errNotYet = context.DeadlineExceeded
+
+// TestForceFailoverAtOnce: a forced failover right after the group
+// starts promotes the replica (every Sentinel sees it ready before
+// StartSentinelGroup returns: one that had only heard of it answered
+// NOGOODSLAVE, and the group failed over seconds later by itself).
+func TestForceFailoverAtOnce(t *testing.T) {
+	testenv.Require(t, "redis-sentinel")
+	ctx := context.Background()
+	c, err := New(Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := c.StartSentinelGroup(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Primary.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ForceFailover(ctx); err != nil {
+		t.Fatalf("forced failover right after the start: %v", err)
+	}
+	if err := waitFor(ctx, 10*time.Second, func() error {
+		if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Replica.Addr() {
+			return fmt.Errorf("primary %s (%v), want the replica %s", a, err, g.Replica.Addr())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
