@@ -40,6 +40,11 @@ type PlanOptions struct {
 	// Seeds says (a comparison's baseline, which gives each backend's
 	// speed and decides no verdict that seeds could change much).
 	OneSeed []string
+	// Durations are the run times of the named scenarios in this plan,
+	// where Overrides set none (a comparison's baseline, which measures
+	// speed and needs no more): their cells run and repeat with
+	// --duration.
+	Durations map[string]time.Duration
 	// Versions run every cell once per version set (the version axis);
 	// empty: once, with the scenarios' own servers.
 	Versions []Version
@@ -66,6 +71,9 @@ type Planned struct {
 	Kinds []string
 	// Version is the version set the cell runs with (zero: none).
 	Version Version
+	// Args are flags of the cell's own that its repeat command carries
+	// (--duration, from PlanOptions.Durations).
+	Args []string
 }
 
 // startupCost is about how long a server of each kind takes to start on a
@@ -224,6 +232,11 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 				f := fencing
 				o.Fencing = &f
 			}
+			var args []string
+			if d, ok := opt.Durations[base.Name]; ok && o.Duration == nil {
+				o.Duration = &d
+				args = []string{"--duration", d.String()}
+			}
 			if len(v.Images) > 0 {
 				o.Images = maps.Clone(o.Images)
 				if o.Images == nil {
@@ -253,7 +266,7 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 				}
 			}
 			key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing, Version: v.Name}
-			out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v})
+			out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v, Args: args})
 		}
 	}
 	return out, nil
@@ -296,6 +309,7 @@ func (c Planned) Command(extra []string) string {
 	if c.Key.Fencing != "" {
 		parts = append(parts, "--fencing", c.Key.Fencing)
 	}
+	parts = append(parts, c.Args...)
 	parts = append(parts, extra...)
 	parts = append(parts, c.Version.args()...)
 	return shell.Join(parts)

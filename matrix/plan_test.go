@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -45,3 +46,40 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("estimates out of order: %v", est)
 	}
 }
+
+// TestPlanDurations: a plan's own run time for a scenario (compare's
+// baseline) reaches its cells and their repeat commands, and only its;
+// a --duration for every cell wins over it.
+func TestPlanDurations(t *testing.T) {
+	three := 3 * time.Second
+	for _, tc := range []struct {
+		name      string
+		overrides scenarios.Overrides
+		want      time.Duration
+	}{
+		{"plan's own", scenarios.Overrides{}, three},
+		{"--duration wins", scenarios.Overrides{Duration: ptrTo(4 * time.Second)}, 4 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cells, err := Plan(PlanOptions{Scenarios: []string{"baseline", "pause"}, Backends: []string{"redis-token"},
+				Overrides: tc.overrides, Durations: map[string]time.Duration{"baseline": three}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cells {
+				own := c.Key.Scenario == "baseline" && tc.overrides.Duration == nil
+				if c.Key.Scenario == "baseline" && c.Scenario.Duration.D() != tc.want {
+					t.Errorf("baseline runs %v, want %v", c.Scenario.Duration.D(), tc.want)
+				}
+				if got := strings.Contains(c.Command(nil), "--duration 3s"); got != own {
+					t.Errorf("%s: repeat command %q: --duration 3s there is %v, want %v", c.Key.Scenario, c.Command(nil), got, own)
+				}
+				if c.Key.Scenario == "pause" && c.Scenario.Duration.D() == three && tc.overrides.Duration == nil {
+					t.Errorf("pause took the baseline's run time")
+				}
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

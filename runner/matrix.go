@@ -69,6 +69,9 @@ type MatrixOptions struct {
 	// OneSeed names scenarios run with their own seed only (see
 	// matrix.PlanOptions.OneSeed).
 	OneSeed []string
+	// Durations are the run times of the named scenarios (see
+	// matrix.PlanOptions.Durations).
+	Durations map[string]time.Duration
 	// Versions run every cell once per version set (see
 	// matrix.PlanOptions.Versions); a set that cannot run a cell (no
 	// Valkey in its image) skips it, with the reason (refusal).
@@ -110,7 +113,7 @@ type MatrixOutcome struct {
 
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
-	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed,
+	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed, Durations: opt.Durations,
 		Versions: opt.Versions, Refuse: func(_ matrix.Version, sc *scenarios.Scenario) string { return refusal(context.Background(), sc) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
