@@ -418,4 +418,3 @@ func (l *Launcher) close() {
 		}
 	}
 }
-

@@ -75,31 +75,20 @@ const maxEtcdMembers = 7
 func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 	c.etcd.mu.Lock()
 	defer c.etcd.mu.Unlock()
-	e := c.etcd.e
 	running := 0
-	if e != nil {
-		running = len(e.members)
+	if c.etcd.e != nil {
+		running = len(c.etcd.e.members)
 	}
-	n, err := c.ensembleSize("etcd", running, opt.Members, maxEtcdMembers)
-	switch {
-	case err != nil:
-		return nil, err
-	case e != nil:
-		return e, nil
-	}
-	opt.Members = n
-	e, err = ensemble(c, etcdKind, "etcd", func(ps []program) (*Etcd, []Server) {
+	return keptEnsemble(c, &c.etcd.e, running, etcdKind, "etcd", opt.Members, maxEtcdMembers, func(ps []program) (*Etcd, []Server) {
 		e := &Etcd{}
 		for _, p := range ps {
 			e.members = append(e.members, newEtcdMember(p))
 		}
 		return e, e.memberServers()
-	}, func() (*Etcd, error) { return c.startEtcdEnsemble(ctx, opt) })
-	if err != nil {
-		return nil, err
-	}
-	c.etcd.e = e
-	return e, nil
+	}, func(n int) (*Etcd, error) {
+		opt.Members = n
+		return c.startEtcdEnsemble(ctx, opt)
+	})
 }
 
 // startEtcdEnsemble starts the run's own etcd of opt.Members members.

@@ -371,6 +371,28 @@ func startMembers(ctx context.Context, members []*faultable) error {
 	return nil
 }
 
+// keptEnsemble is the run's one ensemble of kind, kept in *slot: the one
+// running (running members: asking for another count is an error), or
+// one of the size ensembleSize says, handed out by ensemble (adopt) or
+// started (start, given the size) and kept. The caller holds the slot's
+// lock.
+func keptEnsemble[T any](c *Cluster, slot *T, running int, kind, what string, asked, max int, adopt func(ps []program) (T, []Server), start func(n int) (T, error)) (T, error) {
+	var none T
+	n, err := c.ensembleSize(kind, running, asked, max)
+	switch {
+	case err != nil:
+		return none, err
+	case running > 0:
+		return *slot, nil
+	}
+	v, err := ensemble(c, kind, what, adopt, func() (T, error) { return start(n) })
+	if err != nil {
+		return none, err
+	}
+	*slot = v
+	return v, nil
+}
+
 // ensembleSize is how many members a start-once ensemble of kind is to
 // have: when one runs already (running members), that one's — asking for
 // another count is an error —; on an external cluster, whatever was

@@ -132,9 +132,9 @@ type SentinelSet struct {
 
 // externalState is what an external cluster has handed out so far.
 type externalState struct {
-	servers    ServerSet
-	mu   sync.Mutex
-	used map[string]int // servers handed out, by kind
+	servers ServerSet
+	mu      sync.Mutex
+	used    map[string]int // servers handed out, by kind
 }
 
 // next is the next external server of kind and how many were handed out

@@ -124,31 +124,20 @@ const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	c.zk.mu.Lock()
 	defer c.zk.mu.Unlock()
-	z := c.zk.z
 	running := 0
-	if z != nil {
-		running = len(z.members)
+	if c.zk.z != nil {
+		running = len(c.zk.z.members)
 	}
-	n, err := c.ensembleSize("zookeeper", running, opt.Members, maxZooKeeperMembers)
-	switch {
-	case err != nil:
-		return nil, err
-	case z != nil:
-		return z, nil
-	}
-	opt.Members = n
-	z, err = ensemble(c, zookeeperKind, "ZooKeeper", func(ps []program) (*ZooKeeper, []Server) {
+	return keptEnsemble(c, &c.zk.z, running, zookeeperKind, "ZooKeeper", opt.Members, maxZooKeeperMembers, func(ps []program) (*ZooKeeper, []Server) {
 		z := &ZooKeeper{}
 		for i, p := range ps {
 			z.members = append(z.members, newZooKeeperMember(p, i+1))
 		}
 		return z, z.memberServers()
-	}, func() (*ZooKeeper, error) { return c.startZooKeeperEnsemble(ctx, opt) })
-	if err != nil {
-		return nil, err
-	}
-	c.zk.z = z
-	return z, nil
+	}, func(n int) (*ZooKeeper, error) {
+		opt.Members = n
+		return c.startZooKeeperEnsemble(ctx, opt)
+	})
 }
 
 // startZooKeeperEnsemble starts the run's own ZooKeeper of opt.Members
