@@ -79,6 +79,10 @@ type Options struct {
 	Progress func(Progress)
 	// Log, when set, gets a line per candidate.
 	Log io.Writer
+
+	// run makes one candidate run (nil: runner.Run into the scratch
+	// store); tests give the search a deterministic judge instead.
+	run func(ctx context.Context, sc *scenarios.Scenario, store string) (*runner.Outcome, error)
 }
 
 // Progress is where a shrink stands.
@@ -220,6 +224,11 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	if opt.Reruns <= 0 {
 		opt.Reruns = DefaultReruns
+	}
+	if opt.run == nil {
+		opt.run = func(ctx context.Context, sc *scenarios.Scenario, store string) (*runner.Outcome, error) {
+			return runner.Run(ctx, sc, runner.Options{Store: store, TempDir: opt.TempDir, LinearizableTimeout: opt.LinearizableTimeout})
+		}
 	}
 	r.Reruns = opt.Reruns
 	if r.Checker, err = targetChecker(r.OriginalResults, opt.Checker); err != nil {
@@ -686,7 +695,7 @@ func (s *search) runAll(ctx context.Context, c *candidate, seeds []int64) (ok bo
 		if err := sc.Validate(); err != nil {
 			return false, "not a valid scenario: " + err.Error(), nil, nil, nil
 		}
-		out, err := runner.Run(ctx, sc, runner.Options{Store: s.scratch, TempDir: s.opt.TempDir, LinearizableTimeout: s.opt.LinearizableTimeout})
+		out, err := s.opt.run(ctx, sc, s.scratch)
 		s.runs++
 		s.report()
 		if ctx.Err() != nil || errors.Is(err, runner.ErrInterrupted) {

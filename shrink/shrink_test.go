@@ -1,11 +1,14 @@
 package shrink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -15,14 +18,18 @@ import (
 
 // small is a short failing run: client 0 pauses past its 300ms lease
 // while holding the lock (the failure), with a slow link before it and a
-// partition after it that do not matter.
+// partition after it that do not matter. The run goes on 900ms past the
+// partition's start, so the pause alone is tried in a run of 1.25s (the
+// faults phase keeps that tail): long enough for another client to take
+// the lock every time, not at the edge of failing, where a loaded
+// machine may tip a re-run either way and the search take another path.
 const small = `name: shrink-test
 backend: redis-token
 clients: 3
 keys: 2
 ttl: 300ms
 hold: 20ms
-duration: 2s
+duration: 2.5s
 timeout: 200ms
 seed: 5
 nemesis:
@@ -66,7 +73,14 @@ func failingRun(t *testing.T) string {
 func TestShrinkRealRun(t *testing.T) {
 	dir := failingRun(t)
 	tmp := t.TempDir()
-	r, err := Shrink(context.Background(), dir, Options{Reruns: 2, TempDir: tmp})
+	var log bytes.Buffer
+	r, err := Shrink(context.Background(), dir, Options{Reruns: 2, TempDir: tmp, Log: &log})
+	// What each candidate gave, should the search have gone another way.
+	defer func() {
+		if t.Failed() {
+			t.Logf("shrink.log:\n%s", log.String())
+		}
+	}()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,20 +118,76 @@ func TestShrinkRealRun(t *testing.T) {
 	}
 }
 
+// pauseJudge stands in for the candidate runs of a shrink: a run fails
+// mutex exactly when client 0 pauses for 400ms or more, two clients or
+// more run, and the run lasts 400ms past the pause's start (its 300ms
+// lease runs out and another client takes the lock before the end). It records every scenario it
+// is asked about. Real runs sit at the edge of failing near the end of a
+// search and may go either way; this judge never does, so what it tests
+// is the search itself: the same answers give the same candidates, in
+// the same order, and the same shrunk.yaml.
+type pauseJudge struct {
+	dir   string
+	asked []string
+}
+
+func (j *pauseJudge) run(_ context.Context, sc *scenarios.Scenario, _ string) (*runner.Outcome, error) {
+	b, err := sc.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	j.asked = append(j.asked, string(b))
+	fails := false
+	for _, st := range sc.Nemesis.Script {
+		if st.Fault == "pause" && st.For.D() >= 400*time.Millisecond && sc.Clients >= 2 && sc.Duration.D() >= st.At.D()+400*time.Millisecond {
+			fails = true
+		}
+	}
+	v := checker.Valid
+	if fails {
+		v = checker.Invalid
+	}
+	res := &checker.Results{Valid: v, Scenario: sc.Name, Checkers: checker.Checkers{Mutex: &checker.MutexResult{Valid: v}}}
+	return &runner.Outcome{Results: res, Dir: j.dir}, nil
+}
+
 func TestShrinkDeterministic(t *testing.T) {
 	dir := failingRun(t)
 	var got [2][]byte
+	var asked [2][]string
 	for i := range got {
-		r, err := Shrink(context.Background(), dir, Options{Reruns: 2, TempDir: t.TempDir()})
+		j := &pauseJudge{dir: t.TempDir()}
+		if err := os.WriteFile(filepath.Join(j.dir, "history.jsonl"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Shrink(context.Background(), dir, Options{Reruns: 2, TempDir: t.TempDir(), run: j.run})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got[i], err = r.Shrunk.Marshal(); err != nil {
 			t.Fatal(err)
 		}
+		asked[i] = j.asked
+		// The judge's answer is the smallest there is on the grid: the
+		// pause alone, 400ms rounded up to 500ms, two clients, one key,
+		// and the run 400ms past the pause's start, rounded up.
+		s := r.Shrunk
+		if len(s.Nemesis.Script) != 1 || s.Nemesis.Script[0].Fault != "pause" {
+			t.Fatalf("shrunk to %+v, want the pause alone", s.Nemesis.Script)
+		}
+		st := s.Nemesis.Script[0]
+		if st.For.D() != 500*time.Millisecond || s.Clients != 2 || s.Keys != 1 {
+			t.Errorf("shrunk to %s with the pause %s, want 2 clients, 1 key, a 500ms pause", r.ShrunkShape(), st.For)
+		}
+		if end := st.At.D() + 400*time.Millisecond; s.Duration.D() < end || s.Duration.D() >= end+grid {
+			t.Errorf("shrunk to a %s run, want the first on the grid at or past %s", s.Duration, end)
+		}
 	}
 	if string(got[0]) != string(got[1]) {
 		t.Fatalf("two shrinks of one run differ:\n%s\n---\n%s", got[0], got[1])
+	}
+	if !slices.Equal(asked[0], asked[1]) {
+		t.Fatalf("two shrinks of one run tried different runs (%d and %d)", len(asked[0]), len(asked[1]))
 	}
 }
 
