@@ -297,12 +297,13 @@ type Killer interface {
 	Restart(ctx context.Context) error
 }
 
-// Logs returns the paths of every server log.
+// Logs returns the paths of every server log the harness writes (none
+// for servers someone else runs: their logs are theirs).
 func (c *Cluster) Logs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	seen := map[string]bool{}
+	seen := map[string]bool{"": true}
 	for _, u := range c.units {
 		if !seen[u.LogPath()] {
 			seen[u.LogPath()] = true

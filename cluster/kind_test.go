@@ -79,12 +79,18 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As if the servers file said "control: docker" for it: a fault could
+	// act on the container, but its log is still its owner's.
+	g.Controls = map[string]string{s.Addr(): "ltkind-not-a-container"}
 	ext := NewExternal(g)
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ext.Servers(); len(got) != 1 || got[0].Addr() != s.Addr() || kindOf(got[0]) != testProgramKind {
 		t.Fatalf("the external cluster handed out %v", got)
+	}
+	if logs := ext.Logs(); len(logs) != 0 {
+		t.Errorf("server logs %q for a server someone else runs, want none", logs)
 	}
 	if err := ext.StartKind(ctx, testProgramKind, StartOptions{}); err == nil {
 		t.Fatal("a second server was handed out, but one was external")
