@@ -769,12 +769,12 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 `
 	return ComposeCluster{
 		Services: []ComposeService{{Name: "postgres", Image: image,
-			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": "locktorture", "POSTGRES_DB": "locktorture"},
+			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": composePassword, "POSTGRES_DB": "locktorture"},
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
 			Retries:     60}},
 		Servers: map[string][]ServerEntry{postgresKind: {composeEntry("postgres",
-			"postgres://locktorture:locktorture@127.0.0.1:"+p+"/locktorture?sslmode=disable")}},
+			"postgres://"+postgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
 	}
 }
 
