@@ -80,7 +80,7 @@ func newRedisFenced(ctx context.Context, env Env) (Backend, error) {
 }
 
 func (b *redisFenced) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return &redisFencedClient{rc: b.target.client(c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock, fenceStart: b.fenceStart}, nil
+	return &redisFencedClient{rc: b.target.client(ctx, c), target: b.target, ttl: b.target.env.TTL, clock: c.Clock, fenceStart: b.fenceStart}, nil
 }
 
 func (b *redisFenced) Close() error { return nil }

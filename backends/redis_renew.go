@@ -60,7 +60,7 @@ func newRedisRenew(ctx context.Context, env Env) (Backend, error) {
 
 func (b *redisRenew) Client(ctx context.Context, c ClientEnv) (Client, error) {
 	return &redisRenewClient{
-		rc:      b.target.client(c),
+		rc:      b.target.client(ctx, c),
 		keys:    b.target.keys,
 		ttl:     b.env.TTL,
 		timeout: b.env.OpTimeout,

@@ -50,7 +50,7 @@ func newRedislock(ctx context.Context, env Env) (Backend, error) {
 }
 
 func (b *redislockBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	rc := b.target.client(c)
+	rc := b.target.client(ctx, c)
 	return &redislockClient{rc: rc, keys: b.target.keys, lc: redislock.New(rc), ttl: b.env.TTL, clock: c.Clock, locks: map[string]*redislock.Lock{}}, nil
 }
 

@@ -91,10 +91,17 @@ func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 	return t, nil
 }
 
-// client returns process c's own go-redis client: to the one server, or a
-// FailoverClient whose every connection (to Sentinels and to whichever
-// server is primary) goes through c's links.
-func (t *redisTarget) client(c ClientEnv) *redis.Client {
+// client returns process c's own go-redis client, connected: to the one
+// server, or a FailoverClient whose every connection (to Sentinels and to
+// whichever server is primary) goes through c's links.
+func (t *redisTarget) client(ctx context.Context, c ClientEnv) *redis.Client {
+	rc := t.newClient(c)
+	connect(ctx, t.env.OpTimeout, rc)
+	return rc
+}
+
+// newClient is process c's go-redis client, not yet connected.
+func (t *redisTarget) newClient(c ClientEnv) *redis.Client {
 	timeout := t.env.OpTimeout
 	if t.group == nil {
 		return serverClient(t.env, c.Process, t.server, timeout)
@@ -198,7 +205,7 @@ func newSetNXBackend(release func(k redisKeys, ctx context.Context, rc *redis.Cl
 }
 
 func (b *setNXBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
-	return &setNXClient{b: b, rc: b.target.client(c), clock: c.Clock}, nil
+	return &setNXClient{b: b, rc: b.target.client(ctx, c), clock: c.Clock}, nil
 }
 
 func (b *setNXBackend) Close() error { return nil }

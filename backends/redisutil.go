@@ -92,6 +92,22 @@ func newRedisClient(addr string, auth *cluster.Auth, timeout time.Duration, name
 	return redis.NewClient(o)
 }
 
+// connect makes each client's first connection now, each within timeout,
+// so that a lock client is connected (dialled, logged in, named) before
+// the run starts, as a service's is before its first lock: a fault from
+// the run's first instant then acts on requests, not on the handshake (a
+// reply delayed 1s would otherwise cost the three round trips of
+// HELLO/AUTH, CLIENT SETNAME and SETINFO before the first SET). A server
+// that does not answer is not an error here: the client dials again on its
+// first request, as it would have.
+func connect(ctx context.Context, timeout time.Duration, cs ...*redis.Client) {
+	for _, c := range cs {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		_ = c.Ping(pctx).Err()
+		cancel()
+	}
+}
+
 // serverClient is newRedisClient to server s through process p's link,
 // with the credentials s asks for.
 func serverClient(env Env, p int, s cluster.Server, timeout time.Duration) *redis.Client {

@@ -93,6 +93,7 @@ func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 		addrs[i], auths[i] = b.env.Cluster.ClientAddr(c.Process, s), cluster.AuthOf(s).WithServerName(s.Addr())
 	}
 	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, cluster.RedisClientName(c.Process))
+	connect(ctx, b.env.OpTimeout, rc.nodes...)
 	for _, s := range b.servers {
 		rc.labels = append(rc.labels, b.env.Cluster.Label(s))
 	}

@@ -58,6 +58,7 @@ func (b *redsyncBackend) Client(ctx context.Context, c ClientEnv) (Client, error
 	for _, s := range b.servers {
 		rc.conns = append(rc.conns, serverClient(b.env, c.Process, s, b.env.OpTimeout))
 	}
+	connect(ctx, b.env.OpTimeout, rc.conns...)
 	rc.rs = newRedsyncOver(rc.conns)
 	return rc, nil
 }

@@ -28,8 +28,10 @@ var (
 // Recorder stamps ops with the run's one monotonic clock and the next index,
 // and streams them to a writer. It is safe for concurrent use.
 type Recorder struct {
-	mu      sync.Mutex
-	start   time.Time
+	mu    sync.Mutex
+	start time.Time
+	// skip is how long after start time 0 is (StartNow).
+	skip    atomic.Int64
 	next    int64
 	w       *bufio.Writer
 	f       *os.File // nil when not writing to a file
@@ -94,8 +96,22 @@ func (r *Recorder) flusher(every time.Duration) {
 	}
 }
 
-// Now returns nanoseconds since the recorder started, on its monotonic clock.
-func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+// Now returns nanoseconds since the recorder started (or since StartNow),
+// on its monotonic clock.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) - r.skip.Load() }
+
+// StartNow makes this instant time 0, when nothing has been recorded yet
+// (a run's time starts when its clients are ready, not when its recorder
+// was made); it reports whether it did.
+func (r *Recorder) StartNow() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next > 0 {
+		return false
+	}
+	r.skip.Store(int64(time.Since(r.start)))
+	return true
+}
 
 // Record stamps op with the next index and the current time and writes it.
 // It returns the stamped op.

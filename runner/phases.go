@@ -296,6 +296,14 @@ func (r *run) startClients(ctx context.Context) error {
 	if err := r.launchClients(ctx, steps); err != nil {
 		return err
 	}
+	// The lock clients are made (and connected) before the first fault, and
+	// the run's time starts once they are: a step at 0 strikes clients that
+	// are ready, not their handshakes.
+	if err := r.procs.Open(ctx, r.backend); err != nil {
+		return err
+	}
+	r.deferClose(r.procs.Close)
+	r.rec.StartNow()
 	r.engine = nemesis.NewEngine(ctx, nenv, r.rec, steps)
 	return nil
 }

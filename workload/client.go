@@ -36,6 +36,38 @@ type Procs struct {
 	Gates   []*clientsim.Gate
 	Clocks  []*clientsim.Clock
 	History []*history.Proc
+
+	// clients are the lock clients Open made, for Run to use.
+	clients []backends.Client
+}
+
+// Open makes every process's lock client now, before the run starts (and
+// before its first faults strike), for the next Run to use: a client is
+// connected before its first lock, as a service's is. Without Open, Run
+// makes them itself. Close closes clients a Run did not get to.
+func (ps *Procs) Open(ctx context.Context, backend backends.Backend) error {
+	ps.Close()
+	cs := make([]backends.Client, 0, len(ps.Gates))
+	for p := range ps.Gates {
+		c, err := backend.Client(ctx, backends.ClientEnv{Process: p, Gate: ps.Gates[p], History: ps.History[p], Clock: ps.Clocks[p]})
+		if err != nil {
+			for _, c := range cs {
+				_ = c.Close()
+			}
+			return fmt.Errorf("workload: client %d: %w", p, err)
+		}
+		cs = append(cs, c)
+	}
+	ps.clients = cs
+	return nil
+}
+
+// Close closes the clients Open made that no Run has taken.
+func (ps *Procs) Close() {
+	for _, c := range ps.clients {
+		_ = c.Close()
+	}
+	ps.clients = nil
 }
 
 // NewProcs makes n processes recording into rec.
@@ -60,17 +92,14 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 	if len(cfg.Keys) == 0 {
 		return errors.New("workload: no keys")
 	}
-	clients := make([]backends.Client, cfg.Clients)
-	for p := range cfg.Clients {
-		c, err := backend.Client(ctx, backends.ClientEnv{Process: p, Gate: procs.Gates[p], History: procs.History[p], Clock: procs.Clocks[p]})
-		if err != nil {
-			for _, c := range clients[:p] {
-				_ = c.Close()
-			}
-			return fmt.Errorf("workload: client %d: %w", p, err)
+	if procs.clients == nil {
+		if err := procs.Open(ctx, backend); err != nil {
+			return err
 		}
-		clients[p] = c
 	}
+	// Run owns the clients now: it closes them when it ends.
+	clients := procs.clients
+	procs.clients = nil
 	defer func() {
 		for _, c := range clients {
 			_ = c.Close()
