@@ -570,7 +570,7 @@ exec mariadbd --no-defaults --user=mysql --datadir=$D --port=` + p + ` --bind-ad
 		Services: []ComposeService{{Name: "mariadb", Image: image,
 			Environment: map[string]string{"MARIADB_USER": "locktorture", "MARIADB_PASSWORD": composePassword, "MARIADB_DATABASE": "locktorture"},
 			Entrypoint:  []string{"sh", "-c", script},
-			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -plocktorture --silent"},
+			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -p" + composePassword + " --silent"},
 			Retries:     60}},
 		Servers: map[string][]ServerEntry{mariadbKind: {composeEntry("mariadb",
 			"mariadb://locktorture:"+composePassword+"@127.0.0.1:"+p+"/locktorture")}},
