@@ -96,9 +96,18 @@ func (a *Auth) TLSConfig(addr string) (*tls.Config, error) {
 		if t.Cert == "" || t.Key == "" {
 			return nil, errors.New("tls: cert and key go together")
 		}
-		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		// Each file is read on its own, so that a missing one is named.
+		cert, err := os.ReadFile(t.Cert)
 		if err != nil {
 			return nil, fmt.Errorf("tls cert %s: %w", t.Cert, err)
+		}
+		key, err := os.ReadFile(t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("tls key %s: %w", t.Key, err)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("tls cert %s and key %s: %w", t.Cert, t.Key, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}

@@ -33,6 +33,8 @@ func TestServersFileAuth(t *testing.T) {
 		{"missing master variable", "sentinel:\n  master: m\n  addrs: [127.0.0.1:26379]\n  master_auth: {password: \"${LT_TEST_NOPE}\"}\n", 2, "LT_TEST_NOPE"},
 		{"two variables", "redis:\n  - {addr: 127.0.0.1:6379, password: \"${LT_TEST_PW}\", password_env: OTHER}\n", 2, "two variables"},
 		{"missing CA", "redis:\n  - {addr: 127.0.0.1:6379, tls: {ca: /nonexistent/ca.pem}}\n", 2, "/nonexistent/ca.pem"},
+		{"missing key", "redis:\n  - {addr: 127.0.0.1:6379, tls: {cert: ca/ca.pem, key: /nonexistent/client.key}}\n", 2, "tls key /nonexistent/client.key"},
+		{"missing cert", "redis:\n  - {addr: 127.0.0.1:6379, tls: {cert: /nonexistent/client.pem, key: ca/ca.pem}}\n", 2, "tls cert /nonexistent/client.pem"},
 		{"unknown tls field", "redis:\n  - {addr: 127.0.0.1:6379, tls: {colour: red}}\n", 2, "colour"},
 	}
 	for _, tc := range tests {
