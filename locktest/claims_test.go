@@ -33,6 +33,10 @@ func TestJudgeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	family, err := scenarios.Builtin("delay")
+	if err != nil {
+		t.Fatal(err)
+	}
 	V, I, U := checker.Valid, checker.Invalid, checker.Unknown
 	for _, tc := range []struct {
 		name  string
@@ -55,6 +59,12 @@ func TestJudgeClaims(t *testing.T) {
 		{"stale possible, delay, double grant", StaleHolderPossible, delay, results(I, 0, 1, V, I), `less safe than the claim "stale holder possible": 1 double grant`},
 		{"safe, delay, stale holder", Safe, delay, results(I, 1, 0, V, I), `less safe than the claim "safe"`},
 		{"stale possible, pause, none seen: the fault's name", StaleHolderPossible, pause, results(V, 0, 0, V, V), `safer than the claim "stale holder possible": expected invalid, got valid (mutex too) — a 2.5s pause, past the 1s lease`},
+		{"stale possible, delay family, late grant refused", StaleHolderPossible, family, results(V, 0, 0, V, V), ""},
+		{"stale possible, delay family, late grant taken", StaleHolderPossible, family, results(I, 1, 0, V, V), ""},
+		{"fenced, delay family, late grant refused", FencedWrites, family, results(V, 0, 0, V, V), ""},
+		{"fenced, delay family, late write rejected", FencedWrites, family, results(I, 1, 0, V, V), ""},
+		{"safe, delay family, late grant refused", Safe, family, results(V, 0, 0, V, V), ""},
+		{"safe, delay family, stale holder", Safe, family, results(I, 1, 0, V, V), `less safe than the claim "safe"`},
 		{"undecided", Safe, baseline, results(U, 0, 0, V, V), "undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,5 +133,51 @@ func TestDefaultScenarios(t *testing.T) {
 	}
 	if _, err := (Suite{Kinds: []string{"mysql"}}).scenarioNames(); err == nil {
 		t.Error("an unknown kind of server was taken")
+	}
+}
+
+// TestPastLeaseFollowsFaults: the fault a claim is judged by is the one
+// that can leave a holder past its lease. A pause on a step of the
+// critical section must make a stale holder; a delay past the lease, or a
+// pause at a time the client may or may not hold the lock, may; a pause
+// before anything is held (the delay family's client 1, held back), or
+// after a release, cannot.
+func TestPastLeaseFollowsFaults(t *testing.T) {
+	type want struct {
+		fault   string
+		certain bool
+	}
+	for _, f := range scenarios.Families {
+		for _, name := range scenarios.FamilyScenarios(f) {
+			sc, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := map[string]want{
+				"pause": {"a 3s pause", true},
+				"delay": {"a 2.5s delay of a client's traffic", false},
+			}[name]
+			if fault, certain := pastLease(sc); fault != w.fault || certain != w.certain {
+				t.Errorf("family %s, scenario %s: pastLease %q, certain %v; want %q, %v", f, name, fault, certain, w.fault, w.certain)
+			}
+		}
+	}
+	base := "name: x\nbackend: redis-token\nclients: 2\nkeys: 1\nttl: 1s\nduration: 5s\nnemesis:\n  script:\n"
+	for step, w := range map[string]want{
+		"    - {fault: pause, process: 0, on: write, for: 2s}\n":                                                           {"a 2s pause", true},
+		"    - {fault: pause, process: 0, on: acquire, for: 2s}\n":                                                         {"a 2s pause", true},
+		"    - {fault: pause, process: 0, at: 1s, for: 2s}\n":                                                              {"a 2s pause", false},
+		"    - {fault: pause, process: 0, at: 0s, for: 2s}\n":                                                              {"", false},
+		"    - {fault: pause, process: 0, on: release, for: 2s}\n":                                                         {"", false},
+		"    - {fault: pause, process: 0, on: read, for: 500ms}\n":                                                         {"", false},
+		"    - {fault: pause, process: 1, at: 0s, for: 3s}\n    - {fault: pause, process: 0, on: read, at: 1s, for: 2s}\n": {"a 2s pause", true},
+	} {
+		sc, err := scenarios.Parse([]byte(base+step), "x.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if fault, certain := pastLease(sc); fault != w.fault || certain != w.certain {
+			t.Errorf("%s: pastLease %q, certain %v; want %q, %v", strings.TrimSpace(step), fault, certain, w.fault, w.certain)
+		}
 	}
 }

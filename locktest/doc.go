@@ -49,9 +49,12 @@
 // reports a double grant.
 //
 // A claim is judged both ways: Safe fails on two holders at once or a lost
-// update; StaleHolderPossible fails when a scenario whose pause outlasts
-// the lease shows no stale holder (a delay past it may or may not make
-// one), and on a double grant;
+// update; StaleHolderPossible fails when a scenario that pauses a client
+// inside its critical section past the lease shows no stale holder, and on
+// a double grant. A delay of a client's replies past the lease (delay,
+// inflight-delay), or a pause at a time rather than on a step, may or may
+// not make a stale holder: both verdicts pass. A pause before the client
+// holds anything (delay holds client 1 back so) makes none;
 // FencedWrites also wants the stale holder's writes rejected. Suite.Claims
 // sets a claim per scenario; Suite.Like takes a built-in backend's
 // expectations instead. Result.Meets judges a finished run against another
