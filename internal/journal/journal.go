@@ -7,7 +7,9 @@
 // "add" line for each act (an Action: a kind and its arguments, which a
 // registered Undo carries out) and a "done" line when the run undid it
 // itself. Replay undoes what was added and not done, last first, and
-// removes the file once nothing is left. The package knows no server: the
+// removes the file once nothing is left; a file that cannot be read whole
+// (cut short, overwritten) has what can be read undone and is kept, and
+// reported, never removed unread. The package knows no server: the
 // kinds of undo are registered by the packages that act (Register).
 package journal
 
@@ -26,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Action is one undo: a kind (registered with Register) and its arguments.
@@ -176,42 +180,93 @@ func (j *Journal) Close() error {
 	return err
 }
 
-// read parses a journal file: its header and the actions added and not
-// done, in order. A cut-off last line (a harness killed mid-write) is
-// ignored: its act was not begun.
-func read(path string) (hdr line, pending []int, acts map[int]Action, err error) {
+// contents is what read makes of a journal file.
+type contents struct {
+	hdr     line
+	pending []int          // added and not done, in order
+	acts    map[int]Action // by id
+	// bad are the parts that could not be read (a line cut short, garbage,
+	// a header that is not one), in words; empty when the file was read
+	// whole.
+	bad []string
+	// cut says the file does not end with a newline: a line appended to it
+	// must start a line of its own.
+	cut bool
+}
+
+// maxLine is the longest line read: a journal's lines are short.
+const maxLine = 1 << 20
+
+// read parses a journal file: its header, the actions added and not done,
+// and what could not be read. A journal's every line is written whole and
+// synced before its act, so a line that cannot be read — the last one cut
+// short included — is damage (a file truncated or overwritten), never
+// passed over: its act may have been done.
+func read(path string) (contents, error) {
+	c := contents{acts: map[int]Action{}}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return hdr, nil, nil, err
+		return c, err
 	}
-	acts = map[int]Action{}
+	c.cut = len(b) > 0 && b[len(b)-1] != '\n'
 	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	first := true
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 0
 	for sc.Scan() {
+		n++
 		var l line
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+		ok := json.Unmarshal(sc.Bytes(), &l) == nil
 		switch {
-		case first:
-			hdr, first = l, false
-		case l.Add > 0 && l.Action != nil:
-			acts[l.Add] = *l.Action
-			pending = append(pending, l.Add)
-		case l.Done > 0:
-			delete(acts, l.Done)
+		case n == 1 && ok && (l.Owner != "" || l.Run != "" || l.Time > 0):
+			c.hdr = l
+		case n == 1:
+			c.bad = append(c.bad, "its header (line 1) is not one: "+snippet(sc.Bytes()))
+		case ok && l.Add > 0 && l.Action != nil:
+			c.acts[l.Add] = *l.Action
+			c.pending = append(c.pending, l.Add)
+		case ok && l.Done > 0:
+			delete(c.acts, l.Done)
+		case len(bytes.TrimSpace(sc.Bytes())) == 0:
+		default:
+			c.bad = append(c.bad, fmt.Sprintf("line %d cannot be read: %s", n, snippet(sc.Bytes())))
 		}
 	}
-	pending = slices.DeleteFunc(pending, func(id int) bool { _, ok := acts[id]; return !ok })
-	return hdr, pending, acts, nil
+	if err := sc.Err(); err != nil {
+		c.bad = append(c.bad, fmt.Sprintf("line %d on cannot be read: %v", n+1, err))
+	}
+	if len(b) == 0 {
+		c.bad = append(c.bad, "it is empty (no header)")
+	}
+	c.pending = slices.DeleteFunc(c.pending, func(id int) bool { _, ok := c.acts[id]; return !ok })
+	return c, nil
+}
+
+// snippet shows the start of an unreadable line, between backquotes, with
+// any byte that is not printable text as '?': what it may have recorded
+// (a journal holds no password).
+func snippet(b []byte) string {
+	const most = 100
+	more := ""
+	if len(b) > most {
+		b, more = b[:most], "…"
+	}
+	s := strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, string(b))
+	return "`" + s + more + "`"
 }
 
 // Replay undoes, last first, every action of the journal at path not yet
 // done, marking each done as it goes; it removes the file when nothing is
 // left. It holds an exclusive lock on the file meanwhile: a journal that
 // another process is replaying is left to it (errBusy). It returns what it
-// undid, in words, and the first failures.
+// undid, in words, and the first failures. A journal that cannot be read
+// whole has what can be read undone and is kept, never removed unread:
+// the error (wrapping ErrDamaged) names its file and what it may have
+// left undone.
 func Replay(ctx context.Context, path string) (undone []string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
@@ -221,15 +276,19 @@ func Replay(ctx context.Context, path string) (undone []string, err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return nil, fmt.Errorf("%w: %s", errBusy, path)
 	}
-	_, pending, acts, err := read(path)
+	c, err := read(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &Journal{path: path, f: f}
+	if c.cut && len(c.pending) > 0 {
+		// The done lines below must not join the cut line.
+		_, _ = f.WriteString("\n")
+	}
 	var errs []error
-	for i := len(pending) - 1; i >= 0; i-- {
-		id := pending[i]
-		a := acts[id]
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		id := c.pending[i]
+		a := c.acts[id]
 		u := undoOf(a.Kind)
 		if u == nil {
 			errs = append(errs, fmt.Errorf("journal: %s: no undo for kind %q", path, a.Kind))
@@ -245,11 +304,33 @@ func Replay(ctx context.Context, path string) (undone []string, err error) {
 		_ = j.write(line{Done: id})
 		undone = append(undone, orKind(a))
 	}
+	if len(c.bad) > 0 {
+		errs = append([]error{damaged(path, c, len(undone))}, errs...)
+	}
 	if len(errs) == 0 {
 		_ = os.Remove(path)
 		_ = os.Remove(path + ".guard.log")
 	}
 	return undone, errors.Join(errs...)
+}
+
+// ErrDamaged is wrapped when a journal cannot be read whole.
+var ErrDamaged = errors.New("cannot be read whole")
+
+// damaged is the one line that reports a journal that cannot be read
+// whole: its file, its run, what could not be read (what it may have left
+// undone) and what was undone from the rest.
+func damaged(path string, c contents, undid int) error {
+	run := ""
+	if c.hdr.Run != "" {
+		run = " (run " + c.hdr.Run + ")"
+	}
+	what := c.bad[0]
+	if len(c.bad) > 1 {
+		what += fmt.Sprintf(" and %d more unreadable line(s)", len(c.bad)-1)
+	}
+	return fmt.Errorf("journal %s%s %w: %s; an act recorded there may still need undoing by hand (a paused or killed container, a replica's masterauth, a run's keys); %d readable undo(s) done; the file is kept: remove it once checked",
+		path, run, ErrDamaged, what, undid)
 }
 
 func orKind(a Action) string {
@@ -266,22 +347,47 @@ var errBusy = errors.New("journal: being replayed elsewhere")
 // gone for good) is tried again: after that ReplayDead drops it, saying so.
 const maxAge = 24 * time.Hour
 
+// headerGrace is how long a journal with no owner in its header is taken
+// for one being created (Create writes the header at once): after that
+// its harness is taken to be gone.
+const headerGrace = time.Minute
+
 // ReplayDead replays every journal in dir whose owner alive says is gone
 // (a harness killed before it undid its acts) and returns what it undid
 // and what failed, in words. Journals of live runs, and those another
-// process is replaying, are left alone; one whose undos still fail maxAge
-// after its run began is dropped.
+// process is replaying, are left alone; one whose header names no owner is
+// taken as a dead harness's once older than headerGrace. One whose undos
+// still fail maxAge after its run began is dropped; one that cannot be
+// read whole is never dropped: it is reported (one error, one line) each
+// time.
 func ReplayDead(ctx context.Context, dir string, alive func(owner string) bool) (undone []string, errs []error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "run-*.jsonl"))
 	for _, p := range paths {
-		hdr, _, _, err := read(p)
-		if err != nil || hdr.Owner == "" || alive(hdr.Owner) {
+		c, err := read(p)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("journal %s: %w", p, err))
+			}
 			continue
+		}
+		began := time.Unix(c.hdr.Time, 0)
+		if c.hdr.Time == 0 {
+			st, err := os.Stat(p)
+			if err != nil {
+				continue
+			}
+			began = st.ModTime()
+		}
+		if c.hdr.Owner != "" && alive(c.hdr.Owner) {
+			continue
+		}
+		if c.hdr.Owner == "" && time.Since(began) < headerGrace {
+			continue // being created
 		}
 		u, err := Replay(ctx, p)
 		undone = append(undone, u...)
 		if err != nil && !errors.Is(err, errBusy) {
-			if hdr.Time > 0 && time.Since(time.Unix(hdr.Time, 0)) > maxAge {
+			if !errors.Is(err, ErrDamaged) && time.Since(began) > maxAge {
 				_ = os.Remove(p)
 				_ = os.Remove(p + ".guard.log")
 				err = fmt.Errorf("%w (given up: the run began over %s ago)", err, maxAge)
