@@ -30,9 +30,9 @@ func init() {
 
 func (lostReply) UsesLinks() bool { return true }
 
-// lostReplyParams are lost-reply's: the clients whose replies are lost
+// LostReplyParams are lost-reply's: the clients whose replies are lost
 // (none: every client's), and whether only one reply from each server is.
-type lostReplyParams struct {
+type LostReplyParams struct {
 	ClientSet `yaml:",inline"`
 	// Once loses only the first reply each server sends a target client
 	// while the fault lasts (on whichever of its connections); the
@@ -41,7 +41,8 @@ type lostReplyParams struct {
 	Once bool `yaml:"once,omitempty"`
 }
 
-func (p *lostReplyParams) String() string {
+// String is "process 1", or "process 1 once".
+func (p *LostReplyParams) String() string {
 	if p.Once {
 		return strings.TrimSpace(p.words() + " once")
 	}
@@ -49,9 +50,9 @@ func (p *lostReplyParams) String() string {
 }
 
 // Validate checks the clients.
-func (p *lostReplyParams) Validate(s Shape) error { return p.validate(s.Clients) }
+func (p *LostReplyParams) Validate(s Shape) error { return p.validate(s.Clients) }
 
-func (lostReply) Params() Params { return &lostReplyParams{} }
+func (lostReply) Params() Params { return &LostReplyParams{} }
 
 func (lostReply) Applies(s Shape) error {
 	if len(s.Kinds) == 0 {
@@ -62,11 +63,11 @@ func (lostReply) Applies(s Shape) error {
 
 func (lostReply) RandomParams(rng *rand.Rand, env *Env) Params {
 	p := rng.IntN(max(1, len(env.Gates)))
-	return &lostReplyParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}}
+	return &LostReplyParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}}
 }
 
 func (lostReply) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
-	p := params.(*lostReplyParams)
+	p := params.(*LostReplyParams)
 	clients := p.List()
 	if len(clients) == 0 {
 		clients = allClients(env)

@@ -236,6 +236,8 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 		slices.Sort(clients)
 		slices.Sort(servers)
 		switch p.Topology {
+		case nemesis.TopologyMembers:
+			p.Servers = members(v, "cut")
 		case "isolate-client":
 			p.ClientSet = clientSet(clients)
 		case "isolate-server":
@@ -248,6 +250,9 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 		p.ClientSet = clientSet(intList(v["clients"]))
 		p.Servers = strList(v["servers"])
 		p.Direction, _ = v["direction"].(string)
+		if p.Topology, _ = v["topology"].(string); p.Topology == nemesis.TopologyMembers {
+			p.Servers = members(v, "between")
+		}
 		l, _ := num(v["latency_ms"])
 		j, _ := num(v["jitter_ms"])
 		p.Latency, p.Jitter = nemesis.Duration(time.Duration(l)*time.Millisecond), nemesis.Duration(time.Duration(j)*time.Millisecond)
@@ -260,7 +265,7 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 			p.Rate = r
 		}
 	case *nemesis.ServerParams:
-		p.Servers = strList(v["servers"])
+		p.Servers = leaderNamed(v, strList(v["servers"]))
 		if d, ok := num(v["restart_after_ms"]); ok {
 			ms, hasMS = d, true
 		}
@@ -268,6 +273,10 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 		p.ClientSet = clientSet(intList(v["clients"]))
 		ms, hasMS = 0, true
 	case *nemesis.FailoverParams:
+		_, p.Force = v["forced"] // true, or why Sentinel refused: it was asked
+	case *nemesis.LostReplyParams:
+		p.ClientSet = clientSet(intList(v["clients"]))
+		p.Once, _ = v["once"].(bool)
 	default:
 		return st, false, fmt.Errorf("shrink cannot script %s yet", fault)
 	}
@@ -276,6 +285,36 @@ func stepOf(fault string, v map[string]any) (st scenarios.Step, fromStop bool, e
 		st.For = scenarios.Duration(time.Duration(ms) * time.Millisecond)
 	}
 	return st, !hasMS, nil
+}
+
+// members are the servers a members topology named, from the value's
+// map (key) of each named member to the members on the other side, sorted;
+// the leader the step named as `leader`.
+func members(v map[string]any, key string) []string {
+	m, _ := v[key].(map[string]any)
+	var out []string
+	for name := range m {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return leaderNamed(v, out)
+}
+
+// leaderNamed puts `leader` back for the server the value records as the
+// leader the step named (its "leader"), so the script targets whichever
+// member leads when it strikes, as the original did.
+func leaderNamed(v map[string]any, servers []string) []string {
+	l, _ := v["leader"].(string)
+	if l == "" {
+		return servers
+	}
+	out := slices.Clone(servers)
+	for i, s := range out {
+		if s == l {
+			out[i] = "leader"
+		}
+	}
+	return out
 }
 
 func clientSet(cs []int) nemesis.ClientSet {

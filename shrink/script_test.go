@@ -154,6 +154,59 @@ func TestFromHistory(t *testing.T) {
   at: 1s
   for: 1.6s
 `},
+		{"a lost reply, once", hist(
+			row{1000, -1, history.Info, "start-lost-reply", `{"clients":[1],"servers":["A","B"],"ms":300,"once":true}`},
+			row{1300, -1, history.Info, "stop-lost-reply", `{"clients":[1]}`},
+		), nil, `- fault: lost-reply
+  process: 1
+  once: true
+  at: 1s
+  for: 300ms
+`},
+		{"an ensemble's leader and a member cut off, a member slowed, the leader killed", hist(
+			row{1000, -1, history.Info, "start-partition", `{"topology":"members","leader":"B","cut":{"B":["A","C"]},"direction":"both","ms":2000}`},
+			row{3000, -1, history.Info, "stop-partition", `{"topology":"members","cut":{"B":["A","C"]}}`},
+			row{3100, -1, history.Info, "start-partition", `{"topology":"members","cut":{"A":["B","C"]},"direction":"upstream","ms":500}`},
+			row{3600, -1, history.Info, "stop-partition", `{"topology":"members","cut":{"A":["B","C"]}}`},
+			row{3700, -1, history.Info, "start-latency", `{"topology":"members","between":{"C":["A","B"]},"direction":"downstream","latency_ms":300,"jitter_ms":0,"ms":1000}`},
+			row{4700, -1, history.Info, "stop-latency", `{"topology":"members","between":{"C":["A","B"]}}`},
+			row{4800, -1, history.Info, "kill", `{"servers":["C"],"leader":"C","restart_after_ms":500}`},
+			row{5300, -1, history.Info, "restart", `{"servers":["C"]}`},
+		), nil, `- fault: partition
+  servers:
+    - leader
+  topology: members
+  at: 1s
+  for: 2s
+- fault: partition
+  servers:
+    - A
+  topology: members
+  direction: upstream
+  at: 3.1s
+  for: 500ms
+- fault: latency
+  servers:
+    - C
+  topology: members
+  direction: downstream
+  latency: 300ms
+  at: 3.7s
+  for: 1s
+- fault: kill
+  servers:
+    - leader
+  at: 4.8s
+  for: 500ms
+`},
+		{"a forced failover", hist(
+			row{1000, -1, history.Info, "failover", `{"killed":"A","servers":["A"],"forced":true}`},
+			row{2000, -1, history.Info, "restart", `{"servers":["A"],"primary":"B"}`},
+		), nil, `- fault: failover
+  force: true
+  at: 1s
+  for: 1s
+`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
