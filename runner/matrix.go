@@ -344,8 +344,9 @@ func (r *matrixRun) dispatch(ctx context.Context) {
 	wg.Wait()
 }
 
-// finish writes the report and store/matrix/latest, and says whether the
-// matrix was interrupted.
+// finish writes the report, and store/matrix/latest when the matrix ran
+// every cell (an interrupted one leaves it where it was, as a run leaves
+// store/latest), and says whether the matrix was interrupted.
 func (r *matrixRun) finish(ctx context.Context) (*MatrixOutcome, error) {
 	if ctx.Err() != nil {
 		r.m.Interrupted = true
@@ -353,8 +354,10 @@ func (r *matrixRun) finish(ctx context.Context) (*MatrixOutcome, error) {
 	r.collect()
 	r.m.Seconds = roundSeconds(time.Since(r.began))
 	werr := reports.WriteMatrix(context.WithoutCancel(ctx), r.dir, r.m)
-	if err := linkLatest(filepath.Join(r.opt.Store, "matrix"), r.dir); err != nil && werr == nil {
-		werr = err
+	if !r.m.Interrupted {
+		if err := linkLatest(filepath.Join(r.opt.Store, "matrix"), r.dir); err != nil && werr == nil {
+			werr = err
+		}
 	}
 	out := &MatrixOutcome{Matrix: r.m, Dir: r.dir}
 	if r.m.Interrupted {
@@ -375,7 +378,8 @@ func roundSeconds(d time.Duration) float64 {
 }
 
 // resolveMatrixDir finds the matrix a path names: a matrix directory, its
-// results.json, or a store whose newest matrix is taken.
+// results.json, or a store whose newest complete matrix is taken (an
+// interrupted one is only taken when named).
 func resolveMatrixDir(p string) (string, error) {
 	if st, err := os.Stat(p); err == nil && !st.IsDir() {
 		p = filepath.Dir(p)
@@ -394,11 +398,14 @@ func resolveMatrixDir(p string) (string, error) {
 			names = append(names, e.Name())
 		}
 	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("%w: no matrix in %s", ErrBadInput, root)
-	}
 	sort.Strings(names)
-	return filepath.Join(root, names[len(names)-1]), nil
+	for i := len(names) - 1; i >= 0; i-- {
+		d := filepath.Join(root, names[i])
+		if m, err := matrix.Read(d); err == nil && !m.Interrupted {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no complete matrix in %s", ErrBadInput, root)
 }
 
 // MergeMatrix joins the shards of one matrix (each path a matrix
