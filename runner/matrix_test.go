@@ -428,3 +428,55 @@ func TestMatrixFollowsOneCellAtATime(t *testing.T) {
 		})
 	}
 }
+
+// TestMatrixInterruptedLeavesLatest: store/matrix/latest moves only when a
+// matrix completes, as store/latest does for a run: an interrupted matrix
+// (0 of 2 cells, or some) leaves it on the last complete one, and merge
+// given the store takes that one too, not the half run.
+func TestMatrixInterruptedLeavesLatest(t *testing.T) {
+	store := t.TempDir()
+	dur := 300 * time.Millisecond
+	opt := MatrixOptions{Scenarios: []string{"baseline"}, Backends: []string{"mutex"},
+		Overrides: scenarios.Overrides{Duration: &dur}, Store: store, TempDir: t.TempDir()}
+	whole, err := RunMatrix(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := filepath.Join(store, "matrix", "latest")
+	pointsAt := func() string {
+		t.Helper()
+		d, err := filepath.EvalSymlinks(latest)
+		if err != nil {
+			t.Fatalf("store/matrix/latest: %v", err)
+		}
+		return d
+	}
+	want, _ := filepath.EvalSymlinks(whole.Dir)
+	if got := pointsAt(); got != want {
+		t.Fatalf("after a complete matrix latest is %s, want %s", got, want)
+	}
+	for _, cells := range []int{0, 1} {
+		ctx, cancel := context.WithCancel(context.Background())
+		o := opt
+		o.Seeds = 2
+		o.OnCell = func(ev CellEvent) {
+			if cells == 0 || ev.Done {
+				cancel()
+			}
+		}
+		half, err := RunMatrix(ctx, o)
+		cancel()
+		if !errors.Is(err, ErrInterrupted) || half == nil {
+			t.Fatalf("want ErrInterrupted and an outcome, got %v", err)
+		}
+		if len(half.Matrix.Cells) != cells {
+			t.Fatalf("interrupted after %d cells, want %d", len(half.Matrix.Cells), cells)
+		}
+		if got := pointsAt(); got != want {
+			t.Errorf("an interrupted matrix (%d of 2 cells) moved store/matrix/latest to %s; want it left on %s", cells, got, want)
+		}
+		if d, err := resolveMatrixDir(store); err != nil || d != whole.Dir {
+			t.Errorf("merge of the store takes %s (%v), want the complete %s", d, err, whole.Dir)
+		}
+	}
+}
