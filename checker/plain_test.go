@@ -4,12 +4,15 @@ package checker
 // stream), as the references the fuzz tests hold the new ones to:
 // lockOperations (before it stopped boxing a lockInput per operation and
 // growing slices by append; see FuzzLockOperations), sortHolds (before it
-// sorted in place; see FuzzSortHolds) and checkFencing (before it was fed op by
-// op; see FuzzStreamMatchesBatch, which holds Stream to the batch checkers).
+// sorted in place; see FuzzSortHolds), checkFencing (before it was fed op by
+// op; see FuzzStreamMatchesBatch, which holds Stream to the batch checkers)
+// and mutex (before it counted overlaps without listing every pair; see
+// FuzzMutexMatchesPlain).
 
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/anishathalye/porcupine"
@@ -362,6 +365,64 @@ func plainFencing(ops []history.Op) *FencingResult {
 				highest[op.Key] = *fence
 			}
 		}
+	}
+	if res.Count > 0 {
+		res.Valid = Invalid
+	}
+	return res
+}
+
+// plainMutex is mutex as it was before it counted overlaps without making
+// every pair: it kept each key's earlier holds that had not ended in a
+// list, tried every one against each new hold, and listed every conflict
+// before sorting them and keeping the first maxListed. Its time and memory
+// grew with the square of a key's concurrent holders.
+func plainMutex(ops []history.Op, hs func() []Hold) *MutexResult {
+	holds := hs()
+	res := &MutexResult{Valid: Valid, Holds: len(holds), Violations: []Overlap{}}
+	res.RolledBack = rolledBackHolds(ops, resolveTx(ops))
+	end := func(h *Hold) int64 {
+		if h.Open {
+			return math.MaxInt64
+		}
+		return h.End
+	}
+	var pairs [][2]int // every conflict, as (earlier, later) indexes into holds
+	var active []int   // earlier holds of the current key that may still overlap
+	for i := range holds {
+		h := &holds[i]
+		if i == 0 || holds[i-1].Key != h.Key {
+			active = active[:0]
+		}
+		// Drop holds that ended at or before this one started.
+		keep := active[:0]
+		for _, j := range active {
+			if end(&holds[j]) > h.Start {
+				keep = append(keep, j)
+			}
+		}
+		active = keep
+		for _, j := range active {
+			a := &holds[j]
+			if a.Process == h.Process || end(h) <= a.Start {
+				continue
+			}
+			res.Count++
+			if staleAt(a, h.Start) || staleAt(h, h.Start) {
+				res.StaleHolders++
+			} else {
+				res.DoubleGrants++
+			}
+			pairs = append(pairs, [2]int{j, i})
+		}
+		active = append(active, i)
+	}
+	// Holds are sorted by key first; list the earliest violations.
+	slices.SortStableFunc(pairs, func(x, y [2]int) int {
+		return cmp.Compare(holds[x[1]].Start, holds[y[1]].Start)
+	})
+	for _, p := range pairs[:min(len(pairs), maxListed)] {
+		res.Violations = append(res.Violations, overlap(&holds[p[0]], &holds[p[1]]))
 	}
 	if res.Count > 0 {
 		res.Valid = Invalid
