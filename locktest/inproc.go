@@ -59,11 +59,11 @@ type inprocLock struct {
 func (b *inprocLock) Close() error { return nil }
 
 // Client builds process ce.Process's lock with the addresses of its own
-// links to the servers.
+// links to the servers and their credentials.
 func (b *inprocLock) Client(ctx context.Context, ce backends.ClientEnv) (backends.Client, error) {
-	sv := serversOf(b.env.Cluster, ce.Process)
+	sv, auth := configOf(b.env.Cluster, ce.Process)
 	c := &inprocClient{ce: ce, timeout: b.env.OpTimeout, lost: map[string]chan struct{}{}}
-	cfg := Config{Servers: sv, TTL: b.env.TTL, Timeout: b.env.OpTimeout, Process: ce.Process,
+	cfg := Config{Servers: sv, Auth: auth, TTL: b.env.TTL, Timeout: b.env.OpTimeout, Process: ce.Process,
 		events: &events{extended: c.extended, lost: c.lostKey}}
 	l, err := b.s.New(ctx, cfg)
 	if err != nil {

@@ -56,8 +56,8 @@ type Grant struct {
 type NewLock func(ctx context.Context, cfg Config) (Lock, error)
 
 // Config is what NewLock gets: the servers the suite started (the addresses
-// this client dials), the scenario's lease and request timeout, and
-// credentials when the servers ask for them.
+// this client dials), the scenario's lease and request timeout, and the
+// credentials the servers ask for.
 type Config struct {
 	// Servers are this client's addresses of the servers, by kind.
 	Servers Servers
@@ -67,13 +67,35 @@ type Config struct {
 	// Process is the client's number, from 0.
 	Process int
 	// Auth holds credentials by kind of server ("redis", "etcd",
-	// "zookeeper", "sentinel"), present only when the servers ask for
-	// them: one entry for every server of the kind, or one per address in
-	// the order of Servers. Servers the suite starts ask for none today,
-	// so it is empty.
+	// "zookeeper", "sentinel"): one entry for every server of the kind,
+	// or one per address in the order of Servers (Credentials picks).
+	// The servers the suite starts ask for them, as those of a
+	// locktorture run do, each with a random password of its own: Redis
+	// and Sentinel an ACL user (a lock that connects without it is
+	// refused NOAUTH), etcd its user root, ZooKeeper a digest user
+	// (Scheme "digest" and Auth "user:pass": conn.AddAuth, and znodes
+	// made with zk.AuthACL). PostgreSQL's password is in its connection
+	// string. Servers of a servers file (LOCKTEST_SERVERS) ask for what
+	// the file says.
 	Auth map[string][]Credentials
 
 	events *events
+}
+
+// Credentials are what server i of kind ("redis", "sentinel", "etcd",
+// "zookeeper", "postgres"; i indexes Servers' list of the kind, or
+// Sentinel.Addrs) asks this client to prove: Auth's one entry for every
+// server of the kind, or its entry i; the zero Credentials when the
+// server asks for nothing.
+func (c Config) Credentials(kind string, i int) Credentials {
+	l := c.Auth[kind]
+	switch {
+	case len(l) == 1:
+		return l[0]
+	case i >= 0 && i < len(l):
+		return l[i]
+	}
+	return Credentials{}
 }
 
 // Servers are the addresses of the servers, by kind. Only the kinds the

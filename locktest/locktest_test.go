@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,9 @@ type tokenLock struct {
 var del = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
 
 func newTokenLock(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1, ContextTimeoutEnabled: true})
+	cr := cfg.Credentials("redis", 0)
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], Username: cr.Username, Password: cr.Password,
+		MaxRetries: -1, ContextTimeoutEnabled: true})
 	return &tokenLock{rdb: rdb, cfg: cfg}, nil
 }
 
@@ -188,4 +191,44 @@ func TestNewLockFails(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "no such lock today") {
 		t.Fatalf("a constructor that fails: %v, want exit 1 naming its error:\n%s", err, out)
 	}
+}
+
+// TestServersAskForCredentials: the servers locktest starts ask for
+// credentials, as the CLI's do, so a lock that ignores Config.Auth fails
+// here as it would there. Each client checks, before it builds its lock,
+// that a connection without credentials is refused NOAUTH; the lock then
+// logs in with Config.Credentials. On the shared servers, with clients as
+// processes and in-process, and on a run's own servers (persistence: a
+// scenario that cannot share).
+func TestServersAskForCredentials(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+	newLock := func(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
+		anon := redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1})
+		err := anon.Ping(ctx).Err()
+		_ = anon.Close()
+		if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			return nil, fmt.Errorf("a connection without credentials was answered %v, want NOAUTH", err)
+		}
+		if cr := cfg.Credentials("redis", 0); cr.Password == "" || len(cfg.Auth["redis"]) == 0 {
+			return nil, fmt.Errorf("no credentials given for redis: %+v", cfg.Auth)
+		}
+		return newTokenLock(ctx, cfg)
+	}
+	b, err := os.ReadFile("../scenarios/builtin/baseline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := strings.NewReplacer("duration: 5s", "duration: 1s", "clients: 5", "clients: 2").Replace(string(b))
+	dir := t.TempDir()
+	shared, own := filepath.Join(dir, "shared.yaml"), filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(shared, []byte(short), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, []byte(short+"persistence: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared, own}})
+	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared}, InProcess: true})
 }

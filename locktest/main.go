@@ -61,6 +61,7 @@ func Main(m *testing.M) {
 		// else the binary prints goes to stderr (client-N.log).
 		protoOut = os.Stdout
 		os.Stdout = os.Stderr
+		unsetSharedPasswords() // the open request carries the credentials
 		code := m.Run()
 		fmt.Fprintf(os.Stderr, "locktest: the client process's test ended without serving %s (exit %d): does the test call locktest.Run in the same way every time?\n", os.Getenv(envChild), code)
 		os.Exit(3)
@@ -74,6 +75,16 @@ func Main(m *testing.M) {
 	}
 	removeTempStore()
 	os.Exit(code)
+}
+
+// unsetSharedPasswords removes the shared servers' passwords, inherited
+// from the test process, from a client process's environment.
+func unsetSharedPasswords() {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envSharedPassword) {
+			_ = os.Unsetenv(k)
+		}
+	}
 }
 
 // installed reports whether Main runs.

@@ -54,7 +54,9 @@ func sharedServers(where string, kinds []string, images map[string]string, sc *s
 func startShared(where string, kinds []string, images map[string]string, sc *scenarios.Scenario) (*cluster.Cluster, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := cluster.New(cluster.Options{Servers: where, Images: images})
+	// Locked as every run's own servers are (and the CLI's): a lock that
+	// ignores Config.Auth fails here as it would there.
+	cl, err := cluster.New(cluster.Options{Servers: where, Images: images, Locked: true})
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,17 +72,11 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 		_ = cl.Close()
 		return nil, "", fmt.Errorf("starting the shared servers: %w", err)
 	}
-	sv := serversOf(cl, -1)
-	doc := map[string]any{}
-	for k, v := range map[string][]string{"redis": sv.Redis, "etcd": sv.Etcd, "zookeeper": sv.ZooKeeper} {
-		if len(v) > 0 {
-			doc[k] = v
-		}
+	doc, err := serversFile(cl.ClientServers(-1))
+	var b []byte
+	if err == nil {
+		b, err = yaml.Marshal(doc)
 	}
-	if sv.Postgres != "" {
-		doc["postgres"] = sv.Postgres
-	}
-	b, err := yaml.Marshal(doc)
 	if err == nil {
 		file := filepath.Join(cl.TempDir(), "servers.yaml")
 		if err = os.WriteFile(file, b, 0o600); err == nil {
@@ -91,9 +87,84 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 	return nil, "", fmt.Errorf("locktest: the shared servers' file: %w", err)
 }
 
-// serversOf are the cluster's servers as process p dials them (through
-// its own links), or as they are for p < 0.
-func serversOf(cl *cluster.Cluster, p int) Servers { return asServers(cl.ClientServers(p)) }
+// envSharedPassword starts the names of the environment variables that
+// hold the shared servers' passwords (a servers file names a password by
+// reference only): set in the test process, unset in client processes,
+// which get their credentials in the open request.
+const envSharedPassword = "LOCKTEST_SHARED_PW_"
+
+var sharedPasswords int
+
+// serversFile is the servers file's document naming g's servers and what
+// they ask, each password in an environment variable of its own.
+func serversFile(g cluster.ServerSet) (map[string]any, error) {
+	doc := map[string]any{}
+	for _, kind := range []string{"redis", "etcd", "zookeeper"} {
+		var list []any
+		for i, addr := range g.Servers[kind] {
+			user, pw := credentialsOf(g.Auth.For(kind, i))
+			if pw == "" {
+				list = append(list, addr)
+				continue
+			}
+			sharedPasswords++
+			env := fmt.Sprint(envSharedPassword, sharedPasswords)
+			if err := os.Setenv(env, pw); err != nil {
+				return nil, fmt.Errorf("the shared servers' password: %w", err)
+			}
+			list = append(list, map[string]string{"addr": addr, "username": user, "password_env": env})
+		}
+		if len(list) > 0 {
+			doc[kind] = list
+		}
+	}
+	if dsn := g.Servers["postgres"]; len(dsn) > 0 {
+		doc["postgres"] = dsn[0]
+	}
+	return doc, nil
+}
+
+// credentialsOf is a's user and password, ZooKeeper's digest (user:pass)
+// included.
+func credentialsOf(a *cluster.Auth) (user, password string) {
+	switch {
+	case a == nil:
+		return "", ""
+	case a.Scheme == "digest":
+		user, password, _ = strings.Cut(a.Digest, ":")
+		return user, password
+	}
+	return a.Username, a.Password
+}
+
+// configOf are the cluster's servers as process p dials them (through its
+// own links), and what they ask it to prove.
+func configOf(cl *cluster.Cluster, p int) (Servers, map[string][]Credentials) {
+	g := cl.ClientServers(p)
+	return asServers(g), asCredentials(g.Auth)
+}
+
+// asCredentials are a server set's credentials as a Config holds them
+// (nil when no server asks for any).
+func asCredentials(set cluster.AuthSet) map[string][]Credentials {
+	var out map[string][]Credentials
+	for kind, l := range set {
+		for _, a := range l {
+			var c Credentials
+			if a != nil {
+				c = Credentials{Username: a.Username, Password: a.Password, Scheme: a.Scheme, Auth: a.Digest}
+				if t := a.TLS; t != nil {
+					c.TLS = &TLS{CA: t.CA, Cert: t.Cert, Key: t.Key, ServerName: t.ServerName}
+				}
+			}
+			if out == nil {
+				out = map[string][]Credentials{}
+			}
+			out[kind] = append(out[kind], c)
+		}
+	}
+	return out
+}
 
 // stopShared stops every shared server.
 func stopShared() error {

@@ -285,7 +285,7 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	}
 	repeat := fmt.Sprintf("go test -run '%s' -locktest.seed=%d", runPattern(t.Name()), sc.Seed)
 	start := time.Now()
-	out, err := runner.Run(context.Background(), sc, runner.Options{Store: store, Command: repeat, OpenServers: true})
+	out, err := runner.Run(context.Background(), sc, runner.Options{Store: store, Command: repeat})
 	if err != nil && (out == nil || !errors.Is(err, runner.ErrReport)) {
 		skipOrFail(t, fmt.Errorf("scenario %s: %w", name, err))
 	}

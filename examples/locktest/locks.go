@@ -26,8 +26,13 @@ var (
 	fenced  = redis.NewScript(`if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return redis.call("incr", KEYS[2]) end return 0`)
 )
 
+// client connects to the first Redis, logged in with what it asks (the
+// servers locktest starts ask for a password of their own, as a
+// locktorture run's do).
 func client(cfg locktest.Config) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], MaxRetries: -1, ContextTimeoutEnabled: true,
+	cr := cfg.Credentials("redis", 0)
+	return redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], Username: cr.Username, Password: cr.Password,
+		MaxRetries: -1, ContextTimeoutEnabled: true,
 		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout})
 }
 
