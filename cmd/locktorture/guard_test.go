@@ -119,3 +119,51 @@ nemesis:
 		t.Errorf("keys left on someone else's server: %q (%v)", keys, err)
 	}
 }
+
+// TestNextRunReportsDamagedJournal: journals left by a harness and guard
+// both killed, then overwritten with garbage or cut short, are not passed
+// over: the next run says so, one line each naming the file, and keeps
+// them (never removed unread).
+func TestNextRunReportsDamagedJournal(t *testing.T) {
+	journals := t.TempDir()
+	garbage := filepath.Join(journals, "run-garbage.jsonl")
+	cut := filepath.Join(journals, "run-cut.jsonl")
+	files := map[string]string{
+		garbage: "\x00\x17garbage\n\xff{not json",
+		// A dead owner (no such pid), an act undone, and one cut short.
+		cut: `{"owner":"999999999 1","run":"store/x","time":1}` + "\n" +
+			`{"add":1,"action":{"kind":"docker-restore","args":{"container":"c1"}}}` + "\n" + `{"done":1}` + "\n" +
+			`{"add":2,"action":{"kind":"docker-restore","args":{"container":"users-db"`,
+	}
+	old := time.Now().Add(-time.Hour)
+	for p, text := range files {
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binPath, "run", "--scenario", "baseline", "--backend", "mutex", "--duration", "200ms", "--store", t.TempDir())
+	cmd.Env = append(os.Environ(), "LOCKTORTURE_JOURNAL_DIR="+journals)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	_ = cmd.Run() // the mutex's verdict is not this test's
+	for p := range files {
+		var lines []string
+		for l := range strings.Lines(stderr.String()) {
+			if strings.Contains(l, p) {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "cannot be read whole") {
+			t.Errorf("the run said of %s: %q, want one line saying it cannot be read whole\n%s", p, lines, stderr.String())
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a journal that could not be read whole is gone: %v", err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "users-db") {
+		t.Errorf("the cut journal's report does not show what it may have left undone (container users-db):\n%s", stderr.String())
+	}
+}
