@@ -5,7 +5,7 @@
 // an error line or the report passes through Redact (or a Writer), which
 // puts "[redacted]" where a registered value stood.
 //
-// A secret that could pass for an ordinary word (Weak: short, or letters
+// A secret that could pass for an ordinary word (a weak one: short, or letters
 // only, or digits only — "latency", "run", "2024") is masked only where it
 // stands as a secret: as a whole token after a credential word on its line
 // (AUTH, password, requirepass, masterauth, user, digest, IDENTIFIED BY, a
@@ -33,7 +33,7 @@ var (
 )
 
 // Register makes v a secret for the rest of the process: Redact masks it
-// (a Weak one only where it stands as a secret). The empty string is no
+// (a weak one only where it stands as a secret). The empty string is no
 // secret.
 func Register(v string) {
 	if v == "" {
@@ -46,17 +46,17 @@ func Register(v string) {
 	}
 	values[v] = true
 	l := &strong
-	if Weak(v) {
+	if isWeak(v) {
 		l = &weak
 	}
 	*l = append(*l, v)
 	sort.Slice(*l, func(i, j int) bool { return len((*l)[i]) > len((*l)[j]) })
 }
 
-// Weak reports whether v could pass for an ordinary word of the output,
+// isWeak reports whether v could pass for an ordinary word of the output,
 // so masking it everywhere would mask that word: under six bytes, or
 // letters only, or digits only, and under sixteen bytes.
-func Weak(v string) bool {
+func isWeak(v string) bool {
 	if len(v) < 6 {
 		return true
 	}
