@@ -42,12 +42,14 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 	lint := history.Linter{Max: checker.MaxWarnings}
 	var n int
 	var checked, finalReads bool
+	var failures failureTally
 	keep := fc.keeper()
 	fc.truncated, err = readOps(ctx, path, -1, func(op *history.Op) {
 		n++
 		keep(op)
 		st.Add(op)
 		lint.Add(op)
+		failures.add(op)
 		if op.Type == history.OK && (op.F == history.Acquire || op.F == history.Write) {
 			checked = true
 		}
@@ -77,6 +79,7 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 	}
 	r.WarningCount = lint.Count()
 	fc.res = judge(r, checked, finalReads)
+	noteFailures(fc.res, &failures)
 	return fc, nil
 }
 

@@ -472,6 +472,9 @@ func (r *run) report(ctx context.Context, results *checker.Results) (*Outcome, e
 		return nil, r.interrupted()
 	}
 	r.lg.Printf("verdict: %s", results.Valid)
+	if results.Note != "" {
+		r.lg.Printf("note: %s", results.Note)
+	}
 	if err := linkLatest(r.opt.Store, r.dir); err != nil {
 		r.lg.Printf("store/latest: %v", err)
 	}

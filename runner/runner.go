@@ -196,7 +196,13 @@ func check(ctx context.Context, ops []history.Op, names []string, opt Options) (
 	}
 	r := &checker.Results{Checkers: cs, Ops: len(ops)}
 	r.AddWarnings(history.Lint(ops))
-	return judge(r, checkedSomething(ops), hasFinalReads(ops)), nil
+	var failures failureTally
+	for i := range ops {
+		failures.add(&ops[i])
+	}
+	r = judge(r, checkedSomething(ops), hasFinalReads(ops))
+	noteFailures(r, &failures)
+	return r, nil
 }
 
 // judge sets the verdict of checked results: unknown when the history
