@@ -130,6 +130,9 @@ func nemesisOps(ops []history.Op) []string {
 func TestScriptRoundTrip(t *testing.T) {
 	for _, in := range nemesis.List() {
 		t.Run(in.Name, func(t *testing.T) {
+			// Each on servers of its own: a failover waits seconds for
+			// Sentinel, in which the others run.
+			t.Parallel()
 			i := slices.IndexFunc(rtSetups, func(s rtSetup) bool { return nemesis.Applies(in.Name, s.shape) == nil })
 			if i < 0 {
 				t.Fatalf("%s applies to none of this test's setups: add one to rtSetups, so that its random draws are shown to script", in.Name)

@@ -29,7 +29,7 @@ clients: 3
 keys: 2
 ttl: 300ms
 hold: 20ms
-duration: 2.5s
+duration: 3s
 timeout: 200ms
 seed: 5
 nemesis:
@@ -241,4 +241,101 @@ func TestLoadRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chaos is the built-in chaos scenario made short: Kleppmann's pause
+// first (client 0 frozen on its first read for 900ms, past its 300ms
+// lease: the failure), then a random mix of every fault that applies to
+// redis-token. Seed 59 draws each of them within 2.3s of the 3s run:
+// latency, kill-session, kill, a client and a server clock, a pause, a
+// partition, a lost reply and a server pause. The failure is first seen
+// early, so the shrink starts from the faults before it, in a run cut 2s
+// after it (one candidate per re-run, so the test stays short).
+const chaos = `name: shrink-chaos-test
+backend: redis-token
+clients: 3
+keys: 1
+ttl: 300ms
+hold: 20ms
+duration: 3s
+timeout: 200ms
+think_min: 5ms
+think_max: 20ms
+seed: 59
+nemesis:
+  script:
+    - fault: pause
+      process: 0
+      on: read
+      for: 900ms
+  random:
+    faults: [all]
+    interval: 200ms
+    min: 50ms
+    max: 100ms
+checkers: [mutex, linearizable, fencing, lost-update, stats]
+`
+
+// TestShrinkChaosRun shrinks a chaos run in which every fault its random
+// mix can draw struck: each is scripted from the ops it recorded, and the
+// shrink ends with a smaller scenario that still fails.
+func TestShrinkChaosRun(t *testing.T) {
+	testenv.Require(t, "redis-server")
+	sc, err := scenarios.Parse([]byte(chaos), "chaos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runner.Run(context.Background(), sc, runner.Options{Store: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Valid != checker.Invalid {
+		t.Fatalf("the chaos run is %s, not invalid", out.Results.Valid)
+	}
+	var log bytes.Buffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("shrink.log:\n%s", log.String())
+		}
+	}()
+	r, err := Shrink(context.Background(), out.Dir, Options{Reruns: 1, TempDir: t.TempDir(), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawable := sc.NemesisSchedule().Random.Faults
+	if len(drawable) < 8 {
+		t.Fatalf("the random mix draws from %v only", drawable)
+	}
+	struck, scripted := map[string]bool{}, map[string]bool{}
+	for _, op := range r.OriginalOps {
+		if f, _, ok := faultOf(op.F); ok && op.IsNemesis() {
+			struck[f] = true
+		}
+	}
+	for _, rec := range r.Faults {
+		scripted[rec.Step.Fault] = true
+	}
+	for _, f := range drawable {
+		if !struck[f] {
+			t.Errorf("%s never struck in the run: pick another seed", f)
+		}
+		if !scripted[f] {
+			t.Errorf("%s struck but was not scripted", f)
+		}
+	}
+	s := r.Shrunk
+	if s == nil || r.ShrunkResults == nil || r.ShrunkResults.Valid != checker.Invalid {
+		t.Fatal("no failing shrunk scenario")
+	}
+	if len(s.Nemesis.Script) >= len(r.Faults) || s.Duration.D() >= sc.Duration.D() {
+		t.Errorf("shrunk to %s, from %s: not smaller", r.ShrunkShape(), r.OriginalShape())
+	}
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.Parse(b, FileShrunk); err != nil {
+		t.Fatalf("shrunk.yaml does not load: %v\n%s", err, b)
+	}
+	t.Logf("%d faults struck, shrunk in %d candidates, %d runs, to %s:\n%s", len(r.Faults), r.Candidates, r.Runs, r.ShrunkShape(), b)
 }
