@@ -23,7 +23,17 @@ var (
 	ErrTruncated = errors.New("history: last line is incomplete")
 	// ErrClosed is returned by a Recorder used after Close.
 	ErrClosed = errors.New("history: recorder is closed")
+	// ErrLineTooLong is reported (wrapped, naming the line) for a line of
+	// more than MaxLineBytes bytes.
+	ErrLineTooLong = fmt.Errorf("longer than %d MiB, the most a history's line may be", MaxLineBytes>>20)
 )
+
+// MaxLineBytes is the longest line a history may have, its newline not
+// counted. The harness writes nothing near it (a client process's reply,
+// whose error a line may carry, is at most 1 MiB); a longer line is
+// refused (ErrLineTooLong) as soon as its first MaxLineBytes+1 bytes are
+// read, so a line with no end (/dev/zero) costs no more than the cap.
+const MaxLineBytes = 16 << 20
 
 // Recorder stamps ops with the run's one monotonic clock and the next index,
 // and streams them to a writer. It is safe for concurrent use.
@@ -383,6 +393,9 @@ func (r *Reader) nextFields() (Op, fieldSet, error) {
 func (r *Reader) next(op *Op) (fieldSet, error) {
 	for {
 		b, err := r.readLine()
+		if err == ErrLineTooLong {
+			return 0, fmt.Errorf("history: line %d: %w", r.line+1, err)
+		}
 		if len(b) == 0 && err != nil {
 			if err == io.EOF {
 				return 0, io.EOF
@@ -434,18 +447,40 @@ func conformsLine(op *Op, fields fieldSet) error {
 
 // readLine returns the next line with its newline, as
 // bufio.Reader.ReadBytes does, but in the reader's buffer: it is good
-// until the next call.
+// until the next call. A line of more than MaxLineBytes bytes (its
+// newline not counted) is ErrLineTooLong, found before more than
+// MaxLineBytes+1 of it is held.
 func (r *Reader) readLine() ([]byte, error) {
 	b, err := r.br.ReadSlice('\n')
 	if err != bufio.ErrBufferFull {
-		return b, err
+		return b, lineLength(b, err)
 	}
 	r.long = append(r.long[:0], b...)
-	for err == bufio.ErrBufferFull {
+	for err == bufio.ErrBufferFull && len(r.long) <= MaxLineBytes {
 		b, err = r.br.ReadSlice('\n')
+		if len(r.long)+len(b) > cap(r.long) {
+			// Double it (append grows a large slice by a quarter,
+			// copying a long line over and over).
+			grown := make([]byte, len(r.long), 2*cap(r.long)+len(b))
+			copy(grown, r.long)
+			r.long = grown
+		}
 		r.long = append(r.long, b...)
 	}
-	return r.long, err
+	return r.long, lineLength(r.long, err)
+}
+
+// lineLength returns err, or ErrLineTooLong when line (read up to its
+// newline, or as far as the cap) is longer than MaxLineBytes.
+func lineLength(line []byte, err error) error {
+	n := len(line)
+	if err == nil {
+		n-- // the newline
+	}
+	if n > MaxLineBytes {
+		return ErrLineTooLong
+	}
+	return err
 }
 
 // lineNumber returns the number of lines read so far.
@@ -531,11 +566,19 @@ func readFile(path string, contract bool) ([]Op, error) {
 	defer f.Close()
 	var ops []Op
 	split := false
-	if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() && st.Size() >= splitMin && runtime.GOMAXPROCS(0) > 1 {
+	st, err := f.Stat()
+	regular := err == nil && st.Mode().IsRegular()
+	if regular && st.Size() >= splitMin && runtime.GOMAXPROCS(0) > 1 {
 		ops, split, err = readSplit(f, st.Size(), st.Size()/2, contract)
 	}
-	if !split {
+	switch {
+	case split:
+	case regular:
 		ops, err = readAll(f, contract)
+	default:
+		// Not a file whose end is known (a device, a pipe): read it
+		// line by line, never counted first.
+		ops, err = readAll(struct{ io.Reader }{f}, contract)
 	}
 	if err != nil {
 		return ops, fmt.Errorf("%s: %w", path, err)
