@@ -260,6 +260,14 @@ type Scenario struct {
 	// ThinkMax: see ThinkMin. Left out alone, it is the larger of 25ms
 	// and ThinkMin; ThinkMin left out alone is 0.
 	ThinkMax Duration `yaml:"think_max"`
+	// ReleaseRetry, when set, makes each client retry a release whose
+	// outcome is unknown (its reply was lost), every ReleaseRetry in the
+	// background until the lock reports it done or certainly not done,
+	// while the client goes on acquiring with the same lock client — as
+	// careful application code does (etcd issue 22082). The retries are
+	// not ops of the history (a process has one op at a time). Needs
+	// client_mode inproc.
+	ReleaseRetry Duration `yaml:"release_retry,omitempty"`
 	// Seed makes the run repeatable: default 1; 0 is a seed like any other.
 	Seed int64 `yaml:"seed"`
 	// Nemesis is the fault plan.

@@ -85,6 +85,12 @@ func (s *Scenario) Validate() error {
 	if s.ThinkMax < s.ThinkMin {
 		return bad("think_max", "think_max (%s) is below think_min (%s)", s.ThinkMax, s.ThinkMin)
 	}
+	if s.ReleaseRetry < 0 {
+		return bad("release_retry", "release_retry must be 0 or more, not %s", s.ReleaseRetry)
+	}
+	if s.ReleaseRetry > 0 && s.ClientMode != ClientInproc {
+		return bad("release_retry", "release_retry needs client_mode inproc: a client process serves one request at a time, so it cannot retry a release in the background while it acquires")
+	}
 	if n := len(s.Nemesis.Script); n > maxSteps {
 		return &fieldError{field: "nemesis", path: []string{"script"}, msg: fmt.Sprintf("nemesis.script has %d steps, more than the limit of %d", n, maxSteps)}
 	}

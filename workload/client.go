@@ -28,6 +28,14 @@ type Config struct {
 	OpTimeout time.Duration
 	// Seed seeds each process's choices (process p uses Seed+p).
 	Seed int64
+	// ReleaseRetry, when positive, retries a release whose outcome is
+	// unknown (info) every ReleaseRetry in the background, until the
+	// backend reports it done (ok) or certainly not (fail), while the
+	// process goes on with its next rounds: what careful application code
+	// does when a release's reply is lost. The retries call the same
+	// client concurrently with its acquires and are not recorded (a
+	// process has one op at a time); they end with the process's loop.
+	ReleaseRetry time.Duration
 }
 
 // Procs are the simulated client processes of a run: process p's pause
@@ -178,6 +186,10 @@ type loop struct {
 	// thinkCtx is ctx, also ended when the run's stop is closed: the
 	// think time between rounds waits on it (nil: ctx alone).
 	thinkCtx context.Context
+	// retryCtx ends the background release retries (Config.ReleaseRetry)
+	// when the loop ends; retries counts those running.
+	retryCtx context.Context
+	retries  sync.WaitGroup
 }
 
 // enter lets the next client make its first request.
@@ -234,6 +246,12 @@ func stopped(stop <-chan struct{}) bool {
 
 // run is one process's loop: acquire, read, work, write v+1, release.
 func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
+	rctx, endRetries := context.WithCancel(ctx)
+	l.retryCtx = rctx
+	defer func() {
+		endRetries()
+		l.retries.Wait()
+	}()
 	for !stopped(stop) {
 		if err := l.gate.Wait(ctx); err != nil {
 			return nil
@@ -396,10 +414,41 @@ func (l *loop) release(ctx context.Context, key string, g backends.Grant) error 
 	if err != nil {
 		done.Error = errString(err)
 	}
-	if rerr := l.record(ctx, done); rerr != nil || !errors.Is(err, backends.ErrAbort) {
+	rerr := l.record(ctx, done)
+	if done.Type == history.Info && l.cfg.ReleaseRetry > 0 && !errors.Is(err, backends.ErrAbort) {
+		l.retryRelease(key, g)
+	}
+	if rerr != nil || !errors.Is(err, backends.ErrAbort) {
 		return rerr
 	}
 	return err
+}
+
+// retryRelease retries the release of g, whose outcome was unknown, every
+// Config.ReleaseRetry in the background (each wait at the process's gate:
+// a paused process retries nothing) until the backend says it is done or
+// certainly not, or the loop ends. The retries are not recorded: the
+// process's own ops go on meanwhile, one at a time.
+func (l *loop) retryRelease(key string, g backends.Grant) {
+	ctx := l.retryCtx
+	if ctx == nil {
+		return
+	}
+	l.retries.Add(1)
+	go func() {
+		defer l.retries.Done()
+		for {
+			if l.gate.Sleep(ctx, l.cfg.ReleaseRetry) != nil {
+				return
+			}
+			octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
+			err := l.c.Release(octx, key, g)
+			cancel()
+			if backends.Outcome(err) != history.Info || errors.Is(err, backends.ErrAbort) || ctx.Err() != nil {
+				return
+			}
+		}
+	}()
 }
 
 // resourceOutcome maps a resource error: a stale-fence rejection certainly
