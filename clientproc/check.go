@@ -1,7 +1,6 @@
 package clientproc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,16 +156,25 @@ type conformance struct {
 	prefix   string // of the keys, so a server someone reuses does not matter
 	adapters []*adapter
 	done     chan struct{} // closed when Check returns: readers stop
+	// sawLateGrant is set when client 0 answered ok after timeout_ms: the
+	// late-grant rule was put to the test.
+	sawLateGrant bool
 }
 
 func (k *conformance) key(s string) string { return k.prefix + s }
 
-// kept and broke record a finding.
+// kept and broke record a finding, once: one said already is not
+// repeated.
 func (k *conformance) kept(rule, format string, args ...any) {
-	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Says: fmt.Sprintf(format, args...)})
+	k.add(Finding{Rule: rule, Says: fmt.Sprintf(format, args...)})
 }
 func (k *conformance) broke(rule, format string, args ...any) {
-	k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Broken: true, Says: fmt.Sprintf(format, args...)})
+	k.add(Finding{Rule: rule, Broken: true, Says: fmt.Sprintf(format, args...)})
+}
+func (k *conformance) add(f Finding) {
+	if !slices.Contains(k.rep.Findings, f) {
+		k.rep.Findings = append(k.rep.Findings, f)
+	}
 }
 
 func (k *conformance) killAll() {
@@ -182,8 +191,13 @@ type adapter struct {
 	stdin   io.WriteCloser
 	logPath string
 	lines   chan line // what it writes, as it comes
-	exited  chan struct{}
-	nextID  int64
+	// ended is closed when its stdout will give no more lines; endErr,
+	// set before, says why when it was not the end of the output (a line
+	// over the protocol's limit).
+	ended  chan struct{}
+	endErr error
+	exited chan struct{}
+	nextID int64
 	// replies that came after the check stopped waiting, by id
 	late map[int64]line
 }
@@ -199,7 +213,7 @@ type line struct {
 // start starts copy p and returns it, or records why it could not run.
 func (k *conformance) start(p int) (*adapter, error) {
 	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, logName(p)),
-		lines: make(chan line, 256), exited: make(chan struct{}), late: map[int64]line{}}
+		lines: make(chan line, 256), ended: make(chan struct{}), exited: make(chan struct{}), late: map[int64]line{}}
 	logf, err := os.Create(a.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
@@ -239,8 +253,9 @@ func (k *conformance) start(p int) (*adapter, error) {
 	k.adapters = append(k.adapters, a)
 	go func() {
 		defer stdout.Close()
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64*1024), maxLine)
+		defer close(a.ended)
+		sc := newLineScanner(stdout)
+		defer func() { a.endErr = lineErr(sc.Err()) }()
 		for sc.Scan() {
 			raw := strings.TrimSpace(sc.Text())
 			if raw == "" {
@@ -298,6 +313,7 @@ type reply struct {
 	ok    bool
 	m     Message
 	after time.Duration
+	why   string // when there is none, and its output ended: why
 }
 
 // wait waits up to d for the reply to id, setting aside events and late
@@ -309,20 +325,40 @@ func (k *conformance) wait(a *adapter, id int64, sent time.Time, d time.Duration
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	// take handles one line: true when it is the reply waited for.
+	take := func(l line) bool {
+		switch {
+		case l.err != nil:
+			k.broke("lines", "%s wrote a line that is not a message of the protocol: %v", a.name, l.err)
+		case l.m.Event != "":
+			// extend and lost events are allowed at any time
+		case *l.m.ID == id:
+			return true
+		case *l.m.ID >= a.nextID || *l.m.ID < 0:
+			k.broke("ids", "%s answered id %d, which no request had", a.name, *l.m.ID)
+		default:
+			a.late[*l.m.ID] = l
+		}
+		return false
+	}
 	for {
 		select {
 		case l := <-a.lines:
-			switch {
-			case l.err != nil:
-				k.broke("lines", "%s wrote a line that is not a message of the protocol: %v", a.name, l.err)
-			case l.m.Event != "":
-				// extend and lost events are allowed at any time
-			case *l.m.ID == id:
+			if take(l) {
 				return reply{ok: true, m: l.m, after: l.at.Sub(sent)}
-			case *l.m.ID >= a.nextID || *l.m.ID < 0:
-				k.broke("ids", "%s answered id %d, which no request had", a.name, *l.m.ID)
-			default:
-				a.late[*l.m.ID] = l
+			}
+		case <-a.ended:
+			// No more lines will come: what is left, then no reply.
+			for {
+				select {
+				case l := <-a.lines:
+					if take(l) {
+						return reply{ok: true, m: l.m, after: l.at.Sub(sent)}
+					}
+					continue
+				default:
+				}
+				return reply{why: a.silence()}
 			}
 		case <-t.C:
 			return reply{}
@@ -330,6 +366,23 @@ func (k *conformance) wait(a *adapter, id int64, sent time.Time, d time.Duration
 			return reply{}
 		}
 	}
+}
+
+// silence says why no more lines come from a copy whose output ended:
+// a line over the protocol's limit, or its exit (and its stderr's last
+// lines).
+func (a *adapter) silence() string {
+	if a.endErr != nil {
+		return strings.TrimPrefix(a.endErr.Error(), errProtocol.Error()+": ")
+	}
+	why := "its output ended"
+	if exitsWithin(a, time.Second) {
+		why = "it exited"
+		if tail := logTail(a.logPath, 3); tail != "" {
+			why += "; its stderr ended: " + tail
+		}
+	}
+	return why
 }
 
 // call sends a request and waits up to d for its reply.
@@ -344,14 +397,41 @@ func (k *conformance) call(a *adapter, req map[string]any, d time.Duration) (int
 
 // describe writes a reply in plain words.
 func describe(r reply) string {
+	if !r.ok && r.why != "" {
+		return "no reply (" + r.why + ")"
+	}
 	if !r.ok {
 		return "no reply"
 	}
+	return answer(r) + " after " + r.after.Round(time.Millisecond).String()
+}
+
+// answer writes a reply's type and error, without its time.
+func answer(r reply) string {
 	s := r.m.Type
 	if r.m.Error != "" {
 		s += fmt.Sprintf(" (%q)", r.m.Error)
 	}
-	return s + " after " + r.after.Round(time.Millisecond).String()
+	return s
+}
+
+// describeAll writes replies in plain words, those of the same answer
+// together: `info ("i/o timeout") after 181ms and 182ms`.
+func describeAll(rs []reply) string {
+	var order []string
+	times := map[string][]string{}
+	for _, r := range rs {
+		a := answer(r)
+		if _, ok := times[a]; !ok {
+			order = append(order, a)
+		}
+		times[a] = append(times[a], r.after.Round(time.Millisecond).String())
+	}
+	var out []string
+	for _, a := range order {
+		out = append(out, a+" after "+joinAnd(times[a]))
+	}
+	return joinAnd(out)
 }
 
 // open opens copy p; false when it did not (recorded).
@@ -371,6 +451,9 @@ func (k *conformance) open(a *adapter) bool {
 	}
 	_, _, r := k.call(a, req, defaultOpenTimeout)
 	switch {
+	case !r.ok && r.why != "":
+		k.broke("open", "%s did not answer open: %s", a.name, r.why)
+		return false
 	case !r.ok:
 		why := "no reply to open within " + defaultOpenTimeout.String()
 		select {
@@ -446,19 +529,28 @@ func (k *conformance) patient(a *adapter, op, key string) reply {
 // judges by its content, and for a program to exit.
 const slack = 3 * time.Second
 
-// settle waits for the late replies of ids (up to d in all) and returns
-// them by id: what the harness would have dropped.
+// settle waits for the late replies of ids, each up to d after it was
+// sent, and returns them by id: what the harness would have dropped.
 func (k *conformance) settle(a *adapter, ids map[int64]time.Time, d time.Duration) map[int64]reply {
 	out := map[int64]reply{}
-	end := time.Now().Add(d)
 	for id, sent := range ids {
-		left := time.Until(end)
-		if left < 0 {
-			left = 0
-		}
-		out[id] = k.wait(a, id, sent, left)
+		out[id] = k.wait(a, id, sent, max(0, time.Until(sent.Add(d))))
 	}
 	return out
+}
+
+// patience is how long after a request on a slowed or cut link the check
+// waits for its reply: past what a run allows (timeout_ms and the grace),
+// so that a reply that comes later still is said to be late, and by how
+// much, rather than missing.
+func (k *conformance) patience() time.Duration {
+	return max(k.allowed()+slack, 10*time.Second)
+}
+
+// allowed is how long after a request a run waits for its reply before it
+// stops with "stopped answering": timeout_ms plus the grace.
+func (k *conformance) allowed() time.Duration {
+	return k.opt.Timeout + defaultReplyGrace(k.opt.Timeout)
 }
 
 func (k *conformance) run() {
@@ -535,7 +627,7 @@ func (k *conformance) run() {
 	if !r2.ok {
 		pending[id2] = sent2
 	}
-	lateAll := k.settle(a, pending, 2*slow+2*to+2*time.Second)
+	lateAll := k.settle(a, pending, k.patience())
 	heal()
 	if !r1.ok {
 		r1 = lateAll[id1]
@@ -555,7 +647,7 @@ func (k *conformance) run() {
 	k3 := k.key("k3")
 	id3, sent3, r3 := k.acquire(a, k3)
 	if !r3.ok {
-		r3 = k.settle(a, map[int64]time.Time{id3: sent3}, 2*to+2*time.Second)[id3]
+		r3 = k.settle(a, map[int64]time.Time{id3: sent3}, k.patience())[id3]
 	}
 	heal()
 	k.judgeSlow(a, b, "cut", []slowReq{{k3, r3}})
@@ -579,6 +671,10 @@ func (k *conformance) run() {
 		k.patient(a, OpRelease, k4)
 	} else {
 		k.broke("reconnect", "after its link was cut and healed, client 0's acquires still got %s: an adapter must reconnect (or its client library must)", describe(last))
+	}
+
+	if !k.sawLateGrant {
+		k.kept("late grant", "not put to the test: no grant came after timeout_ms (client 0 answered every acquire on its slowed and cut link with info, fail or nothing), so there was none to give back")
 	}
 
 	// close: answered ok, then the program exits.
@@ -619,35 +715,134 @@ type slowReq struct {
 }
 
 // judgeSlow judges the acquires made while client a's link was slow or
-// cut: a fail is wrong (the outcome is unknown: info); a late ok is a
-// grant the harness dropped, and must have been given back, which client
-// b checks by acquiring the key.
+// cut, one line per rule (see answeredAll for the last): a fail is wrong
+// (the outcome is unknown: info); a late ok is a grant the harness
+// dropped, and must have been given back, which client b checks by
+// acquiring the key.
 func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 	to := k.opt.Timeout
+	var failed, unknown []reply
+	var givenBack, kept, client1 []string
 	for _, q := range reqs {
 		r := q.r
 		switch {
-		case r.ok && r.m.Type == TypeFail:
-			k.broke("timeout is info", "client 0 answered fail (%q) after %s to an acquire its server could not answer within timeout_ms (%s; the link was %s): an outcome nobody knows is info, never fail — the server may have granted it",
-				r.m.Error, r.after.Round(time.Millisecond), to, how)
 		case !r.ok:
-			k.broke("answer every request", "client 0 never answered an acquire made while its link was %s (waited well past timeout_ms): answer every request, in order, info when you do not know", how)
+		case r.m.Type == TypeFail:
+			failed = append(failed, r)
 		case r.m.Type == TypeOK && r.after > to:
 			// A late grant: the harness recorded info and dropped it. It
 			// never releases a timed-out acquire: the adapter must.
+			k.sawLateGrant = true
+			late := (r.after - to).Round(time.Millisecond).String()
 			time.Sleep(500 * time.Millisecond)
-			rb := k.patient(b, OpAcquire, q.key)
-			if rb.ok && rb.m.Type == TypeOK {
-				k.kept("late grant", "client 0's grant of %s came %s after timeout_ms and was given back (client 1 could take the key)", q.key, (r.after - to).Round(time.Millisecond))
+			if rb := k.patient(b, OpAcquire, q.key); rb.ok && rb.m.Type == TypeOK {
+				givenBack = append(givenBack, late)
 				k.patient(b, OpRelease, q.key)
 			} else {
-				k.broke("late grant", "client 0 answered ok %s after timeout_ms (%s, the link was %s): the harness had given up and recorded info, and never releases it — but the adapter kept the lock (client 1 then got %s). Give a grant that comes too late back at once",
-					(r.after - to).Round(time.Millisecond), to, how, describe(rb))
+				kept = append(kept, late)
+				got := describe(rb)
+				if rb.ok {
+					got = answer(rb)
+				}
+				if !slices.Contains(client1, got) {
+					client1 = append(client1, got)
+				}
 			}
 		default:
-			k.kept("timeout is info", "an acquire made while the link was %s got %s", how, describe(r))
+			unknown = append(unknown, r)
 		}
 	}
+	if len(failed) > 0 {
+		k.broke("timeout is info", "client 0 answered %s to %s its server could not answer within timeout_ms (%s; the link was %s): an outcome nobody knows is info, never fail — the server may have granted it",
+			describeAll(failed), acquires(len(failed)), to, how)
+	}
+	if len(unknown) > 0 {
+		k.kept("timeout is info", "%s made while the link was %s got %s", acquires(len(unknown)), how, describeAll(unknown))
+	}
+	if len(givenBack) > 0 {
+		k.kept("late grant", "client 0's %s came %s after timeout_ms and %s given back (client 1 could take the key)", plural(len(givenBack), "grant"), joinAnd(givenBack), wasWere(len(givenBack)))
+	}
+	if len(kept) > 0 {
+		k.broke("late grant", "client 0 answered ok %s after timeout_ms (%s, the link was %s): the harness had given up and recorded info, and never releases it — but the adapter kept the lock%s (client 1 then got %s). Give a grant that comes too late back at once",
+			joinAnd(kept), to, how, times(len(kept)), joinAnd(client1))
+	}
+	k.answeredAll(how, reqs)
+}
+
+// acquires is "an acquire" or "N acquires".
+func acquires(n int) string {
+	if n == 1 {
+		return "an acquire"
+	}
+	return strconv.Itoa(n) + " acquires"
+}
+
+// plural is noun, or "N nouns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// times is "" for once, " both times" or " all N times" for more.
+func times(n int) string {
+	switch {
+	case n <= 1:
+		return ""
+	case n == 2:
+		return " both times"
+	}
+	return fmt.Sprintf(" all %d times", n)
+}
+
+// wasWere is "was" for one, "were" for more.
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// joinAnd joins "a", "a and b", "a, b and c".
+func joinAnd(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// answeredAll judges whether client 0 answered every acquire made while
+// its link was slow or cut in the time a run allows, in one line: those
+// it never answered, and those it answered late, and by how much.
+func (k *conformance) answeredAll(how string, reqs []slowReq) {
+	var late []string
+	never := 0
+	for _, q := range reqs {
+		switch {
+		case !q.r.ok:
+			never++
+		case q.r.after > k.allowed():
+			late = append(late, fmt.Sprintf("%.1fs", q.r.after.Seconds()))
+		}
+	}
+	was := "it was"
+	if len(late) > 1 {
+		was = "they were"
+	}
+	var says []string
+	if never > 0 {
+		says = append(says, fmt.Sprintf("never answered %s made while its link was %s (waited %s after each was sent)", acquires(never), how, k.patience()))
+	}
+	if len(late) > 0 {
+		says = append(says, fmt.Sprintf("answered %s made while its link was %s late: %s after %s sent (timeout_ms: %s)", acquires(len(late)), how, joinAnd(late), was, k.opt.Timeout))
+	}
+	if len(says) == 0 {
+		k.kept("answer every request", "client 0 answered every acquire made while its link was %s within timeout_ms and the grace a run allows (%s)", how, k.allowed())
+		return
+	}
+	k.broke("answer every request", "client 0 %s. A run waits timeout_ms plus a grace (%s in all here), then stops: \"client 0 stopped answering\" (exit 255). Answer every request, in order, within timeout_ms: info when you do not know",
+		strings.Join(says, "; it "), k.allowed())
 }
 
 // exitsWithin reports whether the copy exits within d.

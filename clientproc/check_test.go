@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,9 @@ func TestClientCheck(t *testing.T) {
 			}
 			if c.says != "" && !strings.Contains(rep.Broken()[0].Says, c.says) {
 				t.Errorf("finding %q does not say %q", rep.Broken()[0].Says, c.says)
+			}
+			if !slices.ContainsFunc(rep.Findings, func(f Finding) bool { return f.Rule == "late grant" }) {
+				t.Errorf("the late-grant rule has no line of its own:\n%s", rep.Text())
 			}
 			if len(rep.Findings) < 10 {
 				t.Errorf("only %d rules checked:\n%s", len(rep.Findings), rep.Text())

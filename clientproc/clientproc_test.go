@@ -22,7 +22,12 @@ import (
 
 // TestMain lets the test binary be `locktorture client`: the launcher
 // tests start it as a child with ConfigEnv set.
+// With LT_TEST_ADAPTER=late it is lateAdapter instead.
 func TestMain(m *testing.M) {
+	if os.Getenv(adapterEnv) == "late" {
+		lateAdapter()
+		os.Exit(0)
+	}
 	if raw := os.Getenv(ConfigEnv); raw != "" && len(os.Args) > 1 && os.Args[1] == "client" {
 		var cfg ChildConfig
 		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
@@ -97,7 +102,7 @@ func TestBrokenClients(t *testing.T) {
 		{"unknown-type.sh", errProtocol, `unknown type "maybe"`},
 		{"early-exit.sh", errExited, "before it was told to close (exit status 0; its stderr ended: early-exit.sh: bye)"},
 		{"import-error.sh", errExited, `import redis | ModuleNotFoundError: No module named 'redis'`},
-		{"long-line.sh", errProtocol, "a line over 1048576 bytes (the protocol's limit)"},
+		{"long-line.sh", errProtocol, "a line over 1 MiB (the protocol's limit)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.script, func(t *testing.T) {

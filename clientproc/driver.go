@@ -76,9 +76,6 @@ type child struct {
 // a process it started may hold them open forever.
 const pipeGrace = time.Second
 
-// maxLine is the longest line a child may send (the protocol's limit).
-const maxLine = 1 << 20
-
 func (c *child) name() string { return fmt.Sprintf("client %d", c.p) }
 
 // die records the child's failure (the first one counts), tells the
@@ -106,8 +103,7 @@ func (c *child) err() error {
 func (c *child) read(stdout io.Reader) {
 	defer close(c.readDone)
 	defer close(c.events)
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
+	sc := newLineScanner(stdout)
 	var perr error
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -129,11 +125,9 @@ func (c *child) read(stdout io.Reader) {
 		}
 	}
 	if perr == nil {
-		perr = sc.Err()
+		perr = lineErr(sc.Err())
 	}
 	switch {
-	case errors.Is(perr, bufio.ErrTooLong):
-		c.die(fmt.Errorf("%w: it sent a line over %d bytes (the protocol's limit)", errProtocol, maxLine))
 	case errors.Is(perr, os.ErrClosed):
 		// wait gave up on the pipe: said there.
 	case perr != nil:

@@ -103,13 +103,19 @@ type Launcher struct {
 	authDir string
 }
 
+// defaultReplyGrace is how long past a request's timeout a run waits for
+// its reply before it stops the run: the timeout, at least 3s.
+func defaultReplyGrace(timeout time.Duration) time.Duration {
+	return max(timeout, 3*time.Second)
+}
+
 // New returns a launcher; Start starts the children.
 func New(opt Options) *Launcher {
 	if opt.OpenTimeout <= 0 {
 		opt.OpenTimeout = defaultOpenTimeout
 	}
 	if opt.ReplyGrace <= 0 {
-		opt.ReplyGrace = max(opt.Timeout, 3*time.Second)
+		opt.ReplyGrace = defaultReplyGrace(opt.Timeout)
 	}
 	if opt.logCap <= 0 {
 		opt.logCap = logCap

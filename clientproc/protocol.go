@@ -13,10 +13,12 @@
 package clientproc
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/locktorture/locktorture/cluster"
 )
@@ -139,6 +141,27 @@ type Conn struct {
 	EtcdLockKey string `json:"etcd_lock_key,omitempty"`
 	// PGVersion is pg-optimistic's row version read at acquire.
 	PGVersion *int64 `json:"pg_version,omitempty"`
+}
+
+// maxLine is the longest line a child may send (the protocol's limit).
+const maxLine = 1 << 20
+
+// newLineScanner reads a child's stdout line by line, up to maxLine a
+// line: a longer one ends the scan, and lineErr names it.
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	return sc
+}
+
+// lineErr says why a line scanner stopped: a line over the protocol's
+// limit is a protocol error naming the limit; any other error is
+// returned as it is.
+func lineErr(err error) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%w: it sent a line over %s (the protocol's limit)", errProtocol, sizeText(maxLine))
+	}
+	return err
 }
 
 // parseMessage decodes and checks one line from a child.
