@@ -193,6 +193,17 @@ type Info struct {
 	// Options, when set, returns the backend's fresh options with their
 	// defaults: the keys of its backend_options block (see Options).
 	Options func() Options
+	// Library, for a backend that is a third-party library driven through
+	// its public API, names it (results.json's library field).
+	Library *Library
+	// RenewsItself is set when the library keeps its lock alive from
+	// goroutines and timers of its own (a renewal loop, a lease
+	// keepalive, session pings). Only a stopped process freezes those, so
+	// its clients run as processes of their own unless the scenario says
+	// client_mode inproc (scenarios.Scenario.ProcessClients): a pause is
+	// then a real SIGSTOP. In-process its connections wait at the pause
+	// gate, but its timers run on through a pause.
+	RenewsItself bool
 }
 
 // ServerKinds returns the kinds of server the backend runs.

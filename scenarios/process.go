@@ -63,9 +63,16 @@ var interpreters = map[string]bool{"python": true, "pypy": true, "node": true, "
 	"perl": true, "php": true, "sh": true, "bash": true, "dash": true, "zsh": true, "java": true, "lua": true, "Rscript": true}
 
 // ProcessClients reports whether the run's clients are processes: in
-// process mode, and always for exec.
+// process mode, and always for exec; with no client_mode given, also for
+// a library that keeps its lock alive by itself (backends.Info.RenewsItself:
+// only a stopped process freezes its timers, so a pause is faithful only
+// there; client_mode inproc still runs it in-process).
 func (s *Scenario) ProcessClients() bool {
-	return s.ClientMode == ClientProcess || s.Backend == ExecBackend
+	if s.ClientMode == ClientProcess || s.Backend == ExecBackend {
+		return true
+	}
+	info, _, err := backends.Lookup(s.Backend)
+	return s.ClientMode == "" && err == nil && info.RenewsItself
 }
 
 // ExecServers are the servers the exec backend starts (nil for another backend).
