@@ -13,36 +13,40 @@ all: build
 ##   suite has them, etcd-server and etcd-client, zookeeper with default-jre-headless,
 ##   postgresql, pgbouncer, mariadb-server), chromium (browser tests) and python3-redis (the
 ##   Python client adapter) (scripts/deps.sh)
+##   DEPS=servers: the server kinds' packages alone (what the nightly job installs)
 deps:
-	@bash scripts/deps.sh
+	@DEPS="$(DEPS)" bash scripts/deps.sh
 
 ## build: build bin/locktorture
 build:
 	$(GO) build -o $(BIN) ./cmd/locktorture
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
-## vet: go vet, staticcheck, and fail when go.mod/go.sum are not tidy
+## vet: go vet, staticcheck, actionlint on .github/workflows, and fail when go.mod/go.sum are not tidy
 vet:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(ACTIONLINT) -color=false
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; $(GO) mod tidy -diff; exit 1; }
 	@cd examples/locktest && { $(GO) mod tidy -diff >/dev/null || { echo "examples/locktest: go.mod/go.sum are not tidy: run 'go mod tidy' there" >&2; $(GO) mod tidy -diff; exit 1; }; }
 
 ## images: build locktorture-servers:<suite> for each of SUITES (default bookworm; e.g.
 ## SUITES="bullseye bookworm trixie"): every server kind's packages from that Debian suite, no
 ## registry (about 1.5 minutes and 0.75-1 GB each; FORCE=1 rebuilds), for --servers docker
-## --image all=locktorture-servers:<suite>
+## --image all=locktorture-servers:<suite>; BARE=1: locktorture-bare:<suite> alone, the minbase
+## root as debian:<suite> has it (the nightly job's test runs the job's steps in it); WITH_BARE=1: both
 SUITES ?= bookworm
 .PHONY: images images-if-docker
 images: build
-	@SUITES="$(SUITES)" LOCKTORTURE=$(BIN) bash scripts/images.sh
+	@SUITES="$(SUITES)" BARE="$(BARE)" WITH_BARE="$(WITH_BARE)" LOCKTORTURE=$(BIN) bash scripts/images.sh
 
 # The container tests run when a Docker engine answers (the image is built
 # first when missing); without one they skip, and this says so.
 images-if-docker:
 	@if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then \
-	  bash scripts/images.sh || echo "images: not built: the container tests will skip (or fail under CI)"; \
+	  WITH_BARE=1 bash scripts/images.sh || echo "images: not built: the container tests will skip (or fail under CI)"; \
 	else \
 	  echo "images: no Docker engine answers: the container tests (--servers docker) will skip"; \
 	fi

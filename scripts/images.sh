@@ -22,11 +22,21 @@
 #   IMAGE=ref                                       the tag, with one suite
 #   LOCKTORTURE=bin/locktorture                     the binary that lists the
 #                                                   packages (else go run)
+#   BARE=1                                          locktorture-bare:<suite>
+#                                                   alone: the minbase root, no
+#                                                   server, as a CI job's
+#                                                   debian:<suite> container
+#                                                   starts (the nightly job's
+#                                                   test runs its steps in it)
+#   WITH_BARE=1                                     both, from one debootstrap
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITES="${SUITES:-bookworm}"
 REPO="${REPO:-locktorture-servers}"
+BARE_REPO="${BARE_REPO:-locktorture-bare}"
+BARE="${BARE:-}"
+WITH_BARE="${WITH_BARE:-}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 
 say() { echo "images: $*"; }
@@ -38,14 +48,19 @@ nsuites=$(wc -w <<<"$SUITES")
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
   die "no Docker engine answers (docker version); start one and retry"
 
+# missing TAG: whether TAG is to be built.
+missing() {
+  if [ -z "${FORCE:-}" ] && docker image inspect "$1" >/dev/null 2>&1; then
+    say "$1 is there (FORCE=1 rebuilds it)"
+    return 1
+  fi
+}
 todo=()
 for suite in $SUITES; do
-  tag="${IMAGE:-$REPO:$suite}"
-  if [ -z "${FORCE:-}" ] && docker image inspect "$tag" >/dev/null 2>&1; then
-    say "$tag is there (FORCE=1 rebuilds it)"
-  else
-    todo+=("$suite")
-  fi
+  servers=- bare=-
+  if [ -z "$BARE" ] && missing "${IMAGE:-$REPO:$suite}"; then servers="${IMAGE:-$REPO:$suite}"; fi
+  if { [ -n "$BARE" ] || [ -n "$WITH_BARE" ]; } && missing "$BARE_REPO:$suite"; then bare="$BARE_REPO:$suite"; fi
+  [ "$servers$bare" = "--" ] || todo+=("$suite $servers $bare")
 done
 [ ${#todo[@]} -gt 0 ] || exit 0
 [ "$(id -u)" -eq 0 ] || die "debootstrap and chroot need root: sudo $0"
@@ -85,9 +100,10 @@ in_root() {
     { tail -30 "$root.log" >&2; rm -f "$root.log"; die "$2"; }
 }
 
-# build SUITE TAG: one image.
+# build SUITE TAG BARETAG: the servers' image TAG and the bare image BARETAG
+# (either "-": not built) from one debootstrap.
 build() {
-  local suite=$1 tag=$2 start free_kb want skipped pgbin versions size
+  local suite=$1 tag=$2 baretag=$3 start free_kb want skipped pgbin versions size
   # About 0.6 GB for the root, as much again for docker's copy.
   free_kb=$(df -Pk "$tmpbase" | awk 'NR==2 {print $4}')
   [ "$free_kb" -ge 2000000 ] || die "need 2 GB free under $tmpbase, have $((free_kb / 1024)) MB"
@@ -97,6 +113,26 @@ build() {
   debootstrap --variant=minbase "$suite" "$root" "$MIRROR" >"$root.log" 2>&1 ||
     { tail -20 "$root.log" >&2; rm -f "$root.log"; die "$suite: debootstrap failed"; }
   rm -f "$root.log"
+  # Package scripts must not start servers (as in debian:<suite>).
+  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+  chmod +x "$root/usr/sbin/policy-rc.d"
+
+  if [ "$baretag" != - ]; then
+    # As debian:<suite> comes: nothing installed beyond minbase, no package
+    # lists, a policy-rc.d that keeps services from starting.
+    say "$suite: docker import -> $baretag (bare)"
+    tar -C "$root" --numeric-owner -c . | docker import \
+      --change "LABEL org.locktorture.suite=$suite" \
+      --change 'CMD ["/bin/bash"]' \
+      --message "Debian $suite minbase, as debian:$suite" \
+      - "$baretag" >/dev/null
+    say "built $baretag in $(($(date +%s) - start))s"
+    if [ "$tag" = - ]; then
+      cleanup
+      root=""
+      return 0
+    fi
+  fi
 
   # Package scripts must not start servers (they would listen on the host's
   # ports from inside the chroot), and postgresql must not create a cluster.
@@ -155,6 +191,7 @@ EOF
   say "built $tag ($((size / 1024 / 1024)) MB) in $(($(date +%s) - start))s"
 }
 
-for suite in "${todo[@]}"; do
-  build "$suite" "${IMAGE:-$REPO:$suite}"
+for t in "${todo[@]}"; do
+  # shellcheck disable=SC2086
+  build $t
 done
