@@ -406,6 +406,15 @@ func describe(r reply) string {
 	return answer(r) + " after " + r.after.Round(time.Millisecond).String()
 }
 
+// loginHint is, for a reply whose error says the client did not log in,
+// " — " and where to look (see LoginHint); "" otherwise.
+func loginHint(r reply) string {
+	if h := LoginHint(r.m.Error); r.ok && h != "" {
+		return " — " + h
+	}
+	return ""
+}
+
 // answer writes a reply's type and error, without its time.
 func answer(r reply) string {
 	s := r.m.Type
@@ -467,7 +476,7 @@ func (k *conformance) open(a *adapter) bool {
 		k.broke("open", "%s: %s", a.name, why)
 		return false
 	case r.m.Type != TypeOK:
-		k.broke("open", "%s answered open with %s: it must answer ok once connected", a.name, describe(r))
+		k.broke("open", "%s answered open with %s: it must answer ok once connected%s", a.name, describe(r), loginHint(r))
 		return false
 	}
 	k.kept("open", "%s answered open ok after %s", a.name, r.after.Round(time.Millisecond))
@@ -576,7 +585,7 @@ func (k *conformance) run() {
 	k.opt.Progress("acquire and release")
 	k0 := k.key("k0")
 	if r := k.patient(a, OpAcquire, k0); !r.ok || r.m.Type != TypeOK {
-		k.broke("acquire", "client 0's acquire of a free key got %s: want ok", describe(r))
+		k.broke("acquire", "client 0's acquire of a free key got %s: want ok%s", describe(r), loginHint(r))
 		return
 	}
 	k.kept("acquire", "an acquire of a free key was answered ok")

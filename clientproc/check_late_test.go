@@ -32,8 +32,10 @@ const lateAnswer = 5 * time.Second
 // answered ok lateAnswer after its request arrived, and kept — a client
 // whose library waits as long as it takes. Every later slow grant is
 // given back and answered info at once; a Redis error (the link cut) is
-// info.
-func lateAdapter() {
+// info; a Redis error is fail. With ignoreAuth it ignores the open
+// request's auth, as an adapter written before the servers asked for
+// credentials does.
+func lateAdapter(ignoreAuth bool) {
 	in := bufio.NewScanner(os.Stdin)
 	out := json.NewEncoder(os.Stdout)
 	var (
@@ -89,6 +91,9 @@ func lateAdapter() {
 		switch req.Op {
 		case OpOpen:
 			addr, auth, process = req.Servers.Redis[0], req.Auth.For("redis", 0), req.Process
+			if ignoreAuth {
+				auth = nil
+			}
 			ttl, timeout = time.Duration(req.TTLMS)*time.Millisecond, time.Duration(req.TimeoutMS)*time.Millisecond
 			if _, err := redis("PING"); err != nil {
 				reply["type"], reply["error"] = "fail", err.Error()
@@ -103,6 +108,8 @@ func lateAdapter() {
 				reply["type"], reply["error"] = "info", err.Error()
 			case l == "$-1":
 				reply["type"], reply["error"] = "fail", "busy"
+			case strings.HasPrefix(l, "-"):
+				reply["type"], reply["error"] = "fail", strings.TrimPrefix(l, "-")
 			case l != "+OK":
 				reply["type"], reply["error"] = "info", l
 			case time.Since(began) <= 2*timeout:
@@ -241,5 +248,20 @@ func TestClientCheckLongLine(t *testing.T) {
 		if !f.Broken || !strings.Contains(f.Says, "a line over 1 MiB") || strings.Contains(f.Says, "no reply") {
 			t.Errorf("open: %q, want it to say a line over 1 MiB, not no reply", f.Says)
 		}
+	}
+}
+
+// TestClientCheckIgnoresAuth: an adapter that ignores the open request's
+// auth is refused NOAUTH by the check's Redis, and the finding says where
+// to look.
+func TestClientCheckIgnoresAuth(t *testing.T) {
+	testenv.Require(t, "redis-server")
+	rep, err := Check(context.Background(), CheckOptions{Command: selfAdapter(t, "ignore-auth"), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Broken()
+	if len(b) == 0 || !strings.Contains(b[0].Says, "NOAUTH") || !strings.Contains(b[0].Says, CredentialsDoc) {
+		t.Errorf("want a broken finding naming NOAUTH and %s, got:\n%s", CredentialsDoc, rep.Text())
 	}
 }

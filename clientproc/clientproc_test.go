@@ -22,10 +22,10 @@ import (
 
 // TestMain lets the test binary be `locktorture client`: the launcher
 // tests start it as a child with ConfigEnv set.
-// With LT_TEST_ADAPTER=late it is lateAdapter instead.
+// With LT_TEST_ADAPTER=late (or ignore-auth) it is lateAdapter instead.
 func TestMain(m *testing.M) {
-	if os.Getenv(adapterEnv) == "late" {
-		lateAdapter()
+	if mode := os.Getenv(adapterEnv); mode == "late" || mode == "ignore-auth" {
+		lateAdapter(mode == "ignore-auth")
 		os.Exit(0)
 	}
 	if raw := os.Getenv(ConfigEnv); raw != "" && len(os.Args) > 1 && os.Args[1] == "client" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -71,7 +72,7 @@ func (t *failureTally) note() string {
 	slices.SortFunc(ks, func(a, b kind) int { return cmp.Or(b.n-a.n, strings.Compare(a.err, b.err)) })
 	top := ks[0]
 	s := fmt.Sprintf("%d of %d client ops failed; the most common error, %d×: %q", t.failed, t.ops, top.n, shorten(top.err, 300))
-	if h := failureHint(top.err); h != "" {
+	if h := clientproc.LoginHint(top.err); h != "" {
 		s += " — " + h
 	}
 	return s
@@ -90,33 +91,4 @@ func noteFailures(r *checker.Results, t *failureTally) {
 	if s := t.note(); s != "" {
 		r.Note = strings.TrimPrefix(r.Note+"; "+s, "; ")
 	}
-}
-
-// credentialsDoc is where the client protocol says how to log in.
-const credentialsDoc = "docs/client-protocol.md#credentials"
-
-// failureHint says where to look for an error that says the client did
-// not prove who it is; "" for any other error.
-func failureHint(err string) string {
-	e := strings.ToLower(err)
-	switch {
-	case strings.Contains(e, "security level") && strings.Contains(e, "credential"):
-		// python-etcd3 (any gRPC client) sends its token as a call
-		// credential, which gRPC refuses over plaintext.
-		return "gRPC sends a token (a call credential) only over TLS: run with --tls (security: tls), and dial etcd with the auth.etcd.tls files; see " + credentialsDoc
-	case containsAny(e, "noauth", "wrongpass", "authentication", "not authenticated", "invalid username", "invalid password",
-		"user name is empty", "invalid auth token", "etcdserver: permission denied", "access denied", "auth failed", "unauthorized"):
-		return "the servers ask for credentials: connect with the open request's auth (see " + credentialsDoc + ")"
-	}
-	return ""
-}
-
-// containsAny reports whether s contains any of subs.
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

@@ -122,25 +122,6 @@ func TestFailuresNamed(t *testing.T) {
 	}
 }
 
-// TestFailureHints: the words that send a user to the Credentials section,
-// and to --tls for a gRPC call credential refused on plaintext.
-func TestFailureHints(t *testing.T) {
-	for _, c := range []struct{ err, want string }{
-		{"NOAUTH Authentication required.", "#credentials"},
-		{"WRONGPASS invalid username-password pair or user is disabled.", "#credentials"},
-		{"etcdserver: user name is empty", "#credentials"},
-		{"zk: not authenticated", "#credentials"},
-		{`<_InactiveRpcError of RPC that terminated with: status = StatusCode.UNAVAILABLE details = "Established channel does not have a sufficient security level to transfer call credential."`, "--tls"},
-		{"lock is busy", ""},
-		{"i/o timeout", ""},
-	} {
-		got := failureHint(c.err)
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("failureHint(%q) = %q, want it to say %q", c.err, got, c.want)
-		}
-	}
-}
-
 // TestNoteFailures: a note only when most client ops failed, naming the
 // most common error and its count; busy and not held are the lock's own
 // answers, not failures.
