@@ -33,6 +33,7 @@ func init() {
 		Kinds:       []string{"redis"},
 		Sentinel:    true,
 		Lease:       true,
+		Library:     &Library{Name: "github.com/bsm/redislock", Module: "github.com/bsm/redislock", Language: "Go"},
 	}, newRedislock)
 }
 

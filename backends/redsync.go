@@ -37,6 +37,7 @@ func init() {
 		Kinds:       []string{"redis"},
 		Counts:      map[string]int{"redis": redlockNodes},
 		Lease:       true,
+		Library:     &Library{Name: "github.com/go-redsync/redsync/v4", Module: "github.com/go-redsync/redsync/v4", Language: "Go"},
 	}, newRedsync)
 }
 

@@ -173,6 +173,9 @@ type Results struct {
 	WarningCount int      `json:"warning_count,omitempty"`
 	// Servers says where the servers came from (mode, images, versions).
 	Servers *ServerSource `json:"servers,omitempty"`
+	// Library names the third-party library the backend drives, when it
+	// is one (its name, version and language).
+	Library *Library `json:"library,omitempty"`
 	// Capped names the lists of violations cut short at maxListed (their
 	// counts have every one), and the warnings cut at MaxWarnings.
 	Capped []Capped `json:"capped,omitempty"`

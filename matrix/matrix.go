@@ -131,6 +131,9 @@ type Cell struct {
 	// ServerVersions are the versions the cell's servers reported, by
 	// server name ("redis-0": "7.0.15").
 	ServerVersions map[string]string `json:"server_versions,omitempty"`
+	// Library names the third-party library the cell's backend drives
+	// (name, version, language), when it is one.
+	Library *checker.Library `json:"library,omitempty"`
 	// Seconds is how long the cell took, servers and checking included.
 	Seconds float64 `json:"seconds"`
 }
@@ -230,6 +233,7 @@ func NewCell(key CellKey, res *checker.Results, expected string, expectedChecker
 		return c
 	}
 	c.Verdict = res.Valid.String()
+	c.Library = res.Library
 	c.Checkers = map[string]string{}
 	for n, v := range res.Checkers.Verdicts() {
 		c.Checkers[n] = v.String()

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -49,6 +50,18 @@ type compareRow struct {
 	Cells    []compareCell
 	// AsExpected and Judged count the row's runs as expected, of all.
 	AsExpected, Judged int
+	// Library is the third-party library the backend drives, as its runs
+	// recorded it (nil for the project's own locks).
+	Library *checker.Library
+}
+
+// LibraryText names the row's library and its version: "" for a lock of
+// the project's own.
+func (r compareRow) LibraryText() string {
+	if r.Library == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %s (%s)", r.Library.Name, r.Library.Version, r.Library.Language)
 }
 
 // Label is the row's name: the backend, with the fencing mode when set.
@@ -99,6 +112,9 @@ func buildComparison(m *matrix.Matrix) comparison {
 	var base = map[rk][]matrix.Cell{}
 	for _, c := range m.Cells {
 		r := row(c.Backend, c.Fencing)
+		if r.Library == nil {
+			r.Library = c.Library
+		}
 		r.Judged++
 		if c.AsExpected {
 			r.AsExpected++
@@ -351,6 +367,18 @@ func CompareTable(m *matrix.Matrix) string {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()
+	// The rows that are libraries, with the version each ran.
+	first := true
+	for _, r := range cmp.Rows {
+		if r.Fencing != "" || r.Library == nil {
+			continue
+		}
+		if first {
+			b.WriteString("LIBRARIES:\n")
+			first = false
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", r.Backend, r.LibraryText())
+	}
 	b.WriteString(strings.TrimRight(matrixTotals(m), "\n") + "\n")
 	return b.String()
 }

@@ -65,7 +65,7 @@ Grey: not run (hover for the reason). Yellow: unknown or a harness error.
 Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the baseline scenario, its first seed).
 Recovery: median time from the fault's end to the next grant (a lock its holder could not release stays taken until it expires).</p>
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
-{{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
+{{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}{{with .LibraryText}}<div class="small">{{.}}</div>{{end}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
 {{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} <a href="{{.Dir}}/index.html">{{.Seed}}</a>{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
 <td>{{.AsExpected}}/{{.Judged}}</td></tr>
 {{end}}</table>
@@ -104,6 +104,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 	lines := func(r compareRow, j int) ([]string, string) {
 		switch {
 		case j == 0:
+			if r.Library != nil && r.Fencing == "" {
+				return []string{r.Label(), r.Library.Language + " " + r.Library.Version}, ""
+			}
 			return []string{r.Label()}, ""
 		case j <= 3:
 			s := r.speedText

@@ -93,6 +93,7 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	// Where the servers came from is not in the history: keep what the
 	// run recorded.
 	res.Servers = storedServers(dir)
+	res.Library = storedLibrary(dir)
 	res.Truncated = truncated
 	if truncated && res.Note == "" {
 		res.Note = "the history's last line was cut off and dropped"

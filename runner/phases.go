@@ -433,6 +433,7 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 		results.Program = sc.Exec.Program()
 	}
 	results.Servers = r.servers
+	results.Library = libraryOf(sc.Backend)
 	return results, nil
 }
 
