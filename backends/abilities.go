@@ -19,11 +19,14 @@ const (
 	// abilityQuorum: it needs more than one server of a kind, and a
 	// majority of them to grant (Info.Counts: Redlock's five).
 	abilityQuorum = "quorum"
+	// abilityRenews: its lock lives on while a renewal runs — a watchdog,
+	// a lease keepalive, a session (Info.Renews or Info.RenewsItself).
+	abilityRenews = "renews"
 )
 
 // Abilities lists every ability a scenario can ask for, sorted.
 func Abilities() []string {
-	return []string{abilityFencing, abilityInTx, abilityLease, abilityLockFree, abilityQuorum, abilitySentinel}
+	return []string{abilityFencing, abilityInTx, abilityLease, abilityLockFree, abilityQuorum, abilityRenews, abilitySentinel}
 }
 
 // abilities are what the backend can do (see Abilities), sorted.
@@ -43,6 +46,7 @@ func (i Info) abilities() []string {
 		quorum = quorum || n > 1
 	}
 	add(quorum, abilityQuorum)
+	add(i.Renews || i.RenewsItself, abilityRenews)
 	add(i.Sentinel, abilitySentinel)
 	return out
 }

@@ -204,6 +204,11 @@ type Info struct {
 	// then a real SIGSTOP. In-process its connections wait at the pause
 	// gate, but its timers run on through a pause.
 	RenewsItself bool
+	// Renews is set when the lock lives on while a renewal of ours runs
+	// (a watchdog extending its lease, a lease keepalive loop, a session's
+	// pings): with RenewsItself, the renews ability the renew-partition
+	// and renew-delay families select by.
+	Renews bool
 }
 
 // ServerKinds returns the kinds of server the backend runs.

@@ -65,6 +65,7 @@ func init() {
 		Kinds:       []string{"etcd"},
 		Fencing:     true,
 		Lease:       true,
+		Renews:      true,
 	}, newEtcd)
 }
 

@@ -35,6 +35,7 @@ func init() {
 		Kinds:       []string{"redis"},
 		Sentinel:    true,
 		Lease:       true,
+		Renews:      true,
 	}, newRedisRenew)
 }
 

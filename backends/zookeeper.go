@@ -72,6 +72,7 @@ func init() {
 		Kinds:       []string{"zookeeper"},
 		Fencing:     true,
 		Lease:       true,
+		Renews:      true,
 	}, newZooKeeper)
 }
 

@@ -7,7 +7,7 @@ import "slices"
 // built-in scenario whose expectation is stated per backend, with the
 // backends it cannot apply to in not_run (each with its reason), or the
 // few built-ins familyScenarios lists for it.
-var Families = []string{"pause", "partition", "delay", "restart", "failover", "clock", "kill-session", "lost-reply"}
+var Families = []string{"pause", "partition", "delay", "restart", "failover", "clock", "kill-session", "lost-reply", "renew-partition", "renew-delay"}
 
 // familyScenarios lists the built-in scenarios of a family whose fault
 // takes another shape where the backends replicate otherwise: failover
