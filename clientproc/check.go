@@ -660,27 +660,7 @@ func (k *conformance) run() {
 	}
 	heal()
 	k.judgeSlow(a, b, "cut", []slowReq{{k3, r3}})
-	k4 := k.key("k4")
-	var last reply
-	for range 5 {
-		var id int64
-		var sent time.Time
-		id, sent, last = k.acquire(a, k4)
-		if !last.ok {
-			last = k.settle(a, map[int64]time.Time{id: sent}, time.Second)[id]
-			last.ok = false
-		}
-		if last.ok && last.m.Type == TypeOK {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if last.ok && last.m.Type == TypeOK {
-		k.kept("reconnect", "after its link was cut and healed, client 0 acquired again")
-		k.patient(a, OpRelease, k4)
-	} else {
-		k.broke("reconnect", "after its link was cut and healed, client 0's acquires still got %s: an adapter must reconnect (or its client library must)", describe(last))
-	}
+	k.reconnect(a)
 
 	if !k.sawLateGrant {
 		k.kept("late grant", "not put to the test: no grant came after timeout_ms (client 0 answered every acquire on its slowed and cut link with info, fail or nothing), so there was none to give back")
@@ -713,6 +693,32 @@ func (k *conformance) run() {
 		k.broke("stdin closed", "client 1 was still running %s after its stdin closed: when stdin ends, exit (the harness is gone)", slack)
 	} else {
 		k.kept("stdin closed", "client 1 exited when its stdin closed")
+	}
+}
+
+// reconnect checks that client a, its cut link healed, acquires again
+// (a few tries).
+func (k *conformance) reconnect(a *adapter) {
+	k4 := k.key("k4")
+	var last reply
+	for range 5 {
+		var id int64
+		var sent time.Time
+		id, sent, last = k.acquire(a, k4)
+		if !last.ok {
+			last = k.settle(a, map[int64]time.Time{id: sent}, time.Second)[id]
+			last.ok = false
+		}
+		if last.ok && last.m.Type == TypeOK {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if last.ok && last.m.Type == TypeOK {
+		k.kept("reconnect", "after its link was cut and healed, client 0 acquired again")
+		k.patient(a, OpRelease, k4)
+	} else {
+		k.broke("reconnect", "after its link was cut and healed, client 0's acquires still got %s: an adapter must reconnect (or its client library must)", describe(last))
 	}
 }
 
