@@ -56,6 +56,21 @@ test: deps images-if-docker vet
 	$(GO) test -count=1 -timeout 30m ./...
 	cd examples/locktest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
+## findings: run every finding (locktorture list findings; docs/findings.md) over FINDINGS_SEEDS
+##   seeds (default 3), say how often each reproduced, and fail when one did not reproduce on
+##   every seed (the library changed: the finding is stale). Not part of `make test`.
+FINDINGS_SEEDS ?= 3
+FINDINGS_STORE ?= $(STORE)/findings
+.PHONY: findings
+findings: build
+	@mkdir -p $(FINDINGS_STORE); fail=0; for id in $$($(BIN) list findings | awk '{print $$1}'); do \
+	  n=0; for seed in $$(seq 1 $(FINDINGS_SEEDS)); do \
+	    $(BIN) repro $$id --seed $$seed --store $(FINDINGS_STORE) --quiet > $(FINDINGS_STORE)/$$id.$$seed.log 2>&1; rc=$$?; \
+	    if [ $$rc = 1 ]; then n=$$((n+1)); else echo "$$id seed $$seed: exit $$rc (see $(FINDINGS_STORE)/$$id.$$seed.log)"; fi; \
+	  done; \
+	  echo "$$id: reproduced $$n of $(FINDINGS_SEEDS)"; [ $$n = $(FINDINGS_SEEDS) ] || fail=1; \
+	done; exit $$fail
+
 ## demo: run Kleppmann's pause scenario against real Redis and show where the report is
 ## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm")
 DEMO_FLAGS ?=

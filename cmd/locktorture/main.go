@@ -57,7 +57,9 @@ Usage:
   locktorture shrink   RUN         shrink a failing run to the smallest scenario that still fails
   locktorture client-check --exec 'COMMAND ARGS'
                                    drive your adapter through the client protocol's corners; say each rule it breaks
-  locktorture list     backends|scenarios|nemeses|packages
+  locktorture list     backends|scenarios|nemeses|packages|findings
+  locktorture repro    ID [--store DIR] [--seed N]
+                                   run a finding (docs/findings.md): exit 1 when it reproduces, 0 when it no longer does
   locktorture compose  [--dir DIR] [--image KIND=REF]
                                    write docker-compose.yml and compose.servers.yaml: a standing cluster of every kind
   locktorture COMMAND --help
@@ -97,13 +99,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdClientCheck(args[1:], stdout, stderr)
 	case "shrink":
 		return cmdShrink(args[1:], stdout, stderr)
+	case "repro":
+		return cmdRepro(args[1:], stdout, stderr)
 	case "compose":
 		return cmdCompose(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, client-check, compose)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, repro, client-check, compose)\n", args[0])
 	return exitBadArgs
 }
 
@@ -406,7 +410,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
-	const listUsage = "Usage: locktorture list backends|scenarios|nemeses|packages"
+	const listUsage = "Usage: locktorture list backends|scenarios|nemeses|packages|findings"
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 		fmt.Fprintln(stdout, listUsage)
 		return exitValid
@@ -458,8 +462,10 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		}
 	case "packages":
 		listPackages(tw)
+	case "findings":
+		listFindings(tw)
 	default:
-		fmt.Fprintf(stderr, "locktorture list: unknown list %q (backends, scenarios, nemeses, packages)\n", args[0])
+		fmt.Fprintf(stderr, "locktorture list: unknown list %q (backends, scenarios, nemeses, packages, findings)\n", args[0])
 		return exitBadArgs
 	}
 	return exitValid

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/findings"
+)
+
+// TestListFindings: one line per finding of the registry, in its order,
+// each starting with its id, then the library with a version read at run
+// time, then what breaks; nothing else (scripts take the first word).
+func TestListFindings(t *testing.T) {
+	code, out, errOut := runCLI(t, "list", "findings")
+	if code != exitValid {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	all := findings.All()
+	if len(lines) != len(all) {
+		t.Fatalf("%d lines for %d findings:\n%s", len(lines), len(all), out)
+	}
+	for i, f := range all {
+		fields := strings.Fields(lines[i])
+		if len(fields) == 0 || fields[0] != f.ID {
+			t.Errorf("line %d %q: want id %s first", i, lines[i], f.ID)
+			continue
+		}
+		v := f.Version()
+		if v == "" || v == "unknown" && f.Module != "" {
+			t.Errorf("%s: version %q (a Go module this binary links must have one)", f.ID, v)
+		}
+		for _, want := range []string{f.Library + " " + v, f.Breaks} {
+			if !strings.Contains(lines[i], want) {
+				t.Errorf("line %q lacks %q", lines[i], want)
+			}
+		}
+	}
+}
+
+// TestReproExitCodes: an unknown id or none is 254; a real quick repro of
+// Redlock's clock jump (redsync, 2s) reproduces: exit 1, its first
+// violation printed.
+func TestReproExitCodes(t *testing.T) {
+	for _, args := range [][]string{{"repro", "no-such-finding"}, {"repro"}, {"repro", "redlock-clock-jump", "extra"}, {"repro", "--bogus", "x"}} {
+		if code, _, errOut := runCLI(t, args...); code != exitBadArgs {
+			t.Errorf("%v: exit %d, want 254 (%s)", args, code, errOut)
+		}
+	}
+	if _, _, errOut := runCLI(t, "repro", "no-such-finding"); !strings.Contains(errOut, "etcd-22082") {
+		t.Errorf("unknown id: the known ones are not listed: %s", errOut)
+	}
+	requireRedis(t)
+	code, out, errOut := runCLI(t, "repro", "redlock-clock-jump", "--store", t.TempDir(), "--quiet")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want 1 (reproduced):\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"finding redlock-clock-jump: REPRODUCED (seed 1)", "first violation: process", "double grant", "repeat:   locktorture repro redlock-clock-jump --seed 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+// Package findings is locktorture's track record: each finding is a
+// library (or a setup teams adopt) doing what its own documentation says it
+// does not, shown by a built-in scenario run against one backend. The
+// registry is the one list `locktorture list findings`, `locktorture repro`,
+// `make findings` and docs/findings.md agree on (a test checks the docs).
+//
+// A finding reproduces when its run is invalid: the checkers found two
+// holders of one lock at once (or a lost update). The day a run of it comes
+// out valid, the library has changed and the finding is stale.
+package findings
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// ErrUnknown is returned for an id no finding has.
+var ErrUnknown = errors.New("unknown finding")
+
+// Finding is one entry of the track record.
+type Finding struct {
+	// ID is what users type (locktorture repro ID).
+	ID string
+	// Library names what the finding is about, as users know it
+	// ("go.etcd.io/etcd/client/v3/concurrency").
+	Library string
+	// Module is the Go module whose version, as this program was built
+	// with it, is the library's version; empty when Package names it.
+	Module string
+	// Package is the Debian package whose installed version is the
+	// library's version (redis-server), when Module is empty.
+	Package string
+	// Breaks says what breaks, in a few words.
+	Breaks string
+	// Scenario is the built-in scenario that shows it, run on Backend
+	// (with Fencing, when set, as --fencing would).
+	Scenario string
+	Backend  string
+	Fencing  string
+	// Seeds are the seeds it is known to reproduce with; the first is
+	// repro's default.
+	Seeds []int64
+	// Upstream links the upstream report (or the documentation that
+	// warns of it); empty when none was found.
+	Upstream string
+}
+
+// registry is every finding, in the order docs/findings.md tells them.
+var registry = []Finding{
+	{
+		ID: "etcd-22082", Library: "etcd client/v3 concurrency.Mutex", Module: "go.etcd.io/etcd/client/v3",
+		Breaks:   "a retried Unlock deletes the same session's newer lock: double grant",
+		Scenario: "retry-release", Backend: "etcd-concurrency", Seeds: []int64{1, 2, 3},
+		Upstream: "https://github.com/etcd-io/etcd/issues/22082",
+	},
+	{
+		ID: "redlock-clock-jump", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
+		Breaks:   "a server's clock jump expires one of the majority's keys: double grant",
+		Scenario: "redlock-clock-jump", Backend: "redsync", Seeds: []int64{1, 2, 3},
+		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+	},
+	{
+		ID: "redlock-restart", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
+		Breaks:   "a server restarted without persistence forgets the lock: double grant",
+		Scenario: "redlock-restart", Backend: "redsync", Seeds: []int64{1, 2, 3},
+		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+	},
+	{
+		ID: "sentinel-failover", Library: "Redis Sentinel + SET NX PX", Package: "redis-server",
+		Breaks:   "a failover promotes a replica that never got the lock: double grant",
+		Scenario: "failover", Backend: "redis-token", Seeds: []int64{1, 2, 3},
+		Upstream: "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
+	},
+	{
+		ID: "pgbouncer-advisory", Library: "PgBouncer transaction pool + pg advisory lock", Package: "pgbouncer",
+		Breaks:   "a session advisory lock stays on a pooled server connection: two holders",
+		Scenario: "pg-bouncer-transaction", Backend: "pg-advisory", Seeds: []int64{1, 2, 3},
+		Upstream: "https://www.pgbouncer.org/features.html",
+	},
+	{
+		ID: "redis-fenced-failover", Library: "redis-fenced INCR token over Sentinel", Package: "redis-server",
+		Breaks:   "the token counter fails over too: the same token twice, fencing cannot tell",
+		Scenario: "failover", Backend: "redis-fenced", Fencing: "writes", Seeds: []int64{1, 2, 3},
+	},
+	{
+		ID: "rueidislock-renew-partition", Library: "rueidislock", Module: "github.com/redis/rueidis",
+		Breaks:   "cut off, its context is cancelled ~1s after the key expired: stale holder",
+		Scenario: "renew-partition", Backend: "rueidislock", Seeds: []int64{1, 2, 3},
+	},
+	{
+		ID: "rueidislock-renew-delay", Library: "rueidislock", Module: "github.com/redis/rueidis",
+		Breaks:   "slow replies: the key expires, its context is cancelled ~1s later: stale holder",
+		Scenario: "renew-delay", Backend: "rueidislock", Seeds: []int64{1, 2, 3},
+	},
+	{
+		ID: "zk-lock-renew-partition", Library: "go-zookeeper zk.Lock", Module: "github.com/go-zookeeper/zk",
+		Breaks:   "never tells the holder its session expired: stale holder",
+		Scenario: "renew-partition", Backend: "zk-lock", Seeds: []int64{1, 2, 3},
+		Upstream: "https://github.com/samuel/go-zookeeper/issues/20",
+	},
+}
+
+// All returns every finding, in the docs' order.
+func All() []Finding { return slices.Clone(registry) }
+
+// IDs returns every finding's id, in the docs' order.
+func IDs() []string {
+	out := make([]string, len(registry))
+	for i, f := range registry {
+		out[i] = f.ID
+	}
+	return out
+}
+
+// Lookup returns the finding id names, or an error wrapping ErrUnknown
+// that lists the known ids.
+func Lookup(id string) (Finding, error) {
+	for _, f := range registry {
+		if f.ID == id {
+			return f, nil
+		}
+	}
+	return Finding{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, id, strings.Join(IDs(), ", "))
+}
+
+// Version is the library's version here: the Go module's as this program
+// was built with it, or the installed Debian package's; "unknown" when
+// neither can be read.
+func (f Finding) Version() string {
+	if f.Module != "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, d := range bi.Deps {
+				if d.Path != f.Module {
+					continue
+				}
+				if d.Replace != nil && d.Replace.Version != "" {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+		return "unknown"
+	}
+	if f.Package != "" {
+		out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", f.Package).Output()
+		if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// Line is the finding's line of `locktorture list findings`: its id, the
+// library and version, what breaks.
+func (f Finding) Line() string {
+	return f.ID + "\t" + f.Library + " " + f.Version() + "\t" + f.Breaks
+}
+
+// Load returns the built-in scenario that reproduces the finding, set to
+// its backend, fencing mode and seed (seed 0: the finding's first).
+func (f Finding) Load(seed int64) (*scenarios.Scenario, error) { return f.scenario(seed) }
+
+func (f Finding) scenario(seed int64) (*scenarios.Scenario, error) {
+	sc, err := scenarios.Builtin(f.Scenario)
+	if err != nil {
+		return nil, fmt.Errorf("finding %s: %w", f.ID, err)
+	}
+	if seed == 0 && len(f.Seeds) > 0 {
+		seed = f.Seeds[0]
+	}
+	o := scenarios.Overrides{Backend: &f.Backend}
+	if f.Fencing != "" {
+		o.Fencing = &f.Fencing
+	}
+	if seed != 0 {
+		o.Seed = &seed
+	}
+	if err := sc.Apply(o); err != nil {
+		return nil, fmt.Errorf("finding %s: %w", f.ID, err)
+	}
+	return sc, nil
+}
+
+// Reproduced reports whether a run of the finding shows it again: the run
+// is invalid.
+func Reproduced(r *checker.Results) bool { return r != nil && r.Valid == checker.Invalid }
+
+// Signal says in words when the earlier holder of overlap ov heard from
+// its library that the lock was gone, from the history ops: the first
+// `lost` event of that process on the key after its grant, timed against
+// the later holder's grant (by which the key had left the server, for a
+// stale holder). "" when the history says nothing of it.
+func Signal(ops []history.Op, ov checker.Overlap) string {
+	p, key := ov.Earlier.Process, ov.Key
+	later := ov.Start
+	for _, op := range ops {
+		if op.Process != p || op.Key != key || op.Time < ov.Earlier.Start {
+			continue
+		}
+		switch {
+		case op.F == history.Lost && op.Type == history.Invoke:
+			d := float64(op.Time-later) / 1e9
+			if d >= 0 {
+				return fmt.Sprintf("the library told client %d the lock was gone (a lost event) %.2fs after client %d was granted it — the key had left the server by then", p, d, ov.Later.Process)
+			}
+			return fmt.Sprintf("the library told client %d the lock was gone (a lost event) %.2fs before client %d was granted it", p, -d, ov.Later.Process)
+		case op.F == history.Release && op.Type == history.Invoke:
+			return fmt.Sprintf("the library never told client %d the lock was gone: it went on until its release, %.2fs after client %d was granted the lock", p, float64(op.Time-later)/1e9, ov.Later.Process)
+		}
+	}
+	if ov.Earlier.Open {
+		return fmt.Sprintf("the library never told client %d the lock was gone, to the end of the run", p)
+	}
+	return ""
+}
