@@ -35,7 +35,9 @@ const maxWarningLines = 5
 // input naming its line; a broken rule the checkers can work around (see
 // history.Lint) is a warning, listed in results.json. A history whose last
 // line was cut off (the harness was killed) is checked without that line,
-// and the results say so. warn receives the warnings.
+// and the results say so. A history with no op, a line longer than
+// history.MaxLineBytes, or a path that is not a regular file (a named pipe,
+// a device) is bad input too. warn receives the warnings.
 //
 // When the report fails to draw, Analyze returns the Outcome (results.json
 // is written) with an error wrapping ErrReport. A panic anywhere in
@@ -71,6 +73,13 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 	}
 	res := fc.res
 	truncated := fc.truncated != nil
+	if res.Ops == 0 {
+		why := "the history is empty"
+		if truncated {
+			why = "its only line is cut off"
+		}
+		return nil, fmt.Errorf("%w: %s holds no op to check: %s", ErrBadInput, hpath, why)
+	}
 	if truncated {
 		warn(fmt.Sprintf("%v: dropped it and checked the %d complete ops before it", fc.truncated, res.Ops))
 	}
@@ -114,7 +123,9 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 }
 
 // historyPath finds the history file and its directory from a path that
-// names either.
+// names either. The history must be a regular file: analyze reads it twice
+// and writes results.json beside it, and a named pipe with no writer would
+// block it forever.
 func historyPath(path string) (hpath, dir string, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -123,11 +134,27 @@ func historyPath(path string) (hpath, dir string, err error) {
 	hpath, dir = path, filepath.Dir(path)
 	if st.IsDir() {
 		dir, hpath = path, filepath.Join(path, "history.jsonl")
+		if st, err = os.Stat(hpath); err != nil {
+			return "", "", fmt.Errorf("%w: no history.jsonl in %s", ErrBadInput, dir)
+		}
 	}
-	if _, err := os.Stat(hpath); err != nil {
-		return "", "", fmt.Errorf("%w: no history.jsonl in %s", ErrBadInput, dir)
+	if !st.Mode().IsRegular() {
+		return "", "", fmt.Errorf("%w: %s is %s, not a regular file: analyze reads a history twice and writes results.json beside it (save it to a file first)", ErrBadInput, hpath, fileKind(st.Mode()))
 	}
 	return hpath, dir, nil
+}
+
+// fileKind names the kind of file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "something else"
 }
 
 // analyzeCheckers decides which checkers Analyze runs: the ones named, else

@@ -41,7 +41,11 @@ const (
 // runtime's own pacing) for no more CPU, the collector's extra work about
 // what fewer fresh pages save the kernel.
 func analyzeMemoryLimit(path string) int64 {
-	f, err := os.Open(historyFile(path))
+	file := historyFile(path)
+	if st, err := os.Stat(file); err != nil || !st.Mode().IsRegular() {
+		return 0 // analyze refuses it (opening a named pipe would wait for a writer)
+	}
+	f, err := os.Open(file)
 	if err != nil {
 		return 0
 	}
