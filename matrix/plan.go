@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -287,19 +288,72 @@ func ParseShard(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-// Share deals the plan's cells round-robin: the shard-th share of n (all
-// of them when n is 0 or 1).
+// Share is the shard-th of n shares of the plan's cells (see Shares): all
+// of them when n is 0 or 1.
 func Share(cells []Planned, shard, n int) []Planned {
 	if n <= 1 {
 		return cells
 	}
-	var out []Planned
-	for i, c := range cells {
-		if i%n == shard-1 {
-			out = append(out, c)
+	if shard < 1 || shard > n {
+		return nil
+	}
+	return Shares(cells, n)[shard-1]
+}
+
+// Shares splits the plan's cells into n shares by their estimated time
+// (Estimate), so that shards on n machines end together: the longest cell
+// first, each to the share whose estimate is the smallest so far (the
+// first of equals). Each share keeps the plan's order. The split depends
+// on the plan alone, so every machine computes the same shares.
+func Shares(cells []Planned, n int) [][]Planned {
+	n = max(n, 1)
+	order := make([]int, len(cells))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(cells[b].Estimate(), cells[a].Estimate())
+	})
+	owner := make([]int, len(cells))
+	totals := make([]time.Duration, n)
+	for _, i := range order {
+		least := 0
+		for s := range totals {
+			if totals[s] < totals[least] {
+				least = s
+			}
 		}
+		owner[i] = least
+		totals[least] += cells[i].Estimate()
+	}
+	out := make([][]Planned, n)
+	for i, c := range cells {
+		out[owner[i]] = append(out[owner[i]], c)
 	}
 	return out
+}
+
+// Total is the sum of the cells' estimates: about how long they take one
+// at a time.
+func Total(cells []Planned) time.Duration {
+	var d time.Duration
+	for _, c := range cells {
+		d += c.Estimate()
+	}
+	return d
+}
+
+// Spread is how far apart shards' estimates are: the largest less the
+// smallest, as a fraction of the largest (0 for none, one, or all zero).
+func Spread(ests []time.Duration) float64 {
+	if len(ests) < 2 {
+		return 0
+	}
+	lo, hi := slices.Min(ests), slices.Max(ests)
+	if hi <= 0 {
+		return 0
+	}
+	return float64(hi-lo) / float64(hi)
 }
 
 // Command is the command line that repeats the cell, with extra flags.

@@ -143,6 +143,17 @@ func PlanMatrix(opt MatrixOptions) (share []matrix.CellKey, skipped []matrix.Ski
 	return share, m.Skipped, nil
 }
 
+// PlanShards returns every shard's share of the matrix (one share when
+// opt.Shards is 0 or 1), as matrix.Shares splits it by estimated time,
+// and the pairs skipped, without running anything.
+func PlanShards(opt MatrixOptions) (shares [][]matrix.Planned, skipped []matrix.Skipped, err error) {
+	m, cells, err := planMatrix(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return matrix.Shares(cells, max(opt.Shards, 1)), m.Skipped, nil
+}
+
 // RunMatrix runs the matrix's cells, opt.Parallel at a time (every run
 // starts its own servers on free ports), judges each
 // against its scenario's expectation for the backend, and writes

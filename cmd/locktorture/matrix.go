@@ -87,14 +87,14 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 		f.scs = fs.String("families", "", "comma-separated fault `FAMILIES` (default: all: "+strings.Join(scenarios.Families, ", ")+")")
 		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every built-in backend)")
 		f.seeds = fs.Int("seeds", 3, "seeds per family and backend: the scenario's seed, seed+1, ...")
-		f.shard, f.doShrink = new(string), new(bool)
+		f.doShrink = new(bool)
 	} else {
 		f.scs = fs.String("scenarios", "", "comma-separated scenario `NAMES` or .yaml files (default: every built-in scenario)")
 		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every backend each scenario applies to)")
 		f.seeds = fs.Int("seeds", 1, "seeds per scenario and backend: the scenario's seed, seed+1, ...")
-		f.shard = fs.String("shard", "", "run only share `i/n` of the cells (e.g. 1/2), for splitting across CI machines; join with: locktorture merge")
 		f.doShrink = fs.Bool("shrink", false, "shrink every invalid cell whose faults were random (see locktorture shrink): shrunk.yaml and shrink.html land in its run")
 	}
+	f.shard = fs.String("shard", "", "run only share `i/n` of the cells (e.g. 1/2; shares of about equal estimated time), for splitting across CI machines; join with: locktorture merge")
 	f.store = fs.String("store", "store", "store `DIR` for the runs and store/matrix/<timestamp>/")
 	f.quiet = fs.Bool("quiet", false, "no progress; print only the table")
 	f.duration = fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
@@ -206,20 +206,64 @@ func (f *matrixFlags) versions() ([]matrix.Version, error) {
 	return nil, nil
 }
 
-// printPlan prints the cells a matrix would run and the pairs it skips.
+// printPlan prints the cells a matrix (or its shard) would run, the pairs
+// it skips, and the estimate of every shard: its cells' estimated time one
+// at a time (and at --parallel), and how far apart the shards are.
 func printPlan(opt runner.MatrixOptions, name string, stdout, stderr io.Writer) int {
-	share, skipped, err := runner.PlanMatrix(opt)
+	shares, skipped, err := runner.PlanShards(opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture %s: %v\n", name, err)
 		return exitBadArgs
 	}
-	for _, k := range share {
-		fmt.Fprintln(stdout, k)
+	mine := shares[0]
+	if opt.Shards > 1 {
+		mine = shares[opt.Shard-1]
+	}
+	for _, c := range mine {
+		fmt.Fprintln(stdout, c.Key)
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(stdout, "not applicable: %s / %s: %s\n", s.Scenario, s.Backend, s.Why)
 	}
+	parallel := max(opt.Parallel, 1)
+	estimate := func(cells []matrix.Planned) string {
+		d := matrix.Total(cells)
+		// Side by side, no less than the longest cell.
+		wall := d / time.Duration(parallel)
+		for _, c := range cells {
+			wall = max(wall, c.Estimate())
+		}
+		return fmt.Sprintf("%s, estimated %s one at a time (%s at --parallel %d)",
+			plural(len(cells), "cell", "cells"), roundEstimate(d), roundEstimate(wall), parallel)
+	}
+	if opt.Shards <= 1 {
+		fmt.Fprintln(stdout, estimate(mine))
+		return exitValid
+	}
+	var ests []time.Duration
+	for i, sh := range shares {
+		this := ""
+		if i == opt.Shard-1 {
+			this = "  <- this shard"
+		}
+		fmt.Fprintf(stdout, "shard %d/%d: %s%s\n", i+1, opt.Shards, estimate(sh), this)
+		ests = append(ests, matrix.Total(sh))
+	}
+	fmt.Fprintf(stdout, "shards differ by %.1f%% (the longest estimate less the shortest, of the longest)\n", 100*matrix.Spread(ests))
 	return exitValid
+}
+
+// roundEstimate rounds an estimate to the second.
+func roundEstimate(d time.Duration) time.Duration {
+	return d.Round(time.Second)
+}
+
+// plural is "1 cell" or "N cells".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // followCells shows a matrix's progress on stderr: the live bar follows
