@@ -549,6 +549,14 @@ func (e *Engine) Heal(ctx context.Context) error {
 	for _, i := range ids {
 		e.stopFault(i)
 	}
+	// A fault whose time ran out as Heal began is being stopped by its
+	// timer: it left e.active holding healLock, so wait for it, and for
+	// its stop op, before saying every fault is healed (a kill's delayed
+	// restart was otherwise still under way, unrecorded, when the run read
+	// its final values).
+	e.healLock.Lock()
+	//lint:ignore SA2001 a wait for the timer's stop, not a critical section
+	e.healLock.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return errors.Join(e.errs...)

@@ -285,6 +285,39 @@ func TestEngineHealsOnTimer(t *testing.T) {
 	}
 }
 
+// TestEngineHealWaitsForTimerStop: a fault whose time runs out as Heal
+// begins is being stopped by its timer; Heal returns only once that stop
+// (and its op) is done, so a run never reads its final values while a
+// server is still being restarted.
+func TestEngineHealWaitsForTimerStop(t *testing.T) {
+	env := &nemesis.Env{Gates: gates(1)}
+	entered, release := make(chan struct{}), make(chan struct{})
+	rec := history.NewRecorder(nil, history.RecorderOptions{Observe: func(op history.Op) {
+		if op.F == "stop-pause" {
+			close(entered)
+			<-release // the timer's stop goes on until released
+		}
+	}})
+	t.Cleanup(func() { rec.Close() })
+	e := nemesis.NewEngine(context.Background(), env, rec, []nemesis.Step{{Fault: "pause", Params: pp(0), Duration: time.Millisecond}})
+	e.Run(context.Background(), nil)
+	<-entered
+	healed := make(chan struct{})
+	go func() {
+		if err := e.Heal(context.Background()); err != nil {
+			t.Error(err)
+		}
+		close(healed)
+	}()
+	select {
+	case <-healed:
+		t.Fatal("Heal returned while the pause's timer was still stopping it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-healed
+}
+
 func TestEngineRunStops(t *testing.T) {
 	env := &nemesis.Env{Gates: gates(1)}
 	rec := memRecorder(t)
