@@ -62,6 +62,11 @@ const grid = 250 * time.Millisecond
 // have connected and taken a lock or two by then.
 const lead = 300 * time.Millisecond
 
+// afterFaults is the least time a candidate runs after its faults: the
+// cut at a failure's first witness, and each subset of the faults phase.
+// The duration phase then shortens the answer on the grid.
+const afterFaults = 2 * time.Second
+
 // Options tune a shrink.
 type Options struct {
 	// Reruns is how many times each candidate runs (default 3); it is kept
@@ -280,6 +285,15 @@ func (c *candidate) shape() Shape {
 	return Shape{Faults: len(c.steps), Clients: c.clients, Keys: c.keys, Duration: c.duration}
 }
 
+// lastEnd is when the latest-ending step ends (its start and length).
+func (c *candidate) lastEnd() time.Duration {
+	var m time.Duration
+	for _, st := range c.steps {
+		m = max(m, st.At.D()+st.For.D())
+	}
+	return m
+}
+
 // lastAt is the latest step's start.
 func (c *candidate) lastAt() time.Duration {
 	var m time.Duration
@@ -374,7 +388,7 @@ func (s *search) reproduce(ctx context.Context, full *candidate) error {
 				cut.steps = append(cut.steps, rec.Step)
 			}
 		}
-		cut.duration = min(full.duration, ceilGrid(time.Duration(w)+2*time.Second))
+		cut.duration = min(full.duration, ceilGrid(time.Duration(w)+afterFaults))
 		if len(cut.steps) > 0 && cut.duration < full.duration {
 			ok, err := s.test(ctx, cut)
 			if err != nil || ok {
@@ -440,7 +454,11 @@ func (s *search) faults(ctx context.Context) error {
 	for i := range pos {
 		pos[i] = i
 	}
-	tail := cur.duration - cur.lastAt()
+	// Each subset runs as long after its last fault ends as the run did,
+	// and no less than afterFaults: a run whose faults go on to its end
+	// leaves no time after them, and a subset of its early faults would
+	// end before they could show (a paused holder wakes and writes).
+	tail := max(cur.duration-cur.lastEnd(), afterFaults)
 	_, err := ddmin(ctx, pos, func(ctx context.Context, keep []int) (bool, error) {
 		c := cur.clone()
 		c.idx, c.steps = nil, nil
@@ -448,7 +466,7 @@ func (s *search) faults(ctx context.Context) error {
 			c.idx = append(c.idx, cur.idx[p])
 			c.steps = append(c.steps, cur.steps[p])
 		}
-		c.duration = min(cur.duration, ceilGrid(c.lastAt()+tail))
+		c.duration = min(cur.duration, ceilGrid(c.lastEnd()+tail))
 		return s.test(ctx, c)
 	})
 	return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/internal/testenv"
+	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/runner"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -338,4 +339,59 @@ func TestShrinkChaosRun(t *testing.T) {
 		t.Fatalf("shrunk.yaml does not load: %v\n%s", err, b)
 	}
 	t.Logf("%d faults struck, shrunk in %d candidates, %d runs, to %s:\n%s", len(r.Faults), r.Candidates, r.Runs, r.ShrunkShape(), b)
+}
+
+// TestFaultsPhaseLeavesTimeAfterFaults: a run whose faults go on to its end
+// (a random mix does) leaves almost no time after its last fault. A subset
+// of its early faults still gets time to show its failure: here client 0's
+// pause at 300ms, which fails the judge only when the run goes on 1s past
+// the pause's end, shrinks alone — with the subset's run cut to the
+// original's 200ms after its last fault start, it could never fail and
+// the late, harmless pause of client 1 was kept.
+func TestFaultsPhaseLeavesTimeAfterFaults(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"scenario.yaml": "name: late-tail\nbackend: redis-token\nclients: 2\nkeys: 1\nttl: 300ms\nduration: 5s\nnemesis:\n  random:\n    faults: [pause]\n    interval: 4s\n",
+		"results.json":  `{"valid":false,"checkers":{"mutex":{"valid":false}}}`,
+		"history.jsonl": `{"index":0,"time":300000000,"process":-1,"type":"info","f":"start-pause","value":{"process":0,"ms":1000}}
+{"index":1,"time":1300000000,"process":-1,"type":"info","f":"stop-pause","value":{"process":0}}
+{"index":2,"time":4800000000,"process":-1,"type":"info","f":"start-pause","value":{"process":1,"ms":200}}
+{"index":3,"time":5000000000,"process":-1,"type":"info","f":"stop-pause","value":{"process":1}}
+`,
+	}
+	for n, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(jdir, "history.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	judge := func(_ context.Context, sc *scenarios.Scenario, _ string) (*runner.Outcome, error) {
+		v := checker.Valid
+		for _, st := range sc.Nemesis.Script {
+			if st.Fault == "pause" && pausedProc(st) == 0 && st.For.D() >= time.Second && sc.Clients >= 2 &&
+				sc.Duration.D() >= st.At.D()+st.For.D()+time.Second {
+				v = checker.Invalid
+			}
+		}
+		return &runner.Outcome{Results: &checker.Results{Valid: v, Checkers: checker.Checkers{Mutex: &checker.MutexResult{Valid: v}}}, Dir: jdir}, nil
+	}
+	r, err := Shrink(context.Background(), dir, Options{Reruns: 1, TempDir: t.TempDir(), run: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Shrunk.Nemesis.Script
+	if len(s) != 1 || pausedProc(s[0]) != 0 {
+		t.Fatalf("shrunk to %d faults %+v, want client 0's pause alone", len(s), s)
+	}
+}
+
+// pausedProc is the client a pause step freezes, or -1.
+func pausedProc(st scenarios.Step) int {
+	if p, ok := st.Params.(*nemesis.PauseParams); ok && p.Process != nil {
+		return *p.Process
+	}
+	return -1
 }
