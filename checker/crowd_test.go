@@ -2,6 +2,8 @@ package checker
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -94,3 +96,79 @@ func benchmarkCrowd(b *testing.B, n int) {
 
 func BenchmarkMutexCrowd5000(b *testing.B)  { benchmarkCrowd(b, 5000) }
 func BenchmarkMutexCrowd20000(b *testing.B) { benchmarkCrowd(b, 20000) }
+
+// TestStreamOnACrowd: the streaming checkers (what analyze runs) judge a
+// crowd of 20,000 holders of one key as the batch checkers do.
+func TestStreamOnACrowd(t *testing.T) {
+	ops := crowdHistory(20000, true)
+	names := []string{NameMutex, NameFencing, NameLostUpdate, NameStats}
+	s, err := NewStream(context.Background(), names, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		s.Add(&ops[i])
+	}
+	got, err := s.Result(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Check(context.Background(), ops, names, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(got, want) || got.Mutex.Count != 20000*19999/2 {
+		t.Fatalf("stream %.600s\nbatch  %.600s", asJSON(got), asJSON(want))
+	}
+}
+
+// BenchmarkStreamCrowd runs the streaming checkers but linearizable (whose
+// time limit bounds it) over a crowd of n holders of one key.
+func BenchmarkStreamCrowd(b *testing.B) {
+	for _, n := range []int{5000, 20000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			ops := crowdHistory(n, true)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s, _ := NewStream(context.Background(), []string{NameMutex, NameFencing, NameLostUpdate, NameStats}, Options{})
+				for i := range ops {
+					s.Add(&ops[i])
+				}
+				if c, err := s.Result(nil); err != nil || c.Mutex.Count != n*(n-1)/2 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestHolderSet holds holderSet to a map through random adds and removes
+// that take it past holderIndexAt and back to empty, and again.
+func TestHolderSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var s holderSet
+	want := map[int]bool{}
+	for i := range 20000 {
+		p := r.IntN(60)
+		if (i/2000)%2 == 0 { // grow, then shrink
+			if s.add(p) == want[p] {
+				t.Fatalf("add %d: %v, set had it: %v", p, !want[p], want[p])
+			}
+			want[p] = true
+		} else {
+			if s.remove(p) != want[p] {
+				t.Fatalf("remove %d: set had it: %v", p, want[p])
+			}
+			delete(want, p)
+		}
+		if s.len() != len(want) {
+			t.Fatalf("step %d: %d holders, want %d", i, s.len(), len(want))
+		}
+		for q := range 60 {
+			if (s.index(q) >= 0) != want[q] {
+				t.Fatalf("step %d: %d in the set: %v, want %v", i, q, s.index(q) >= 0, want[q])
+			}
+		}
+	}
+}

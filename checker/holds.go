@@ -118,6 +118,74 @@ func (t *Tracker) Observe(op *history.Op) (overlaps int) {
 // Totals returns the holds, overlaps and stale holders seen so far.
 func (t *Tracker) Totals() (holds, overlaps, stale int) { return t.holds, t.overlap, t.stale }
 
+// holderSet is the set of processes holding one key. It is a slice, as a
+// key nearly always has one holder or none, with an index by process once
+// it has holderIndexAt (a broken lock's crowd), so that neither adding nor
+// removing a holder walks the crowd. Its order is not kept. The zero
+// holderSet is empty.
+type holderSet struct {
+	ps  []int
+	pos map[int]int // p's place in ps, once it has many
+}
+
+// holderIndexAt is how many holders a holderSet indexes from.
+const holderIndexAt = 16
+
+// len returns how many processes hold the key.
+func (s *holderSet) len() int { return len(s.ps) }
+
+// index returns p's place in s.ps, or -1.
+func (s *holderSet) index(p int) int {
+	if s.pos == nil {
+		return slices.Index(s.ps, p)
+	}
+	if i, ok := s.pos[p]; ok {
+		return i
+	}
+	return -1
+}
+
+// add adds p and reports whether it was not there yet.
+func (s *holderSet) add(p int) bool {
+	if s.index(p) >= 0 {
+		return false
+	}
+	s.ps = append(s.ps, p)
+	switch {
+	case s.pos != nil:
+		s.pos[p] = len(s.ps) - 1
+	case len(s.ps) >= holderIndexAt:
+		s.pos = make(map[int]int, 2*len(s.ps))
+		for i, q := range s.ps {
+			s.pos[q] = i
+		}
+	}
+	return true
+}
+
+// remove removes p and reports whether it was there.
+func (s *holderSet) remove(p int) bool {
+	i := s.index(p)
+	if i < 0 {
+		return false
+	}
+	last := len(s.ps) - 1
+	if i != last {
+		s.ps[i] = s.ps[last]
+		if s.pos != nil {
+			s.pos[s.ps[i]] = i
+		}
+	}
+	s.ps = s.ps[:last]
+	if s.pos != nil {
+		delete(s.pos, p)
+		if len(s.ps) == 0 {
+			s.pos = nil // the crowd is gone
+		}
+	}
+	return true
+}
+
 // holdKey names the hold a process may have on one key.
 type holdKey struct {
 	process int

@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"slices"
-
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -21,7 +19,7 @@ type refusals struct {
 // keyWant is one key's state: who holds it, since when it has been wanted
 // and not had (-1: not), and the refused time so far.
 type keyWant struct {
-	holders []int
+	holders holderSet
 	want    int64
 	refused int64
 }
@@ -40,25 +38,19 @@ func (r *refusals) add(op *history.Op, invTime int64) {
 		k = &keyWant{want: -1}
 		r.keys[op.Key] = k
 	}
-	if op.F == history.Acquire && op.Type == history.Invoke && len(k.holders) == 0 && k.want < 0 {
+	if op.F == history.Acquire && op.Type == history.Invoke && k.holders.len() == 0 && k.want < 0 {
 		k.want = op.Time
 	}
 	switch holdEvent(op) {
 	case holdStarts:
-		if slices.Contains(k.holders, op.Process) {
-			return
-		}
-		if len(k.holders) == 0 && k.want >= 0 {
+		if k.holders.len() == 0 && k.want >= 0 {
 			k.refused += max(0, invTime-k.want)
 			k.want = -1
 		}
-		k.holders = append(k.holders, op.Process)
+		k.holders.add(op.Process)
 	case holdEnds:
-		if i := slices.Index(k.holders, op.Process); i >= 0 {
-			k.holders = slices.Delete(k.holders, i, i+1)
-			if len(k.holders) == 0 {
-				k.want = -1
-			}
+		if k.holders.remove(op.Process) && k.holders.len() == 0 {
+			k.want = -1
 		}
 	}
 }
@@ -70,7 +62,7 @@ func (r *refusals) refused(key string, last int64) int64 {
 		return 0
 	}
 	n := k.refused
-	if len(k.holders) == 0 && k.want >= 0 {
+	if k.holders.len() == 0 && k.want >= 0 {
 		n += max(0, last-k.want)
 	}
 	return n

@@ -72,7 +72,7 @@ type segment struct {
 	ops         []history.Op
 	pos         []int64 // each op's position in the history
 	outstanding int     // ops on the key in flight
-	holders     []int   // processes holding it
+	holders     holderSet // processes holding it
 	tx          map[int]int
 	maxTime     int64
 }
@@ -179,7 +179,7 @@ func (s *Stream) notStreamable(why string) {
 
 // quiet reports whether nothing in the segment can reach past this moment.
 func (g *segment) quiet() bool {
-	return g.outstanding == 0 && len(g.holders) == 0 && len(g.tx) == 0
+	return g.outstanding == 0 && g.holders.len() == 0 && len(g.tx) == 0
 }
 
 // track follows the holds and the transactional writes awaiting COMMIT,
@@ -187,13 +187,9 @@ func (g *segment) quiet() bool {
 func (g *segment) track(op *history.Op) {
 	switch holdEvent(op) {
 	case holdStarts:
-		if !slices.Contains(g.holders, op.Process) {
-			g.holders = append(g.holders, op.Process)
-		}
+		g.holders.add(op.Process)
 	case holdEnds:
-		if i := slices.Index(g.holders, op.Process); i >= 0 {
-			g.holders = slices.Delete(g.holders, i, i+1)
-		}
+		g.holders.remove(op.Process)
 	}
 	if op.Type == history.Invoke {
 		return
