@@ -70,8 +70,8 @@ type outstanding struct {
 type segment struct {
 	key         string
 	ops         []history.Op
-	pos         []int64 // each op's position in the history
-	outstanding int     // ops on the key in flight
+	pos         []int64   // each op's position in the history
+	outstanding int       // ops on the key in flight
 	holders     holderSet // processes holding it
 	tx          map[int]int
 	maxTime     int64
