@@ -52,11 +52,20 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, newLock NewLock) er
 	return sc.Err()
 }
 
+// newTimeout bounds NewLock: its context ends then, or when it returns.
+const newTimeout = 10 * time.Second
+
 type childServer struct {
 	mu      sync.Mutex
 	out     *bufio.Writer
 	lock    Lock
 	timeout time.Duration
+	// acquiring is the key of the Acquire in progress ("" when none), and
+	// lostEarly whether Lost was called for it before its reply was out:
+	// sent after the reply, it ends the grant (the harness knows of a
+	// grant only from its reply).
+	acquiring string
+	lostEarly bool
 }
 
 func (s *childServer) emit(m clientproc.Message) {
@@ -101,7 +110,7 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: err.Error()})
 			return false, nil
 		}
-		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		octx, cancel := context.WithTimeout(ctx, newTimeout)
 		l, err := newLock(octx, cfg)
 		cancel()
 		if err != nil {
@@ -125,6 +134,9 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 			s.reply(id, result(s.lock.Release(octx, r.Key)))
 			return false, nil
 		}
+		s.mu.Lock()
+		s.acquiring, s.lostEarly = r.Key, false
+		s.mu.Unlock()
 		g, err := s.lock.Acquire(octx, r.Key)
 		m := result(err)
 		if err == nil {
@@ -138,6 +150,13 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 			}
 		}
 		s.reply(id, m)
+		s.mu.Lock()
+		lost := s.lostEarly && err == nil
+		s.acquiring, s.lostEarly = "", false
+		s.mu.Unlock()
+		if lost {
+			s.emit(clientproc.Message{Event: clientproc.EventLost, Key: r.Key})
+		}
 	default:
 		s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: fmt.Sprintf("unknown op %q", r.Op)})
 	}
@@ -184,7 +203,16 @@ func (s *childServer) extended(key string, lease time.Duration, err error) {
 	s.emit(m)
 }
 
+// lost sends a lost event; one for the key of the Acquire in progress
+// waits for its reply.
 func (s *childServer) lost(key string) {
+	s.mu.Lock()
+	if s.acquiring != "" && key == s.acquiring {
+		s.lostEarly = true
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
 	s.emit(clientproc.Message{Event: clientproc.EventLost, Key: key})
 }
 

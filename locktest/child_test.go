@@ -76,8 +76,8 @@ func TestServe(t *testing.T) {
 		`{"type":"ok","lease_ms":900,"event":"extend","key":"renewed"}`,
 		`{"event":"extend","key":"renewed","phase":"invoke"}`,
 		`{"type":"fail","error":"not held","event":"extend","key":"renewed"}`,
-		`{"event":"lost","key":"renewed"}`,
 		`{"id":9,"type":"ok"}`,
+		`{"event":"lost","key":"renewed"}`, // called inside Acquire: sent after its grant
 		`{"id":10,"type":"fail","error":"unknown op \"frobnicate\""}`,
 		`{"id":11,"type":"ok"}`,
 	}

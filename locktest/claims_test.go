@@ -120,7 +120,7 @@ func TestDefaultScenarios(t *testing.T) {
 			t.Errorf("default scenarios for a redis lock %v lack %s", names, want)
 		}
 	}
-	for _, not := range []string{"failover", "redlock-clock-jump", "pg-pause", "chaos", "redis-py-baseline"} {
+	for _, not := range []string{"failover", "redlock-clock-jump", "pg-pause", "chaos", "redis-py-baseline", "retry-release", "delay", "renew-partition"} {
 		if strings.Contains(" "+strings.Join(names, " ")+" ", " "+not+" ") {
 			t.Errorf("default scenarios for a redis lock %v hold %s", names, not)
 		}

@@ -65,7 +65,9 @@ func (b *inprocLock) Client(ctx context.Context, ce backends.ClientEnv) (backend
 	c := &inprocClient{ce: ce, timeout: b.env.OpTimeout, lost: map[string]chan struct{}{}}
 	cfg := Config{Servers: sv, Auth: auth, TTL: b.env.TTL, Timeout: b.env.OpTimeout, Process: ce.Process,
 		events: &events{extended: c.extended, lost: c.lostKey}}
-	l, err := b.s.New(ctx, cfg)
+	nctx, cancel := context.WithTimeout(ctx, newTimeout) // ends when New returns, as in a client process
+	l, err := b.s.New(nctx, cfg)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("new lock: %w", err)
 	}
@@ -94,15 +96,22 @@ func harnessErr(err error) error {
 	return err
 }
 
+// Acquire asks the lock. A Lost for key from Acquire's call on ends the
+// grant it returns (the channel is the grant's from the start).
 func (c *inprocClient) Acquire(ctx context.Context, key string) (backends.Grant, error) {
-	g, err := c.lock.Acquire(ctx, key)
-	if err != nil {
-		return backends.Grant{}, harnessErr(err)
-	}
 	lost := make(chan struct{})
 	c.mu.Lock()
 	c.lost[key] = lost
 	c.mu.Unlock()
+	g, err := c.lock.Acquire(ctx, key)
+	if err != nil {
+		c.mu.Lock()
+		if c.lost[key] == lost {
+			delete(c.lost, key)
+		}
+		c.mu.Unlock()
+		return backends.Grant{}, harnessErr(err)
+	}
 	bg := backends.Grant{Lease: max(g.Lease, 0), HasLease: g.Lease != 0, Lost: lost}
 	if g.Fenced {
 		bg.Fence = history.Int64(g.Fence)

@@ -20,7 +20,9 @@ var (
 
 // Lock is the user's lock client, one per simulated client process, with
 // connections of its own. Keys are plain strings such as "k0" (with a
-// namespace prefix when servers are shared); use them as they are.
+// namespace prefix when servers are shared); use them as they are. Its
+// methods are called one at a time; the package doc's "Writing a Lock"
+// says how (contexts, Lost, leases, locks that can only block).
 type Lock interface {
 	// Acquire tries once to take the lock on key. It returns ErrBusy when
 	// the lock is held by someone else; any other error means the lock may
@@ -157,8 +159,11 @@ func (c Config) Extended(key string, lease time.Duration, err error) {
 	}
 }
 
-// Lost reports that the lock's watchdog gave the lock on key up: the
-// client ends its critical section as soon as it can.
+// Lost reports that the lock's watchdog (or its library) gave the lock on
+// key up: the client ends its critical section as soon as it can, then
+// calls Release all the same. It may be called from any goroutine, and
+// counts from Acquire's call for key until Release's (see the package doc,
+// Writing a Lock).
 func (c Config) Lost(key string) {
 	if c.events != nil {
 		c.events.lost(key)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +91,9 @@ func TestFailureSpeaks(t *testing.T) {
 	switch os.Getenv("LOCKTEST_FAILDEMO") {
 	case "claim":
 		locktest.Run(t, locktest.Suite{New: newTokenLock, Claim: locktest.Safe, Scenarios: []string{"kleppmann-pause"}})
+		return
+	case "defaults":
+		locktest.Run(t, locktest.Suite{New: newTokenLock, Kinds: strings.Fields(os.Getenv("LOCKTEST_KINDS"))})
 		return
 	case "new":
 		locktest.Run(t, locktest.Suite{New: func(context.Context, locktest.Config) (locktest.Lock, error) {
@@ -216,19 +220,209 @@ func TestServersAskForCredentials(t *testing.T) {
 		}
 		return newTokenLock(ctx, cfg)
 	}
+	shared, own := shortBaseline(t, "shared", ""), shortBaseline(t, "own", "persistence: true\n")
+	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared, own}})
+	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared}, InProcess: true})
+}
+
+// shortBaseline writes the baseline scenario cut to 1s and 2 clients, plus
+// extra, as NAME.yaml (its subtest's name) in a temporary directory.
+func shortBaseline(t *testing.T, name, extra string) string {
+	t.Helper()
 	b, err := os.ReadFile("../scenarios/builtin/baseline.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	short := strings.NewReplacer("duration: 5s", "duration: 1s", "clients: 5", "clients: 2").Replace(string(b))
-	dir := t.TempDir()
-	shared, own := filepath.Join(dir, "shared.yaml"), filepath.Join(dir, "own.yaml")
-	if err := os.WriteFile(shared, []byte(short), 0o644); err != nil {
+	file := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(file, []byte(short+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(own, []byte(short+"persistence: true\n"), 0o644); err != nil {
-		t.Fatal(err)
+	return file
+}
+
+// TestScenariosListWhatRuns: locktest.Scenarios names exactly the
+// subtests Run makes for a suite that names none (the defaults for its
+// kinds), in order. The suite runs in a test binary of its own with no
+// server program on PATH, so that each subtest skips at once.
+func TestScenariosListWhatRuns(t *testing.T) {
+	if os.Getenv(locktest.EnvServers) != "" {
+		t.Skip("servers are not local here")
 	}
-	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared, own}})
-	locktest.Run(t, locktest.Suite{New: newLock, Scenarios: []string{shared}, InProcess: true})
+	for _, kinds := range [][]string{nil, {"etcd"}, {"zookeeper"}} {
+		want, err := locktest.Scenarios(locktest.Suite{Kinds: kinds})
+		if err != nil || len(want) == 0 {
+			t.Fatalf("Scenarios for %v: %v, %v", kinds, want, err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFailureSpeaks$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCKTEST_FAILDEMO=defaults", "LOCKTEST_KINDS="+strings.Join(kinds, " "))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var ran []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if _, name, ok := strings.Cut(strings.TrimSpace(line), "--- SKIP: TestFailureSpeaks/"); ok {
+				ran = append(ran, strings.Fields(name)[0])
+			}
+		}
+		if !slices.Equal(ran, want) {
+			t.Errorf("kinds %v: Run ran %v; Scenarios says %v", kinds, ran, want)
+		}
+	}
+	all := locktest.BuiltinScenarios()
+	for _, n := range []string{"baseline", "delay", "failover-leader", "kleppmann-pause"} {
+		if !slices.Contains(all, n) {
+			t.Errorf("BuiltinScenarios %v lacks %s", all, n)
+		}
+	}
+}
+
+// TestKeepPassingReport: with LOCKTEST_KEEP set, a passing subtest's
+// report is kept, and its Result and log say where.
+func TestKeepPassingReport(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+	t.Setenv(locktest.EnvStore, t.TempDir())
+	t.Setenv(locktest.EnvKeep, "1")
+	res := locktest.Run(t, locktest.Suite{New: newTokenLock, Scenarios: []string{shortBaseline(t, "kept", "")}})
+	r := res[0]
+	if r == nil || !r.Met || r.Dir == "" {
+		t.Fatalf("a passing run with %s set: %+v; want it met, with its report's directory", locktest.EnvKeep, r)
+	}
+	for _, f := range []string{"index.html", "history.jsonl", "results.json"} {
+		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+			t.Errorf("the passing run's %s is not kept: %v", f, err)
+		}
+	}
+}
+
+// contractLock is tokenLock checking, as it is called, what the package
+// doc promises a Lock: one call at a time; NewLock's context is cancelled
+// once it returns; Acquire's context has the request timeout as its
+// deadline and is cancelled once Acquire returns; after a grant the next
+// call is Release (even after Lost, which it calls inside Acquire on every
+// other grant: each makes a lost op), and no Release without one.
+// What breaks a promise is appended to the file LOCKTEST_CONTRACT names;
+// "lost" to LOCKTEST_CONTRACT.lost for each Lost called inside Acquire.
+type contractLock struct {
+	*tokenLock
+	busy    atomic.Int32
+	newCtx  context.Context
+	last    context.Context // the last Acquire's
+	held    bool
+	grants  int
+	breakOf func(string)
+	lost    func()
+}
+
+func newContractLock(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
+	l, err := newTokenLock(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := os.Getenv("LOCKTEST_CONTRACT")
+	appendTo := func(file, line string) {
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, line)
+			_ = f.Close()
+		}
+	}
+	return &contractLock{tokenLock: l.(*tokenLock), newCtx: ctx,
+		breakOf: func(what string) { appendTo(log, fmt.Sprintf("client %d: %s", cfg.Process, what)) },
+		lost:    func() { appendTo(log+".lost", mode()) }}, nil
+}
+
+// mode is "process" in a client process, else "inproc".
+func mode() string {
+	if os.Getenv("LOCKTEST_CHILD") != "" {
+		return "process"
+	}
+	return "inproc"
+}
+
+// enter checks that no other call is in flight and that the last
+// Acquire's context is done; leave ends the call.
+func (l *contractLock) enter(call string, ctx context.Context) {
+	if l.busy.Add(1) != 1 {
+		l.breakOf(call + " while another call was in flight")
+	}
+	if l.newCtx.Err() != context.Canceled {
+		l.breakOf(fmt.Sprintf("%s: NewLock's context was not cancelled: %v", call, l.newCtx.Err()))
+	}
+	if l.last != nil && l.last.Err() != context.Canceled {
+		l.breakOf(fmt.Sprintf("%s: the last Acquire's context was not cancelled: %v", call, l.last.Err()))
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.cfg.Timeout {
+		l.breakOf(fmt.Sprintf("%s: its context's deadline %v (set %v) is not within the request timeout %s", call, d, ok, l.cfg.Timeout))
+	}
+}
+
+func (l *contractLock) Acquire(ctx context.Context, key string) (locktest.Grant, error) {
+	l.enter("Acquire", ctx)
+	defer l.busy.Add(-1)
+	if l.held {
+		l.breakOf("Acquire while holding a grant Release was not called for")
+	}
+	l.last = ctx
+	g, err := l.tokenLock.Acquire(ctx, key)
+	if err == nil {
+		l.held = true
+		if l.grants++; l.grants%2 == 1 {
+			l.cfg.Lost(key) // given up before Acquire returns: it counts
+			l.lost()
+		}
+	}
+	return g, err
+}
+
+func (l *contractLock) Release(ctx context.Context, key string) error {
+	l.enter("Release", ctx)
+	defer l.busy.Add(-1)
+	if !l.held {
+		l.breakOf("Release with no grant")
+	}
+	l.held = false
+	return l.tokenLock.Release(ctx, key)
+}
+
+// TestLockContract runs contractLock with clients as processes and
+// in-process: no promise of the package doc about how a Lock is called
+// is broken.
+func TestLockContract(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+	log := os.Getenv("LOCKTEST_CONTRACT") // a client process's: its test's
+	if log == "" {
+		log = filepath.Join(t.TempDir(), "broken.txt")
+		t.Setenv("LOCKTEST_CONTRACT", log)
+	}
+	t.Setenv(locktest.EnvStore, t.TempDir())
+	t.Setenv(locktest.EnvKeep, "1")
+	file := shortBaseline(t, "contract", "")
+	res := locktest.Run(t, locktest.Suite{New: newContractLock, Scenarios: []string{file}})
+	res = append(res, locktest.Run(t, locktest.Suite{New: newContractLock, Scenarios: []string{file}, InProcess: true})...)
+	if b, err := os.ReadFile(log); err == nil {
+		t.Errorf("promises broken:\n%s", b)
+	}
+	// A Lost reaches the client as a notice, after the grant: one that
+	// comes after the client began its release is dropped, so a few
+	// may not count; most must.
+	calls, _ := os.ReadFile(log + ".lost")
+	for i, mode := range []string{"process", "inproc"} {
+		if res[i] == nil {
+			t.Fatal("a subtest was skipped")
+		}
+		h, err := os.ReadFile(filepath.Join(res[i].Dir, "history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, recorded := strings.Count(string(calls), mode), strings.Count(string(h), `"type":"ok","f":"lost"`)
+		if n == 0 || recorded > n || recorded*2 <= n {
+			t.Errorf("%s: Lost called inside Acquire %d times; %d lost ops recorded", mode, n, recorded)
+		}
+	}
 }

@@ -24,12 +24,16 @@ const (
 	EnvImages = "LOCKTEST_IMAGES"
 	// EnvSeed overrides every scenario's seed, as -locktest.seed does.
 	EnvSeed = "LOCKTEST_SEED"
+	// EnvKeep, set to anything but "" or 0, keeps the reports of passing
+	// subtests too, as -locktest.keep does: each subtest logs its path.
+	EnvKeep = "LOCKTEST_KEEP"
 	// envChild marks a client process: it names the Run call it serves.
 	envChild = "LOCKTEST_CHILD"
 )
 
 var (
 	seedFlag    = flag.String("locktest.seed", "", "run every locktest scenario with this seed (as "+EnvSeed+")")
+	keepFlag    = flag.Bool("locktest.keep", false, "keep the reports of passing locktest subtests too (as "+EnvKeep+"=1)")
 	serversFlag = flag.String("locktest.servers", "", "where locktest's servers run: local, docker or a servers file (as "+EnvServers+")")
 )
 
@@ -128,6 +132,12 @@ func seedOverride() (int64, bool, error) {
 		return 0, false, fmt.Errorf("locktest: seed %q is not an integer", s)
 	}
 	return n, true, nil
+}
+
+// keepPassing reports whether passing subtests' reports are kept.
+func keepPassing() bool {
+	v := os.Getenv(EnvKeep)
+	return *keepFlag || (v != "" && v != "0")
 }
 
 // serversSetting is where servers run: local, docker or a servers file.

@@ -7,9 +7,9 @@ import (
 )
 
 // The store: every run writes its report under a store root; a passing
-// subtest's run is removed at once, a failing one's is kept. The root is
-// $LOCKTEST_STORE, else a temporary directory that Main removes when no
-// failing run was kept in it.
+// subtest's run is removed at once (unless LOCKTEST_KEEP), a failing one's
+// is kept. The root is $LOCKTEST_STORE, else a temporary directory that
+// Main removes when no run was kept in it.
 
 var (
 	storeMu   sync.Mutex
@@ -34,7 +34,7 @@ func storeRoot() (string, error) {
 	return tempStore, nil
 }
 
-// keepStore marks the temporary store as holding a failing run's report.
+// keepStore marks the temporary store as holding a kept run's report.
 func keepStore() {
 	storeMu.Lock()
 	defer storeMu.Unlock()

@@ -31,10 +31,12 @@ type Suite struct {
 	// of scenario files (ending in .yaml or .yml). Empty: baseline and
 	// every built-in scenario written for a backend over the lock's
 	// servers (with Like set, for that backend) that needs one server of
-	// each kind. The fault families written for every backend (pause,
-	// delay, partition, restart, lost-reply, kill-session, clock) run when
-	// named; clock is refused, since a client process's clock is its
-	// own, and kill-session finds only sessions the harness names.
+	// each kind (Scenarios lists them). The fault families of locktorture
+	// compare (scenarios.Families: pause, partition, delay, ...) and the
+	// scenarios with several servers of a kind (failover,
+	// failover-leader) run when named; clock is refused, since a client
+	// process's clock is its own, and kill-session finds only sessions
+	// the harness names.
 	Scenarios []string
 	// Claim is what the lock promises (default Safe); Claims, by scenario
 	// name, override it for some scenarios. Like, when set, replaces both
@@ -71,7 +73,10 @@ type Result struct {
 	// differed when not.
 	Met bool
 	Why string
-	// Dir is the run's full report, kept only when the subtest failed.
+	// Dir is the run's full report (index.html, history.jsonl,
+	// results.json...), kept when the subtest failed, or with
+	// LOCKTEST_KEEP set (-locktest.keep) when it passed too; empty when
+	// removed.
 	Dir string
 
 	sc *scenarios.Scenario
@@ -175,7 +180,7 @@ func (s Suite) scenarioNames() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if applies(sc, s.kinds(), s.Like) {
+		if applies(sc, s.kinds(), s.Like) && takesProcesses(sc, s.kinds()) {
 			out = append(out, n)
 		}
 	}
@@ -187,11 +192,17 @@ func (s Suite) scenarioNames() ([]string, error) {
 
 // applies reports whether a built-in scenario suits a lock over kinds: it
 // is written for every backend with no fault (baseline), or for a backend
-// over those kinds only (for like, with like set), needs one server of
-// each kind, and follows a script (no random faults).
+// over those kinds only (for like, with like set), is no fault family,
+// needs one server of each kind, and follows a script (no random faults).
 func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 	if sc.Backend == scenarios.ExecBackend || sc.Nemesis.Random != nil || sc.Redis == backends.RedisSentinel ||
 		sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 {
+		return false
+	}
+	if f := scenarios.FamilyOf(sc.Name); slices.Contains(scenarios.Families, f) {
+		// A fault family (locktorture compare) is written for the rows
+		// it suits (renew-partition: locks that renew), which a lock of
+		// the user's may not be: it runs when named.
 		return false
 	}
 	if sc.AppliesTo() == nil {
@@ -214,6 +225,16 @@ func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 		}
 	}
 	return false
+}
+
+// takesProcesses reports whether sc runs with the user's lock in client
+// processes, as prepare sets it up: a scenario written for the harness's
+// own in-process clients (retry-release, whose release is retried in the
+// background) does not. It changes sc.
+func takesProcesses(sc *scenarios.Scenario, kinds []string) bool {
+	sc.Backends, sc.Suits = nil, nil
+	sc.Exec = &scenarios.Exec{Command: []string{"locktest-client"}, Servers: kinds}
+	return sc.Apply(scenarios.Overrides{Backend: ptr(scenarios.ExecBackend), ClientMode: ptr(scenarios.ClientProcess)}) == nil
 }
 
 // backendOver reports whether backend b runs over kinds only.
@@ -293,14 +314,18 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	res := &Result{Scenario: sc.Name, Seed: sc.Seed, Results: out.Results, sc: sc}
 	res.Met, res.Why = judge(out.Results, exp, sc)
 	t.Logf("%s: %s in %s (scenario %s); %s", sc.Name, out.Results.Valid, span.Round(time.Millisecond), sc.Duration, reports.Headline(out.Results))
-	if res.Met {
+	if res.Met && !keepPassing() {
 		removeRun(store, out.Dir)
 		return res
 	}
 	res.Dir = out.Dir
+	keepStore()
+	if res.Met {
+		t.Logf("%s: report kept (%s): %s", sc.Name, EnvKeep, filepath.Join(out.Dir, "index.html"))
+		return res
+	}
 	t.Errorf("locktest: %s: %s\n%s\nseed %d; repeat with: %s\nfull report: %s", sc.Name, res.Why,
 		strings.TrimRight(out.Summary, "\n"), sc.Seed, repeat, filepath.Join(out.Dir, "index.html"))
-	keepStore()
 	return res
 }
 
@@ -425,3 +450,23 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Scenarios returns the scenarios Run runs for s, in the order it runs
+// them: Suite.Scenarios as given (a scenario file runs as the subtest of
+// its base name), or when it is empty the built-in ones that apply to the
+// lock's servers (Suite.Kinds, and Suite.Like). Each is the name of a
+// subtest: go test -run 'TestMyLock/kleppmann-pause'.
+func Scenarios(s Suite) ([]string, error) {
+	names, err := s.scenarioNames()
+	if err != nil {
+		return nil, fmt.Errorf("locktest: %w", err)
+	}
+	return slices.Clone(names), nil
+}
+
+// BuiltinScenarios lists every built-in scenario's name (locktorture list
+// scenarios describes each): what Suite.Scenarios may name, beyond the
+// defaults Scenarios returns. Some are written for another kind of server
+// or for a client the harness drives itself (redis-py-*), or need a
+// client's clock (clock), and do not fit every lock.
+func BuiltinScenarios() []string { return scenarios.BuiltinNames() }

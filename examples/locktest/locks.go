@@ -88,15 +88,16 @@ func (l *TokenLock) Close() error { return l.rdb.Close() }
 // while the lock is held; when a renewal finds the lock gone, it says so.
 type WatchdogLock struct {
 	TokenLock
-	cfg  locktest.Config
-	mu   sync.Mutex
-	stop map[string]chan struct{}
+	cfg   locktest.Config
+	mu    sync.Mutex
+	stop  map[string]chan struct{}
+	ended map[string]chan struct{} // closed when key's watchdog returns
 }
 
 // NewWatchdogLock is WatchdogLock's locktest constructor.
 func NewWatchdogLock(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
 	return &WatchdogLock{TokenLock: TokenLock{rdb: client(cfg), ttl: cfg.TTL, tokens: map[string]string{}},
-		cfg: cfg, stop: map[string]chan struct{}{}}, nil
+		cfg: cfg, stop: map[string]chan struct{}{}, ended: map[string]chan struct{}{}}, nil
 }
 
 // Acquire takes key and starts its watchdog.
@@ -105,16 +106,17 @@ func (l *WatchdogLock) Acquire(ctx context.Context, key string) (locktest.Grant,
 	if err != nil {
 		return g, err
 	}
-	stop := make(chan struct{})
+	stop, ended := make(chan struct{}), make(chan struct{})
 	l.mu.Lock()
-	l.stop[key] = stop
+	l.stop[key], l.ended[key] = stop, ended
 	l.mu.Unlock()
-	go l.watch(key, l.tokens[key], stop)
+	go l.watch(key, l.tokens[key], stop, ended)
 	return g, nil
 }
 
 // watch renews key's lease every TTL/3 until stopped or refused.
-func (l *WatchdogLock) watch(key, token string, stop chan struct{}) {
+func (l *WatchdogLock) watch(key, token string, stop, ended chan struct{}) {
+	defer close(ended)
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
 	for {
@@ -140,14 +142,18 @@ func (l *WatchdogLock) watch(key, token string, stop chan struct{}) {
 	}
 }
 
-// Release stops key's watchdog and deletes key if it is still ours.
+// Release stops key's watchdog, waits for it (so that no word of this
+// grant comes during the next), and deletes key if it is still ours.
 func (l *WatchdogLock) Release(ctx context.Context, key string) error {
 	l.mu.Lock()
-	if stop, ok := l.stop[key]; ok {
-		close(stop)
-		delete(l.stop, key)
-	}
+	stop, ended := l.stop[key], l.ended[key]
+	delete(l.stop, key)
+	delete(l.ended, key)
 	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-ended
+	}
 	return l.TokenLock.Release(ctx, key)
 }
 
