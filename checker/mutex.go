@@ -87,7 +87,7 @@ type sweep struct {
 	st     []sweepHold
 	ends   timeHeap // holds in progress by end (open ones never leave)
 	leases timeHeap // holds in progress by the next time their staleness may change
-	procs  map[int]procCount
+	procs  procTable[procCount]
 	total  procCount
 	// listing holds the holds in progress in order, while the key lists
 	// its conflicts (some may have left since: they are dropped as met).
@@ -127,7 +127,7 @@ func (s *sweep) key(g []Hold, base int, res *MutexResult, pairs [][2]int) [][2]i
 		// Conflicts: the holds in progress, but h's own process's and,
 		// when h ended by the time it began (a hold of one instant), those
 		// that began at or after its end.
-		mine := s.procs[h.Process]
+		mine := *s.procs.at(h.Process)
 		n, stale := s.total.n-mine.n, s.total.stale-mine.stale
 		if e := holdEnd(h); e <= t {
 			for j := i - 1; j >= 0 && g[j].Start >= e; j-- {
@@ -193,10 +193,8 @@ func (s *sweep) reset(n int) {
 	}
 	s.st = s.st[:n]
 	s.ends, s.leases, s.listing = s.ends[:0], s.leases[:0], s.listing[:0]
-	if s.procs == nil {
-		s.procs = map[int]procCount{}
-	}
-	clear(s.procs)
+	clear(s.procs.small)
+	s.procs.other = nil
 	s.total = procCount{}
 }
 
@@ -235,14 +233,8 @@ func (s *sweep) count(g []Hold, j, d int) {
 	if s.st[j].stale {
 		st = d
 	}
-	p := g[j].Process
-	c := s.procs[p]
+	c := s.procs.at(g[j].Process)
 	c.n, c.stale = c.n+d, c.stale+st
-	if c.n == 0 {
-		delete(s.procs, p)
-	} else {
-		s.procs[p] = c
-	}
 	s.total.n, s.total.stale = s.total.n+d, s.total.stale+st
 }
 
