@@ -440,6 +440,7 @@ func Merge(dirs []string, outDir string) (*Matrix, error) {
 	}
 	out := &Matrix{Kind: Kind}
 	var planKey string
+	var shardsIn []string
 	seen := map[CellKey]string{}
 	for i, d := range dirs {
 		m, err := Read(d)
@@ -452,8 +453,12 @@ func Merge(dirs []string, outDir string) (*Matrix, error) {
 			out.Seeds, out.Planned = m.Seeds, append([]CellKey(nil), m.Planned...)
 			out.Scenarios, out.Backends = append([]string(nil), m.Scenarios...), append([]string(nil), m.Backends...)
 			out.Skipped = append([]Skipped(nil), m.Skipped...)
-		} else if pk != planKey {
-			return nil, fmt.Errorf("%w: %s was planned differently from %s (other scenarios, backends or seeds): not shards of one matrix", ErrMatrix, d, dirs[0])
+			out.Versions, out.Compare = append([]Version(nil), m.Versions...), m.Compare
+		} else if pk != planKey || m.Compare != out.Compare {
+			return nil, fmt.Errorf("%w: %s was planned differently from %s (other scenarios, backends, seeds or version sets): not shards of one matrix", ErrMatrix, d, dirs[0])
+		}
+		if m.Shard != "" {
+			shardsIn = append(shardsIn, m.Shard)
 		}
 		out.Shards = append(out.Shards, filepath.ToSlash(d))
 		out.Seconds = max(out.Seconds, m.Seconds)
@@ -475,20 +480,48 @@ func Merge(dirs []string, outDir string) (*Matrix, error) {
 			out.Cells = append(out.Cells, c)
 		}
 	}
+	why := "no shard ran this cell" + absentShards(shardsIn)
 	for _, k := range out.Planned {
 		if _, ok := seen[k]; !ok {
-			out.Cells = append(out.Cells, Cell{CellKey: k, Verdict: VerdictMissing, Expected: "?", Why: "no shard ran this cell"})
+			out.Cells = append(out.Cells, Cell{CellKey: k, Verdict: VerdictMissing, Expected: "?", Why: why})
 		}
 	}
 	out.Finish()
 	return out, nil
 }
 
+// absentShards names the shards of n that did not come, from the
+// "i/n" of those that did (all of one n): " (shard 2/3 never came)", or ""
+// when that cannot be told.
+func absentShards(came []string) string {
+	n, have := 0, map[int]bool{}
+	for _, s := range came {
+		i, k, err := ParseShard(s)
+		if err != nil || (n != 0 && k != n) {
+			return ""
+		}
+		n, have[i] = k, true
+	}
+	var absent []string
+	for i := 1; i <= n; i++ {
+		if !have[i] {
+			absent = append(absent, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	switch len(absent) {
+	case 0:
+		return ""
+	case 1:
+		return " (shard " + absent[0] + " never came)"
+	}
+	return " (shards " + strings.Join(absent, ", ") + " never came)"
+}
+
 // planString identifies a plan for comparison.
 func planString(ks []CellKey) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
-		s[i] = fmt.Sprintf("%s\x00%s\x00%d", k.Scenario, k.Backend, k.Seed)
+		s[i] = fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", k.Scenario, k.Backend, k.Seed, k.Fencing, k.Version)
 	}
 	sort.Strings(s)
 	return strings.Join(s, "\x01")

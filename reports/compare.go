@@ -29,6 +29,8 @@ const (
 	classUnknown = "unknown"
 	classError   = "error"
 	classNotRun  = "notrun"
+	// classMissing is a cell some of whose runs no merged shard brought.
+	classMissing = "missing"
 )
 
 // compareCell is one family × backend (× fencing) of a comparison: every
@@ -144,7 +146,7 @@ func buildComparison(m *matrix.Matrix) comparison {
 		var cyc []float64
 		var p50, p99 []int64
 		for _, c := range cs {
-			if c.Verdict == matrix.VerdictError {
+			if c.Verdict == matrix.VerdictError || c.Verdict == matrix.VerdictMissing {
 				continue
 			}
 			cyc, p50, p99 = append(cyc, c.HoldsPerSecond), append(p50, c.AcquireP50), append(p99, c.AcquireP99)
@@ -195,6 +197,8 @@ func (c compareCell) Class() string {
 	}
 	t := c.totals()
 	switch {
+	case t.missing > 0:
+		return classMissing
 	case t.errs > 0:
 		return classError
 	case t.StaleHolders+t.DoubleGrants+t.LostUpdates+t.StaleWrites == 0 && t.unknown > 0:
@@ -212,16 +216,19 @@ func (c compareCell) Class() string {
 // cellTotals sums a cell's runs (like runs: the seeds of one pair).
 type cellTotals struct {
 	matrix.Safety
-	errs, unknown, unsafeRuns int
-	fenced                    bool
+	errs, missing, unknown, unsafeRuns int
+	fenced                             bool
 }
 
 func (c compareCell) totals() cellTotals {
 	var t cellTotals
 	for _, r := range c.Runs {
 		switch r.Verdict {
-		case matrix.VerdictError, matrix.VerdictMissing:
+		case matrix.VerdictError:
 			t.errs++
+			continue
+		case matrix.VerdictMissing:
+			t.missing++
 			continue
 		case "unknown":
 			t.unknown++
@@ -249,6 +256,8 @@ func (c compareCell) Summary() string {
 	switch c.Class() {
 	case classNotRun:
 		return "not run"
+	case classMissing:
+		return fmt.Sprintf("missing: no shard ran it (%d of %d runs)", t.missing, n)
 	case classError:
 		return fmt.Sprintf("harness error (%d of %d runs)", t.errs, n)
 	case classUnknown:
@@ -393,6 +402,8 @@ func (c compareCell) Short() string {
 	switch c.Class() {
 	case classNotRun:
 		return "not run"
+	case classMissing:
+		return fmt.Sprintf("MISSING %d/%d", t.missing, len(c.Runs))
 	case classError:
 		return fmt.Sprintf("ERROR %d/%d", t.errs, len(c.Runs))
 	case classUnknown:

@@ -23,6 +23,7 @@ var compareColours = map[string]struct{ fill, txt color.RGBA }{
 	classUnknown: {color.RGBA{R: 212, G: 167, B: 44, A: 255}, color.RGBA{R: 0, G: 0, B: 0, A: 255}},
 	classError:   {color.RGBA{R: 212, G: 167, B: 44, A: 255}, color.RGBA{R: 0, G: 0, B: 0, A: 255}},
 	classNotRun:  {color.RGBA{R: 234, G: 238, B: 242, A: 255}, color.RGBA{R: 87, G: 96, B: 106, A: 255}},
+	classMissing: {color.RGBA{R: 207, G: 34, B: 46, A: 255}, color.RGBA{R: 255, G: 255, B: 255, A: 255}},
 }
 
 func cssColour(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
@@ -66,7 +67,7 @@ Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the 
 Recovery: median time from the fault's end to the next grant (a lock its holder could not release stays taken until it expires).</p>
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
 {{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}{{with .LibraryText}}<div class="small">{{.}}</div>{{end}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
-{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} <a href="{{.Dir}}/index.html">{{.Seed}}</a>{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
+{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} {{if .Dir}}<a href="{{.Dir}}/index.html">{{.Seed}}</a>{{else}}{{.Seed}}{{end}}{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
 <td>{{.AsExpected}}/{{.Judged}}</td></tr>
 {{end}}</table>
 <p><a href="index.html">the matrix (every run, its verdict and expectation)</a> · <a href="compare.png">compare.png</a> · <a href="compare.txt">compare.txt</a></p>

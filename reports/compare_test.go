@@ -87,3 +87,27 @@ func TestComparisonFamilyScenarios(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareMissing: a cell no merged shard ran is missing, red, in the
+// text table and the page, and gives the baseline no speed.
+func TestCompareMissing(t *testing.T) {
+	miss := func(sc string) matrix.Cell {
+		return matrix.Cell{CellKey: matrix.CellKey{Scenario: sc, Backend: "a", Seed: 1}, Verdict: matrix.VerdictMissing, Expected: "?", Why: "no shard ran this cell"}
+	}
+	m := &matrix.Matrix{Compare: true, Backends: []string{"a"}, Scenarios: []string{"baseline", "pause"}, Cells: []matrix.Cell{miss("baseline"), miss("pause")}}
+	txt := CompareTable(m)
+	if !strings.Contains(txt, "MISSING 1/1") || !strings.Contains(txt, "2 missing") {
+		t.Errorf("table:\n%s", txt)
+	}
+	c := buildComparison(m)
+	if len(c.Rows) != 1 || c.Rows[0].Speed || c.Rows[0].Cells[0].Class() != classMissing || compareColours[classMissing] != compareColours[classUnsafe] {
+		t.Errorf("missing cell: %+v", c.Rows)
+	}
+	page, err := compareHTML(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "missing: no shard ran it") || strings.Contains(string(page), `href="/index.html"`) {
+		t.Errorf("compare.html: the missing cell is not said, or links to nowhere")
+	}
+}

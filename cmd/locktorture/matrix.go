@@ -482,8 +482,10 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture merge [--store DIR] MATRIX...
 
-Joins the shards of one matrix (run with --shard i/n) into one report, the same
-as a single run of the whole matrix would give. Each MATRIX is a shard's
+Joins the shards of one matrix or comparison (run with --shard i/n) into one
+report, the same as a single run of the whole would give (for a comparison:
+compare.html, compare.png and compare.txt too). A planned cell that no shard
+ran is "missing" (red), and the merge exits 1. Each MATRIX is a shard's
 matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 0 when every planned cell ran and is as expected.
 
@@ -503,12 +505,30 @@ matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 	if out == nil {
 		return fail(stderr, "merge", err)
 	}
-	printMatrix(stdout, out)
+	if out.Matrix.Compare {
+		printCompare(stdout, out)
+	} else {
+		printMatrix(stdout, out)
+	}
+	printMissing(stdout, out.Matrix)
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture merge: %v\n", err)
 		return exitHarness
 	}
 	return matrixExit(out.Matrix)
+}
+
+// printMissing says how many planned cells no merged shard ran, and why.
+func printMissing(w io.Writer, m *matrix.Matrix) {
+	n, why := 0, ""
+	for _, c := range m.Cells {
+		if c.Verdict == matrix.VerdictMissing {
+			n, why = n+1, c.Why
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "MISSING:  %s: %s\n", plural(n, "cell", "cells"), why)
+	}
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/matrix"
+	"github.com/locktorture/locktorture/reports"
 )
 
 // planShards runs `ARGS --plan --shard i/n` for every i and returns each
@@ -130,4 +136,134 @@ func TestVersionsPlanShards(t *testing.T) {
 	if float64(hi-lo) > 0.15*float64(hi) {
 		t.Errorf("the shards' estimates %v differ by more than 15%%", ests)
 	}
+}
+
+// maskRuns blanks what differs between two runs of the same cells and
+// where they were stored: durations (speeds, latencies, recoveries), the
+// counts of a cell's violations (how many stale holders a pause makes
+// varies from run to run; that it makes them does not), paths, and the
+// padding of columns.
+func maskRuns(s string) string {
+	s = regexp.MustCompile(`\d+(\.\d+)?(ns|µs|us|ms|s|m|h|/s)\b|/\S+`).ReplaceAllString(s, "T")
+	s = regexp.MustCompile(`\b(sh|dg|lu|sw|rej)\d+ ?`).ReplaceAllString(s, "")
+	return regexp.MustCompile(`[ \t]+`).ReplaceAllString(s, " ")
+}
+
+// TestCompareShardsMerge: a small comparison run whole and in three shards
+// (three stores, as three machines), merged: the same compare.txt (timings
+// and paths masked), the same cells with the same verdicts, and the same
+// files a whole run writes. Merged without one shard, its cells are
+// missing (red in the table) and the merge exits 1.
+func TestCompareShardsMerge(t *testing.T) {
+	requireRedis(t)
+	args := []string{"compare", "--families", "pause", "--backends", "redis-token,redis-naive", "--seeds", "1", "--quiet"}
+	whole := t.TempDir()
+	if code, out, stderr := runCLI(t, append(slices.Clone(args), "--store", whole)...); code != exitValid {
+		t.Fatalf("whole comparison: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var shards []string
+	for i := 1; i <= 3; i++ {
+		st := t.TempDir()
+		code, out, stderr := runCLI(t, append(slices.Clone(args), "--store", st, "--shard", strconv.Itoa(i)+"/3")...)
+		if code != exitValid {
+			t.Fatalf("shard %d/3: exit %d\n%s\n%s", i, code, out, stderr)
+		}
+		shards = append(shards, st) // a store: merge takes its newest matrix
+	}
+	merged := t.TempDir()
+	code, out, stderr := runCLI(t, append([]string{"merge", "--store", merged}, shards...)...)
+	if code != exitValid {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, stderr)
+	}
+	wdir, mdir := filepath.Join(whole, "matrix", "latest"), filepath.Join(merged, "matrix", "latest")
+	for _, f := range []string{reports.FileCompareHTML, reports.FileComparePNG, "compare.txt", reports.FileResults, reports.FileJUnit, reports.FileIndex} {
+		if st, err := os.Stat(filepath.Join(mdir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("the merge wrote no %s: %v", f, err)
+		}
+	}
+	wt, mt := readText(t, filepath.Join(wdir, "compare.txt")), readText(t, filepath.Join(mdir, "compare.txt"))
+	if maskRuns(wt) != maskRuns(mt) {
+		t.Errorf("the merged compare.txt differs from the whole run's:\n%s\nwhole:\n%s", mt, wt)
+	}
+	if !strings.Contains(out, "PAUSE") || !strings.Contains(out, "redis-naive") {
+		t.Errorf("merge printed no comparison table:\n%s", out)
+	}
+	a, err := matrix.Read(wdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := matrix.Read(mdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Cells) != 4 || !reflect.DeepEqual(a.Grid(), b.Grid()) || !b.Compare {
+		t.Errorf("merged cells differ from the whole run's:\n%v\n%v (compare %v)", b.Grid(), a.Grid(), b.Compare)
+	}
+	if d := parseJUnit(t, filepath.Join(mdir, reports.FileJUnit)); d.Tests != 4 || d.Failures != 0 {
+		t.Errorf("merged junit: %+v", d)
+	}
+
+	// Cell for cell: the whole run's own cells, dealt into three shards as
+	// the real shards were, merge to the whole run's matrix (but for where
+	// the runs are and when and how it was made) and its compare.txt, byte
+	// for byte.
+	var own []string
+	for i, sd := range shards {
+		sm, err := matrix.Read(filepath.Join(sd, "matrix", "latest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake := *a
+		fake.Shard, fake.Cells = sm.Shard, nil
+		for _, c := range a.Cells {
+			if slices.ContainsFunc(sm.Cells, func(x matrix.Cell) bool { return x.CellKey == c.CellKey }) {
+				c.Dir = filepath.ToSlash(filepath.Join("..", "..", filepath.Base(filepath.Dir(filepath.Dir(wdir))), "matrix", a.Started, c.Dir))
+				fake.Cells = append(fake.Cells, c)
+			}
+		}
+		d := filepath.Join(t.TempDir(), "matrix", "shard"+strconv.Itoa(i+1))
+		if err := reports.WriteMatrix(t.Context(), d, &fake); err != nil {
+			t.Fatal(err)
+		}
+		own = append(own, d)
+	}
+	again := t.TempDir()
+	if code, out, stderr := runCLI(t, append([]string{"merge", "--store", again}, own...)...); code != exitValid {
+		t.Fatalf("merging the whole run's cells in three shards: exit %d\n%s\n%s", code, out, stderr)
+	}
+	adir := filepath.Join(again, "matrix", "latest")
+	c, err := matrix.Read(adir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(m *matrix.Matrix) matrix.Matrix {
+		n := *m
+		n.Started, n.Command, n.Shard, n.Shards, n.Seconds = "", "", "", nil, 0
+		n.Cells = slices.Clone(m.Cells)
+		for i := range n.Cells {
+			n.Cells[i].Dir = ""
+		}
+		return n
+	}
+	if na, nc := norm(a), norm(c); !reflect.DeepEqual(na, nc) {
+		t.Errorf("the whole run's cells merged from three shards are not its matrix:\n%+v\n%+v", nc, na)
+	}
+	if ct := readText(t, filepath.Join(adir, "compare.txt")); ct != wt {
+		t.Errorf("the whole run's cells merged from three shards: compare.txt\n%s\nwant\n%s", ct, wt)
+	}
+
+	// Shard 2 never came: its cells are missing, red, and the merge fails.
+	code, out, _ = runCLI(t, "merge", "--store", t.TempDir(), shards[0], shards[2])
+	if code != exitInvalid || !strings.Contains(out, "MISSING") || !strings.Contains(out, "shard 2/3") {
+		t.Errorf("merging shards 1 and 3 of 3: exit %d, want %d\n%s", code, exitInvalid, out)
+	}
+}
+
+func readText(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
