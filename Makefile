@@ -11,8 +11,9 @@ all: build
 ## deps: install what is missing of every server kind's Debian packages (`locktorture list
 ##   packages`: redis-server and redis-sentinel, valkey-server and valkey-sentinel where the
 ##   suite has them, etcd-server and etcd-client, zookeeper with default-jre-headless,
-##   postgresql, pgbouncer, mariadb-server), chromium (browser tests) and python3-redis (the
-##   Python client adapter) (scripts/deps.sh)
+##   postgresql, pgbouncer, mariadb-server), chromium (browser tests) and the program rows'
+##   client libraries (its "client" lines: python3-redis, -kazoo, -etcd3, -tooz, -psycopg2)
+##   (scripts/deps.sh)
 ##   DEPS=servers: the server kinds' packages alone (what the nightly job installs)
 deps:
 	@DEPS="$(DEPS)" bash scripts/deps.sh

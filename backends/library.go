@@ -3,7 +3,11 @@ package backends
 import (
 	"context"
 	"net"
+	"os/exec"
 	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/locktorture/locktorture/clientsim"
 )
@@ -16,10 +20,18 @@ type Library struct {
 	// ("github.com/redis/rueidis/rueidislock").
 	Name string
 	// Module is the Go module the package ships in, whose version Version
-	// reads ("github.com/redis/rueidis").
+	// reads ("github.com/redis/rueidis"); for a Python library, the module
+	// its adapter imports ("kazoo").
 	Module string
-	// Language is the library's language ("Go").
+	// Language is the library's language ("Go", "Python").
 	Language string
+	// Python, for a Python library, is its distribution's name
+	// ("kazoo", "etcd3"): Version asks PythonInterpreter for it.
+	Python string
+	// Debian is the Debian package that ships a Python library
+	// ("python3-kazoo"): make deps installs it (Packages), and its version
+	// is the library's when the interpreter imports that package's module.
+	Debian string
 }
 
 // Version is the library's module version as this program was built with
@@ -27,6 +39,9 @@ type Library struct {
 // replacement's), never written by hand: "unknown" when the program
 // carries no build information or does not link the module.
 func (l Library) Version() string {
+	if l.Python != "" {
+		return l.pythonVersion()
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
@@ -81,4 +96,45 @@ func (c *gatedConn) Write(b []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	return c.Conn.Write(b)
+}
+
+// pythonVersions caches each Python library's version for the life of
+// the program (a compare asks once per cell).
+var pythonVersions sync.Map
+
+// PythonInterpreter is the interpreter the shipped Python adapters run
+// with: Debian's, for which Debian's python3-* packages are installed (a
+// python3 first on PATH may be a pyenv or venv one without them).
+const PythonInterpreter = "/usr/bin/python3"
+
+// pythonVersion is the version of the Python library l names as
+// PythonInterpreter imports it: its Debian package's version (dpkg-query)
+// when the module it imports is that package's file, else the
+// distribution's own metadata version (a pip install in /usr/local, say);
+// "unknown" when the interpreter cannot import it.
+func (l Library) pythonVersion() string {
+	if v, ok := pythonVersions.Load(l.Name); ok {
+		return v.(string)
+	}
+	v := "unknown"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const probe = "import importlib, importlib.metadata as m, sys\n" +
+		"mod = importlib.import_module(sys.argv[1])\n" +
+		"print(mod.__file__)\n" +
+		"print(m.version(sys.argv[2]))\n"
+	out, err := exec.CommandContext(ctx, PythonInterpreter, "-c", probe, l.Module, l.Python).Output()
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err == nil && len(lines) == 2 {
+		v = lines[1]
+		if l.Debian != "" && strings.HasPrefix(lines[0], "/usr/lib/python3/dist-packages/") {
+			if owner, err := exec.CommandContext(ctx, "dpkg-query", "-S", lines[0]).Output(); err == nil &&
+				strings.HasPrefix(string(owner), l.Debian+":") {
+				if dv, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", l.Debian).Output(); err == nil && len(dv) > 0 {
+					v = string(dv)
+				}
+			}
+		}
+	}
+	pythonVersions.Store(l.Name, v)
+	return v
 }

@@ -41,6 +41,10 @@ type CheckOptions struct {
 	Dir string
 	// Progress, when set, is told each step as it starts.
 	Progress func(step string)
+	// TLS starts the servers with TLS (cluster.Options.TLS), as a run's
+	// security: tls does: the open request's auth carries the CA and a
+	// client certificate.
+	TLS bool
 }
 
 // Finding is one rule of the protocol, checked: whether the adapter kept
@@ -107,7 +111,7 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	cl, err := cluster.New(cluster.Options{LogDir: dir, Locked: true})
+	cl, err := cluster.New(cluster.Options{LogDir: dir, Locked: true, TLS: opt.TLS})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}

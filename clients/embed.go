@@ -1,5 +1,6 @@
 // Package clients holds the client adapters that ship with locktorture
-// (clients/python: redis-py's Lock; clients/go-example: a lock of the
+// (clients/python: redis-py's Lock, kazoo's, python-etcd3's and tooz's,
+// the last three over lt_protocol.py; clients/go-example: a lock of the
 // user's own in Go). The built-in scenarios that run an adapter name it by
 // its path in this repository; Resolve finds it from anywhere, so those
 // scenarios run from any directory and from an installed binary.
@@ -9,12 +10,17 @@ import (
 	"embed"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-//go:embed python/redis_py_lock.py python/redis_py_try_lock.py
+//go:embed python/redis_py_lock.py python/redis_py_try_lock.py python/lt_protocol.py python/kazoo_lock.py python/etcd3_lock.py python/tooz_lock.py
 var adapters embed.FS
+
+// helpers are modules the adapters beside them import: written with any
+// adapter of their directory.
+var helpers = []string{"python/lt_protocol.py"}
 
 // Resolve returns command with each argument that names a shipped adapter
 // by its repository path ("clients/python/redis_py_lock.py") and is not
@@ -35,13 +41,33 @@ func Resolve(command []string, dir string) ([]string, error) {
 			continue // not one of ours: the program's own path, left to fail as it will
 		}
 		p := filepath.Join(dir, "clients", filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, fmt.Errorf("clients: %w", err)
+		if err := write(p, b); err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(p, b, 0o755); err != nil {
-			return nil, fmt.Errorf("clients: %w", err)
+		for _, h := range helpers {
+			if path.Dir(h) != path.Dir(rel) || h == rel {
+				continue
+			}
+			hb, err := adapters.ReadFile(h)
+			if err != nil {
+				return nil, fmt.Errorf("clients: %w", err)
+			}
+			if err := write(filepath.Join(dir, "clients", filepath.FromSlash(h)), hb); err != nil {
+				return nil, err
+			}
 		}
 		out[i] = p
 	}
 	return out, nil
+}
+
+// write writes an adapter's file, and its directory.
+func write(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("clients: %w", err)
+	}
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		return fmt.Errorf("clients: %w", err)
+	}
+	return nil
 }

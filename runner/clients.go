@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/clients"
@@ -37,6 +38,13 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 			return err
 		}
 		opt.Command, opt.Env = cmd, sc.Exec.Env
+	} else if p, ok := backends.ProgramOf(sc.Backend); ok {
+		// A program row: the library's shipped adapter.
+		cmd, err := clients.Resolve(p.Command, r.dir)
+		if err != nil {
+			return err
+		}
+		opt.Command = cmd
 	} else {
 		opt.Command = r.opt.ClientCommand
 		if len(opt.Command) == 0 {

@@ -65,6 +65,7 @@ const (
 // makes think_max the larger of 25ms and think_min.
 func (s *Scenario) applyDefaults(given fieldSet) {
 	s.fillOptions()
+	s.programDefaults()
 	if !given["resource"] {
 		s.Resource = suitedResource(s.Backend, workload.ResourceMemory)
 	}

@@ -145,6 +145,7 @@ func (s *Scenario) Apply(o Overrides) error {
 	if o.NemesisInterval != nil && s.Nemesis.Random != nil {
 		s.Nemesis.Random.Interval = Duration(*o.NemesisInterval)
 	}
+	s.programDefaults()
 	if err := s.Validate(); err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) {

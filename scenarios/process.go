@@ -71,6 +71,9 @@ func (s *Scenario) ProcessClients() bool {
 	if s.ClientMode == ClientProcess || s.Backend == ExecBackend {
 		return true
 	}
+	if _, ok := backends.ProgramOf(s.Backend); ok {
+		return true // a program row: its clients are the shipped adapter
+	}
 	info, _, err := backends.Lookup(s.Backend)
 	return s.ClientMode == "" && err == nil && info.RenewsItself
 }
@@ -124,6 +127,9 @@ func (s *Scenario) validateClients() error {
 	case "", ClientInproc, ClientProcess:
 	default:
 		return bad("client_mode", "unknown client_mode %q (inproc, process)", s.ClientMode)
+	}
+	if _, ok := backends.ProgramOf(s.Backend); ok && s.ClientMode == ClientInproc {
+		return bad("client_mode", "backend %s runs its library's adapter as processes: client_mode inproc does not apply", s.Backend)
 	}
 	if s.Backend == ExecBackend {
 		if s.ClientMode == ClientInproc {
@@ -195,4 +201,13 @@ func splitCommand(line string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
+}
+
+// programDefaults: a program row whose library logs in only over TLS
+// (python-etcd3) runs the run's own servers with TLS (security: tls),
+// unless the servers are someone else's (their file says how they talk).
+func (s *Scenario) programDefaults() {
+	if p, ok := backends.ProgramOf(s.Backend); ok && p.TLS && s.Servers != cluster.ServersExternal {
+		s.Security = SecurityTLS
+	}
 }

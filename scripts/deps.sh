@@ -7,8 +7,11 @@
 # Which packages: every server kind's, from the kind registry
 # (`locktorture list packages`; LOCKTORTURE=bin/locktorture names the binary,
 # else go run): each "required" one, and each "optional" one apt offers
-# (valkey-server where the suite has it). Besides them: chromium (the
-# browser tests) and python3-redis (the Python client adapter).
+# (valkey-server where the suite has it); with DEPS=all (the default), each
+# "client" one too: the Python libraries of the program rows and their
+# drivers (python3-redis, python3-kazoo, python3-etcd3, python3-tooz,
+# python3-psycopg2), for Debian's /usr/bin/python3. Besides them: chromium
+# (the browser tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,9 +53,16 @@ case "${DEPS:-}" in
 "" | all)
   # Headless Chromium opens the HTML reports in the browser tests.
   [ -x /usr/bin/chromium ] || missing+=(chromium)
-  # The Python client adapter (clients/python) wraps redis-py's Lock.
-  { python3 -c 'import redis' || /usr/bin/python3 -c 'import redis'; } >/dev/null 2>&1 || missing+=(python3-redis)
-  what="every server kind's packages, chromium and python3-redis"
+  # The program rows' clients (clients/python): their libraries, from the
+  # registry's "client" lines; without it (no Go yet), redis-py's.
+  if [ -n "$list" ] && have dpkg-query; then
+    for p in $(awk 'NR > 1 && $3 == "client" {print $1}' <<<"$list" | sort -u); do
+      installed "$p" || missing+=("$p")
+    done
+  else
+    /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
+  fi
+  what="every server kind's packages, chromium and the client libraries"
   ;;
 servers) what="every server kind's packages" ;;
 *)

@@ -29,6 +29,7 @@ func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 300*time.Millisecond, "the open request's timeout_ms")
 	dir := fs.String("dir", "", "keep the adapter copies' and servers' logs in `DIR` (default: a temporary directory, removed)")
 	quiet := fs.Bool("quiet", false, "print only the findings")
+	tlsOn := fs.Bool("tls", false, "start the servers with TLS, from a certificate authority made for the check, as run --tls does (auth.KIND.tls in the open request): python-etcd3 sends its password only over TLS")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locktorture client-check --exec 'COMMAND ARGS' [flags]\n\nDrives an adapter (a program speaking the client protocol, docs/client-protocol.md)\nthrough the protocol's corners against real servers it starts, and says in plain\nwords each rule the adapter breaks. Exit 0: every rule kept; 1: a rule broken.\n\n")
 		fs.PrintDefaults()
@@ -77,7 +78,7 @@ func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	opt := clientproc.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work}
+	opt := clientproc.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work, TLS: *tlsOn}
 	if !*quiet {
 		opt.Progress = func(s string) { fmt.Fprintf(stderr, "client-check: %s\n", s) }
 	}

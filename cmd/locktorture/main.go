@@ -473,7 +473,10 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 
 // listPackages lists every server kind's Debian packages, one per line:
 // "required" ones every suite must have, "optional" ones a suite may lack
-// (scripts/images.sh and scripts/deps.sh read this list).
+// (scripts/images.sh and scripts/deps.sh read this list); then the
+// packages the program rows' clients need (a Python library), "client"
+// with the backend's name in the KIND column (make deps installs them;
+// server images leave them out).
 func listPackages(w io.Writer) {
 	fmt.Fprintln(w, "PACKAGE\tKIND\tNEED")
 	for _, k := range cluster.Kinds() {
@@ -483,6 +486,9 @@ func listPackages(w io.Writer) {
 		for _, p := range k.OptionalPackages {
 			fmt.Fprintf(w, "%s\t%s\toptional\n", p, k.Name)
 		}
+	}
+	for _, p := range backends.ClientPackages() {
+		fmt.Fprintf(w, "%s\t%s\tclient\n", p.Name, p.Backend)
 	}
 }
 

@@ -1,0 +1,94 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Program rows: backends whose clients are an adapter shipped under
+// clients/ (a library in another language, driven through its public API
+// by a program speaking the client protocol), one process per client. They
+// are rows like any other — `run --backend kazoo`, `compare --backends
+// kazoo` — with the library's name and version (Info.Library), and the
+// servers their Kinds name, started as the exec backend starts them.
+
+// Program is how a program row's clients run.
+type Program struct {
+	// Command is the adapter and its arguments; a path under clients/ is
+	// the shipped adapter (clients.Resolve finds it from anywhere).
+	Command []string
+	// TLS is set when the library can log in only over TLS (python-etcd3
+	// sends its token as a gRPC call credential): the row's runs start
+	// their own servers with TLS (security: tls) unless told otherwise.
+	TLS bool
+}
+
+var programs = map[string]Program{}
+
+// registerProgram registers a program row: its clients are Program's
+// processes, its servers info.Kinds.
+func registerProgram(info Info, p Program) {
+	if info.Library == nil || len(p.Command) == 0 {
+		panic("backends: program row " + info.Name + " needs its library and its command")
+	}
+	programs[info.Name] = p
+	Register(info, func(ctx context.Context, env Env) (Backend, error) {
+		for _, k := range info.Kinds {
+			if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
+				return nil, fmt.Errorf("backends: %s: %w", info.Name, err)
+			}
+		}
+		return programBackend{name: info.Name}, nil
+	})
+}
+
+// ProgramOf returns how the clients of the backend named name run, when
+// it is a program row.
+func ProgramOf(name string) (Program, bool) {
+	p, ok := programs[name]
+	if ok {
+		p.Command = slices.Clone(p.Command)
+	}
+	return p, ok
+}
+
+// ProgramNames lists the program rows, sorted.
+func ProgramNames() []string { return slices.Sorted(maps.Keys(programs)) }
+
+// Package is a Debian package a backend's clients need (a program row's
+// library and interpreter): `locktorture list packages` lists them, and
+// make deps installs them.
+type Package struct {
+	Name    string
+	Backend string
+}
+
+// ClientPackages lists the Debian packages the program rows' clients need,
+// one entry per backend and package, in backend order.
+func ClientPackages() []Package {
+	var out []Package
+	for _, name := range ProgramNames() {
+		info, _, _ := Lookup(name)
+		if info.Library != nil && info.Library.Debian != "" {
+			out = append(out, Package{Name: info.Library.Debian, Backend: name})
+		}
+		for _, p := range clientPackages[name] {
+			out = append(out, Package{Name: p, Backend: name})
+		}
+	}
+	return out
+}
+
+// clientPackages are packages a program row needs besides its library's
+// (a database driver its library loads).
+var clientPackages = map[string][]string{}
+
+type programBackend struct{ name string }
+
+func (b programBackend) Client(ctx context.Context, c ClientEnv) (Client, error) {
+	return nil, fmt.Errorf("%s: %w", b.name, errExecClient)
+}
+
+func (programBackend) Close() error { return nil }
