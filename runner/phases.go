@@ -210,7 +210,7 @@ func (r *run) startServers(ctx context.Context) error {
 		cl, err = r.externalCluster(ctx)
 	} else {
 		cl, err = cluster.New(cluster.Options{LogDir: r.dir, TempDir: r.opt.TempDir, Servers: r.sc.Servers, Images: r.sc.Images, RedisProgram: r.sc.RedisProgram,
-			TLS: r.sc.Security == scenarios.SecurityTLS, Locked: !r.opt.OpenServers})
+			TLS: r.sc.Security == scenarios.SecurityTLS, Locked: true})
 	}
 	if err != nil {
 		return err

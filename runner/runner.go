@@ -52,11 +52,6 @@ type Options struct {
 	Checkers []string
 	// TempDir holds the servers' data directories (default: the system's).
 	TempDir string
-	// OpenServers leaves the servers the run starts open to any client,
-	// as they were before runs locked them with a password of their own
-	// (cluster.Options.Locked): for the locktest package, whose users'
-	// locks are built from addresses alone.
-	OpenServers bool
 	// ClientCommand runs a built-in backend's client process (client_mode
 	// process); empty: this program's own `client` subcommand.
 	ClientCommand []string
