@@ -7,7 +7,9 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,11 +69,15 @@ func matrixExit(m *matrix.Matrix) int {
 // defaultParallel is how many cells a matrix runs at once unless told.
 const defaultParallel = 2
 
+// maxParallel is the most cells a matrix runs at once.
+const maxParallel = 64
+
 // matrixFlags are the flags matrix and compare share.
 type matrixFlags struct {
 	scs, bks, store, shard, servers, serversFile, clientMode *string
 	seeds, parallel                                          *int
 	quiet, plan, doShrink                                    *bool
+	parallelAuto                                             bool
 	duration, linTimeout                                     *time.Duration
 	images                                                   map[string]string
 	redisProgram, versionsFile                               *string
@@ -100,7 +106,20 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 	f.duration = fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
 	f.linTimeout = fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
 	f.plan = fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
-	f.parallel = fs.Int("parallel", defaultParallel, "cells to run at once (each starts its own servers on free ports)")
+	f.parallel = new(int)
+	*f.parallel = defaultParallel
+	fs.Func("parallel", fmt.Sprintf("`N` cells to run at once (each starts its own servers on free ports), or auto: one per core found (default %d)", defaultParallel), func(v string) error {
+		if v == "auto" {
+			*f.parallel, f.parallelAuto = min(runtime.NumCPU(), maxParallel), true
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want a number of cells or auto, not %q", v)
+		}
+		*f.parallel, f.parallelAuto = n, false
+		return nil
+	})
 	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default), docker or external (servers someone else runs: --servers-file)")
 	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
@@ -140,8 +159,11 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 		// would hit the other's run. One at a time unless asked.
 		*f.parallel = 1
 	}
-	if *f.parallel < 1 || *f.parallel > 64 {
-		return bad("--parallel must be from 1 to 64, not %d", *f.parallel)
+	if *f.parallel < 1 || *f.parallel > maxParallel {
+		return bad("--parallel must be from 1 to %d, not %d (or auto: one per core)", maxParallel, *f.parallel)
+	}
+	if f.parallelAuto {
+		fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once\n", name, plural(runtime.NumCPU(), "core", "cores"), *f.parallel)
 	}
 	if *f.seeds < 1 || *f.seeds > 1000 {
 		return bad("--seeds must be from 1 to 1000, not %d", *f.seeds)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,4 +268,31 @@ func readText(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestParallelAuto: --parallel auto runs as many cells at once as the
+// machine has cores, and says how many, for matrix and compare; a word
+// other than auto, or a number out of range, is bad input.
+func TestParallelAuto(t *testing.T) {
+	n := runtime.NumCPU()
+	for _, args := range [][]string{
+		{"matrix", "--scenarios", "baseline", "--backends", "mutex,redis-token"},
+		{"compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1"},
+	} {
+		code, out, stderr := runCLI(t, append(slices.Clone(args), "--parallel", "auto", "--plan")...)
+		if code != exitValid {
+			t.Fatalf("%s: exit %d\n%s", args[0], code, stderr)
+		}
+		if want := fmt.Sprintf("--parallel auto: %d %s found, %d at once", n, map[bool]string{true: "core", false: "cores"}[n == 1], n); !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr lacks %q:\n%s", args[0], want, stderr)
+		}
+		if want := fmt.Sprintf("at --parallel %d)", n); !strings.Contains(out, want) {
+			t.Errorf("%s: the plan's estimate is not for %d at once:\n%s", args[0], n, out)
+		}
+	}
+	for _, bad := range []string{"most", "0", "65"} {
+		if code, _, stderr := runCLI(t, "matrix", "--scenarios", "baseline", "--parallel", bad, "--plan"); code != exitBadArgs || !strings.Contains(stderr, "parallel") {
+			t.Errorf("--parallel %s: exit %d, %q", bad, code, stderr)
+		}
+	}
 }
