@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -107,7 +106,7 @@ func TestNightlyMatrixJob(t *testing.T) {
 	name := fmt.Sprintf("locktorture-nightly-test-%d", os.Getpid())
 	args := []string{"run", "-d", "--name", name,
 		"--label", "org.locktorture.test=nightly",
-		"-v", runtime.GOROOT() + ":/usr/local/go:ro",
+		"-v", goEnv(t, "GOROOT") + ":/usr/local/go:ro",
 		"-e", "PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"-e", "GOTOOLCHAIN=local", "-e", "GOFLAGS=-mod=readonly",
 		"-w", "/w",
