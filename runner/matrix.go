@@ -109,6 +109,9 @@ type MatrixOutcome struct {
 	Matrix *matrix.Matrix
 	// Dir is store/matrix/<timestamp>/.
 	Dir string
+	// Notes are a merge's remarks: the paths given that held no matrix,
+	// taken as shards that never came.
+	Notes []string
 }
 
 // planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
@@ -390,7 +393,8 @@ func roundSeconds(d time.Duration) float64 {
 
 // resolveMatrixDir finds the matrix a path names: a matrix directory, its
 // results.json, or a store whose newest complete matrix is taken (an
-// interrupted one is only taken when named).
+// interrupted one only when named, or when the store holds no complete
+// one: a shard cut short by its CI job's time limit).
 func resolveMatrixDir(p string) (string, error) {
 	if st, err := os.Stat(p); err == nil && !st.IsDir() {
 		p = filepath.Dir(p)
@@ -416,7 +420,12 @@ func resolveMatrixDir(p string) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no complete matrix in %s", ErrBadInput, root)
+	for i := len(names) - 1; i >= 0; i-- {
+		if d := filepath.Join(root, names[i]); matrix.IsDir(d) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no matrix in %s", ErrBadInput, root)
 }
 
 // MergeMatrix joins the shards of one matrix (each path a matrix
@@ -424,18 +433,29 @@ func resolveMatrixDir(p string) (string, error) {
 // store/matrix/<timestamp>/, as if one machine had run them all: the same
 // grid, junit.xml and plots, each cell linking to its run where the shard
 // left it. Shards of different plans, or a cell run twice, are bad input;
-// a planned cell no shard ran is "missing".
+// a planned cell no shard ran is "missing". A directory that holds no
+// matrix (a CI shard that failed before its matrix began) is a shard that
+// never came, said in the outcome's Notes, as long as another holds one.
 func MergeMatrix(ctx context.Context, paths []string, store, command string) (*MatrixOutcome, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: merge needs the shards' matrix directories", ErrBadInput)
 	}
-	var dirs []string
+	var dirs, notes []string
+	var firstErr error
 	for _, p := range paths {
 		d, err := resolveMatrixDir(p)
 		if err != nil {
-			return nil, err
+			if st, serr := os.Stat(p); serr != nil || !st.IsDir() {
+				return nil, err
+			}
+			notes = append(notes, fmt.Sprintf("%s holds no matrix: taken as a shard that never came", p))
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
 		dirs = append(dirs, d)
+	}
+	if len(dirs) == 0 {
+		return nil, firstErr
 	}
 	if store == "" {
 		store = "store"
@@ -450,13 +470,14 @@ func MergeMatrix(ctx context.Context, paths []string, store, command string) (*M
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	m.Started, m.Command = filepath.Base(dir), command
+	out := &MatrixOutcome{Matrix: m, Dir: dir, Notes: notes}
 	if err := reports.WriteMatrix(ctx, dir, m); err != nil {
-		return &MatrixOutcome{Matrix: m, Dir: dir}, fmt.Errorf("matrix report: %w", err)
+		return out, fmt.Errorf("matrix report: %w", err)
 	}
 	if err := linkLatest(filepath.Join(store, "matrix"), dir); err != nil {
-		return &MatrixOutcome{Matrix: m, Dir: dir}, fmt.Errorf("matrix: %w", err)
+		return out, fmt.Errorf("matrix: %w", err)
 	}
-	return &MatrixOutcome{Matrix: m, Dir: dir}, nil
+	return out, nil
 }
 
 // Report draws every report file of a stored run or matrix again from what

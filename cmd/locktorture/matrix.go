@@ -527,6 +527,9 @@ matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 	if out == nil {
 		return fail(stderr, "merge", err)
 	}
+	for _, n := range out.Notes {
+		fmt.Fprintf(stderr, "locktorture merge: %s\n", n)
+	}
 	if out.Matrix.Compare {
 		printCompare(stdout, out)
 	} else {

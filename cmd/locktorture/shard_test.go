@@ -254,10 +254,19 @@ func TestCompareShardsMerge(t *testing.T) {
 		t.Errorf("the whole run's cells merged from three shards: compare.txt\n%s\nwant\n%s", ct, wt)
 	}
 
-	// Shard 2 never came: its cells are missing, red, and the merge fails.
+	// Shard 2 never came: its cells are missing, red, and the merge fails;
+	// so when its store came empty (its job failed before its matrix began).
 	code, out, _ = runCLI(t, "merge", "--store", t.TempDir(), shards[0], shards[2])
 	if code != exitInvalid || !strings.Contains(out, "MISSING") || !strings.Contains(out, "shard 2/3") {
 		t.Errorf("merging shards 1 and 3 of 3: exit %d, want %d\n%s", code, exitInvalid, out)
+	}
+	empty := t.TempDir()
+	code, out, stderr = runCLI(t, "merge", "--store", t.TempDir(), shards[0], empty, shards[2])
+	if code != exitInvalid || !strings.Contains(out, "MISSING") || !strings.Contains(stderr, empty+" holds no matrix") {
+		t.Errorf("merging shards 1 and 3 of 3 and an empty store: exit %d, want %d\n%s\n%s", code, exitInvalid, out, stderr)
+	}
+	if code, _, _ := runCLI(t, "merge", "--store", t.TempDir(), empty); code != exitBadArgs {
+		t.Errorf("merging an empty store alone: exit %d, want %d", code, exitBadArgs)
 	}
 }
 
