@@ -12,7 +12,9 @@ import (
 // cells that ran counted and the rest missing; a store with a complete one
 // still gives the complete one.
 func TestMergeTakesCutShard(t *testing.T) {
-	key := func(seed int64) matrix.CellKey { return matrix.CellKey{Scenario: "baseline", Backend: "redis-token", Seed: seed} }
+	key := func(seed int64) matrix.CellKey {
+		return matrix.CellKey{Scenario: "baseline", Backend: "redis-token", Seed: seed}
+	}
 	write := func(store, started string, interrupted bool) string {
 		m := &matrix.Matrix{Kind: matrix.Kind, Shard: "1/1", Started: started, Planned: []matrix.CellKey{key(1), key(2)}, Interrupted: interrupted,
 			Cells: []matrix.Cell{{CellKey: key(1), Verdict: "valid", Expected: "valid", AsExpected: true}}}
