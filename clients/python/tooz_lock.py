@@ -75,9 +75,10 @@ class Tooz:
                 raise ValueError("tooz's redis driver takes no CA file (ssl_ca_certs): run without --tls")
             cred = ":%s@" % quote(a["password"]) if a.get("password") else ""
             self.lease_s = ttl_s
-            # lock_timeout: the lock's TTL (whole seconds); socket_timeout:
-            # whole seconds too, the least is 1.
-            return "redis://%s%s?lock_timeout=%d&timeout=%d&socket_timeout=1" % (cred, addrs[0], ttl_s, ttl_s)
+            # lock_timeout: the lock's TTL (whole seconds); timeout: the
+            # socket timeout and the membership's, tooz's default for both
+            # (30s) shortened to the lease.
+            return "redis://%s%s?lock_timeout=%d&timeout=%d" % (cred, addrs[0], ttl_s, ttl_s)
         if self.driver == "zookeeper":
             addrs = servers.get("zookeeper") or []
             if not addrs:
@@ -95,6 +96,12 @@ class Tooz:
             if not dsn:
                 raise ValueError("no postgres server given (exec.servers: [postgres])")
             u = urllib.parse.urlsplit(dsn)
+            # tooz passes only host, port, database, user and password to
+            # psycopg2: the DSN's application_name (by which the harness
+            # finds this client's sessions) goes through libpq's PGAPPNAME.
+            app = urllib.parse.parse_qs(u.query).get("application_name")
+            if app:
+                os.environ["PGAPPNAME"] = app[0]
             return urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
         if self.driver == "mysql":
             dsn = servers.get("mariadb")
