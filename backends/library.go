@@ -38,6 +38,8 @@ type Library struct {
 // it, read at run time from its build information (go.mod's pin, or the
 // replacement's), never written by hand: "unknown" when the program
 // carries no build information or does not link the module.
+// For a Python library (Python set), it is the version PythonInterpreter
+// imports, read at run time (pythonVersion).
 func (l Library) Version() string {
 	if l.Python != "" {
 		return l.pythonVersion()
