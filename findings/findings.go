@@ -13,10 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime/debug"
 	"slices"
 	"strings"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/scenarios"
@@ -148,18 +148,7 @@ func Lookup(id string) (Finding, error) {
 // neither can be read.
 func (f Finding) Version() string {
 	if f.Module != "" {
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, d := range bi.Deps {
-				if d.Path != f.Module {
-					continue
-				}
-				if d.Replace != nil && d.Replace.Version != "" {
-					return d.Replace.Version
-				}
-				return d.Version
-			}
-		}
-		return "unknown"
+		return backends.Library{Module: f.Module}.Version()
 	}
 	if f.Package != "" {
 		out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", f.Package).Output()
