@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
+
+	"github.com/locktorture/locktorture/internal/shell"
 )
 
 // Program rows: backends whose clients are an adapter shipped under
@@ -23,9 +26,15 @@ type Program struct {
 	// sends its token as a gRPC call credential): the row's runs start
 	// their own servers with TLS (security: tls) unless told otherwise.
 	TLS bool
+	// User is set for a program of the user's (compare --exec NAME=...):
+	// the harness knows nothing of its lock, so it states no claim.
+	User bool
 }
 
-var programs = map[string]Program{}
+var (
+	programsMu sync.Mutex
+	programs   = map[string]Program{}
+)
 
 // registerProgram registers a program row: its clients are Program's
 // processes, its servers info.Kinds.
@@ -33,7 +42,9 @@ func registerProgram(info Info, p Program) {
 	if info.Library == nil || len(p.Command) == 0 {
 		panic("backends: program row " + info.Name + " needs its library and its command")
 	}
+	programsMu.Lock()
 	programs[info.Name] = p
+	programsMu.Unlock()
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
 		for _, k := range info.Kinds {
 			if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
@@ -47,7 +58,9 @@ func registerProgram(info Info, p Program) {
 // ProgramOf returns how the clients of the backend named name run, when
 // it is a program row.
 func ProgramOf(name string) (Program, bool) {
+	programsMu.Lock()
 	p, ok := programs[name]
+	programsMu.Unlock()
 	if ok {
 		p.Command = slices.Clone(p.Command)
 	}
@@ -55,7 +68,64 @@ func ProgramOf(name string) (Program, bool) {
 }
 
 // ProgramNames lists the program rows, sorted.
-func ProgramNames() []string { return slices.Sorted(maps.Keys(programs)) }
+func ProgramNames() []string {
+	programsMu.Lock()
+	defer programsMu.Unlock()
+	return slices.Sorted(maps.Keys(programs))
+}
+
+// IsUserProgram reports whether the backend named name is a program of
+// the user's (RegisterUserProgram), whose lock makes no claim known here.
+func IsUserProgram(name string) bool {
+	p, ok := ProgramOf(name)
+	return ok && p.User
+}
+
+// UserProgramKinds are the servers a program of the user's gets: one
+// redis-server, as backend exec's default.
+var UserProgramKinds = []string{"redis"}
+
+// RegisterUserProgram registers a program of the user's as a row named
+// name (compare --exec NAME='COMMAND ARGS'): its clients are command's
+// processes, speaking the client protocol; its servers one redis-server
+// (UserProgramKinds, as backend exec's default); it is taken as a lease
+// lock, able to run over Sentinel, as backend exec is; it names no library
+// (the harness cannot know one). It fails when name is taken. The
+// returned function removes the row again, for a row lives as long as the
+// command that named it.
+func RegisterUserProgram(name string, command []string) (remove func(), err error) {
+	if _, _, err := Lookup(name); err == nil {
+		return nil, fmt.Errorf("backends: %q is already a backend", name)
+	}
+	if len(command) == 0 {
+		return nil, fmt.Errorf("backends: %s: no command", name)
+	}
+	info := Info{
+		Name:        name,
+		Description: "a program of the user's, speaking the client protocol: " + shell.Join(command),
+		Servers:     "1 redis-server",
+		Kinds:       slices.Clone(UserProgramKinds),
+		Lease:       true,
+		Sentinel:    true,
+	}
+	programsMu.Lock()
+	programs[name] = Program{Command: slices.Clone(command), User: true}
+	programsMu.Unlock()
+	Register(info, func(ctx context.Context, env Env) (Backend, error) {
+		for _, k := range info.Kinds {
+			if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
+				return nil, fmt.Errorf("backends: %s: %w", info.Name, err)
+			}
+		}
+		return programBackend{name: info.Name}, nil
+	})
+	return func() {
+		registered.Remove(name)
+		programsMu.Lock()
+		delete(programs, name)
+		programsMu.Unlock()
+	}, nil
+}
 
 // Package is a Debian package a backend's clients need (a program row's
 // library and interpreter): `locktorture list packages` lists them, and

@@ -30,6 +30,9 @@ func TestJudge(t *testing.T) {
 		{"expected checker did not run", res(checker.Invalid, checker.Invalid, checker.Valid), "invalid", map[string]string{"fencing": "valid"}, true, ""},
 		{"unknown is not valid", res(checker.Unknown, checker.Valid, checker.Valid), "valid", nil, false, "expected valid, got unknown"},
 		{"no results", nil, "valid", nil, false, "no results"},
+		{"no claim takes invalid", res(checker.Invalid, checker.Invalid, checker.Invalid), NoClaim, nil, true, ""},
+		{"no claim takes unknown", res(checker.Unknown, checker.Valid, checker.Valid), NoClaim, nil, true, ""},
+		{"no claim, no results", nil, NoClaim, nil, false, "no results"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, why := Judge(tc.res, tc.expected, tc.checkers)

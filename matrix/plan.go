@@ -75,6 +75,26 @@ type Planned struct {
 	// Args are flags of the cell's own that its repeat command carries
 	// (--duration, from PlanOptions.Durations).
 	Args []string
+	// Exec is the command line of a program of the user's (compare
+	// --exec NAME=...), which the cell's repeat command gives run as
+	// --exec in place of --backend NAME; empty for another backend.
+	Exec string
+}
+
+// userNotApplicable says why a scenario does not take a program of the
+// user's (backends.RegisterUserProgram).
+func userNotApplicable(sc *scenarios.Scenario) string {
+	if sc.Suits != nil {
+		var sel []string
+		if len(sc.Suits.Kinds) > 0 {
+			sel = append(sel, "kinds: "+strings.Join(sc.Suits.Kinds, ", "))
+		}
+		if len(sc.Suits.Needs) > 0 {
+			sel = append(sel, "needs: "+strings.Join(sc.Suits.Needs, ", "))
+		}
+		return fmt.Sprintf("the scenario runs only over backends that suit it (%s), and a program given with --exec is taken as a lease lock over one redis-server, which may run over Sentinel, and nothing more", strings.Join(sel, "; "))
+	}
+	return "the scenario runs only over the backends it names: " + strings.Join(sc.Backends, ", ")
 }
 
 // startupCost is about how long a server of each kind takes to start on a
@@ -169,6 +189,11 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 				continue
 			}
 			if !slices.Contains(applies, b) {
+				if backends.IsUserProgram(b) {
+					// A program of the user's runs every family it can: one
+					// it cannot is said, with why.
+					m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: "not run: " + userNotApplicable(base)})
+				}
 				continue
 			}
 			modes := []string{""}
@@ -267,7 +292,14 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 				}
 			}
 			key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing, Version: v.Name}
-			out.cells = append(out.cells, Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v, Args: args})
+			p := Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v, Args: args}
+			if prog, ok := backends.ProgramOf(b); ok && prog.User {
+				// A program of the user's states no claim: its verdict is
+				// reported, never judged; run repeats it with --exec.
+				p.Expect = scenarios.Expectation{Valid: NoClaim}
+				p.Exec = shell.Join(prog.Command)
+			}
+			out.cells = append(out.cells, p)
 		}
 	}
 	return out, nil
@@ -359,7 +391,12 @@ func Spread(ests []time.Duration) float64 {
 // Command is the command line that repeats the cell, with extra flags.
 func (c Planned) Command(extra []string) string {
 	parts := append([]string{"locktorture", "run"}, c.Source...)
-	parts = append(parts, "--backend", c.Key.Backend, "--seed", strconv.FormatInt(c.Key.Seed, 10))
+	if c.Exec != "" {
+		parts = append(parts, "--exec", c.Exec)
+	} else {
+		parts = append(parts, "--backend", c.Key.Backend)
+	}
+	parts = append(parts, "--seed", strconv.FormatInt(c.Key.Seed, 10))
 	if c.Key.Fencing != "" {
 		parts = append(parts, "--fencing", c.Key.Fencing)
 	}

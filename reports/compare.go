@@ -50,8 +50,9 @@ type compareRow struct {
 	P50, P99 int64
 	Speed    bool
 	Cells    []compareCell
-	// AsExpected and Judged count the row's runs as expected, of all.
-	AsExpected, Judged int
+	// AsExpected and Judged count the row's runs as expected, of all;
+	// NoClaim those judged against no claim (a program of the user's).
+	AsExpected, Judged, NoClaim int
 	// Library is the third-party library the backend drives, as its runs
 	// recorded it (nil for the project's own locks).
 	Library *checker.Library
@@ -64,6 +65,16 @@ func (r compareRow) LibraryText() string {
 		return ""
 	}
 	return fmt.Sprintf("%s %s (%s)", r.Library.Name, r.Library.Version, r.Library.Language)
+}
+
+// ExpectedText is the row's as-expected column: its runs as expected, of
+// all ("5/6"), or "no claim" for a program of the user's (compare --exec),
+// whose runs no expectation judges.
+func (r compareRow) ExpectedText() string {
+	if r.Judged > 0 && r.NoClaim == r.Judged {
+		return matrix.NoClaim
+	}
+	return fmt.Sprintf("%d/%d", r.AsExpected, r.Judged)
 }
 
 // Label is the row's name: the backend, with the fencing mode when set.
@@ -118,6 +129,9 @@ func buildComparison(m *matrix.Matrix) comparison {
 			r.Library = c.Library
 		}
 		r.Judged++
+		if c.Expected == matrix.NoClaim {
+			r.NoClaim++
+		}
 		if c.AsExpected {
 			r.AsExpected++
 		}
@@ -372,7 +386,7 @@ func CompareTable(m *matrix.Matrix) string {
 		for _, c := range r.Cells {
 			cols = append(cols, c.Short())
 		}
-		cols = append(cols, fmt.Sprintf("%d/%d", r.AsExpected, r.Judged))
+		cols = append(cols, r.ExpectedText())
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()

@@ -68,7 +68,7 @@ Recovery: median time from the fault's end to the next grant (a lock its holder 
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
 {{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}{{with .LibraryText}}<div class="small">{{.}}</div>{{end}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
 {{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} {{if .Dir}}<a href="{{.Dir}}/index.html">{{.Seed}}</a>{{else}}{{.Seed}}{{end}}{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
-<td>{{.AsExpected}}/{{.Judged}}</td></tr>
+<td>{{.ExpectedText}}</td></tr>
 {{end}}</table>
 <p><a href="index.html">the matrix (every run, its verdict and expectation)</a> · <a href="compare.png">compare.png</a> · <a href="compare.txt">compare.txt</a></p>
 <p class="small">{{.M.Command}}</p>
@@ -114,7 +114,7 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 			a, b, c := s()
 			return []string{[]string{a, b, c}[j-1]}, ""
 		case j == len(heads)-1:
-			return []string{fmt.Sprintf("%d/%d", r.AsExpected, r.Judged)}, ""
+			return []string{r.ExpectedText()}, ""
 		}
 		c := r.Cells[j-4]
 		out := wrapWords(c.Summary(), 26)

@@ -99,6 +99,15 @@ func MatrixTable(m *matrix.Matrix) string {
 func matrixTotals(m *matrix.Matrix) string {
 	ok, differ, errs, missing := m.Counts()
 	s := fmt.Sprintf("%s: %d as expected", strings.ToUpper(verdictWord(m)), ok)
+	noClaim := 0
+	for _, c := range m.Cells {
+		if c.Expected == matrix.NoClaim && c.AsExpected {
+			noClaim++
+		}
+	}
+	if noClaim > 0 {
+		s += fmt.Sprintf(", %d of them against no claim", noClaim)
+	}
 	if differ > 0 {
 		s += fmt.Sprintf(", %d NOT as expected", differ)
 	}

@@ -74,11 +74,17 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	}
 	r.lg.Printf("clients: %d processes (%s) open in %s", sc.Clients, opt.Command[0], time.Since(start).Round(time.Millisecond))
 	if p := clientClockStep(steps); p != nil && !l.Has(clientproc.AbilityClock) {
-		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", ErrBadInput, p, clientproc.AbilityClock)
+		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", errNotServed, p, clientproc.AbilityClock)
 	}
 	r.backend = l
 	return nil
 }
+
+// errNotServed is wrapped (with ErrBadInput) when the client program
+// cannot serve what the scenario asks of it (a step on a client's clock
+// and no clock ability announced): a comparison's row of the user's
+// (compare --exec) is then not run, with the reason.
+var errNotServed = fmt.Errorf("%w: the client program cannot serve the scenario", ErrBadInput)
 
 // clientClockStep is the first step that jumps or skews a client's clock.
 func clientClockStep(steps []nemesis.Step) *nemesis.Step {

@@ -281,6 +281,16 @@ func (r *matrixRun) runCell(ctx context.Context, i int) {
 			r.runErr = err
 		}
 		return
+	case err != nil && errors.Is(err, errNotServed) && c.Expect.Valid == matrix.NoClaim:
+		// A program of the user's that cannot serve the family (a
+		// client's clock, no clock ability): not run, with the reason,
+		// as a family says of a built-in it cannot apply to.
+		r.notServed(c.Key, err)
+		if r.opt.OnCell != nil {
+			ev.Done, ev.Cell = true, matrix.Cell{CellKey: c.Key, Verdict: "not run", Expected: c.Expect.Valid, AsExpected: true, Why: err.Error()}
+			r.opt.OnCell(ev)
+		}
+		return
 	case err != nil:
 		cell = matrix.ErrorCell(c.Key, c.Expect.Valid, c.Expect.Checkers, err)
 	}
@@ -292,6 +302,23 @@ func (r *matrixRun) runCell(ctx context.Context, i int) {
 		ev.Done, ev.Cell = true, cell
 		r.opt.OnCell(ev)
 	}
+}
+
+// notServed takes a planned cell the client program could not serve out
+// of the plan, and says why among the pairs not run (the caller holds mu).
+func (r *matrixRun) notServed(key matrix.CellKey, err error) {
+	r.m.Planned = slices.DeleteFunc(r.m.Planned, func(k matrix.CellKey) bool { return k == key })
+	why := err.Error()
+	if _, after, ok := strings.Cut(why, errNotServed.Error()+": "); ok {
+		why = after
+	}
+	said := slices.ContainsFunc(r.m.Skipped, func(s matrix.Skipped) bool {
+		return s.Scenario == key.Scenario && s.Backend == key.Backend // another seed said it
+	})
+	if !said {
+		r.m.Skipped = append(r.m.Skipped, matrix.Skipped{Scenario: key.Scenario, Backend: key.Backend, Version: key.Version, Why: "not run: " + why})
+	}
+	r.save()
 }
 
 // judge makes the cell of a finished run; a comparison's cell also

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -82,6 +84,8 @@ type matrixFlags struct {
 	images                                                   map[string]string
 	redisProgram, versionsFile                               *string
 	imageSets                                                map[string][]string
+	// execs are compare's --exec values, as given (NAME='COMMAND ARGS').
+	execs []string
 }
 
 // defineMatrixFlags declares the flags of matrix (or, with compare, of
@@ -94,6 +98,10 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every built-in backend)")
 		f.seeds = fs.Int("seeds", 3, "seeds per family and backend: the scenario's seed, seed+1, ...")
 		f.doShrink = new(bool)
+		fs.Func("exec", "a program of yours as a row: `NAME='COMMAND ARGS'` (repeatable), speaking the client protocol (docs/client-protocol.md), split as a shell splits plain and quoted words; it runs every family beside the built-in rows over one redis-server, its cells judged against no claim (docs/compare.md)", func(v string) error {
+			f.execs = append(f.execs, v)
+			return nil
+		})
 	} else {
 		f.scs = fs.String("scenarios", "", "comma-separated scenario `NAMES` or .yaml files (default: every built-in scenario)")
 		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every backend each scenario applies to)")
@@ -408,8 +416,10 @@ backends, columns families, each cell what happened to safety (safe; unsafe:
 stale holders, double grants, lost updates, with counts; stale holders whose
 every stale write fencing rejected; not run, with the reason), the recovery
 after the fault, and beside them each backend's speed with no faults. The
-matrix's own report (index.html, junit.xml) is there too. Exit 0 when every
-cell is as its family expects, 1 when one is not, 255 on a harness error.
+matrix's own report (index.html, junit.xml) is there too. --exec NAME='COMMAND'
+adds a program of yours (speaking the client protocol) as a row, its cells judged
+against no claim. Exit 0 when every cell is as its family expects, 1 when one is
+not, 255 on a harness error, 254 for bad arguments.
 
 `, strings.Join(scenarios.Families, ", "))
 		fs.PrintDefaults()
@@ -435,12 +445,26 @@ cell is as its family expects, 1 when one is not, 255 on a harness error.
 	for _, fam := range fams {
 		opt.Scenarios = append(opt.Scenarios, scenarios.FamilyScenarios(fam)...)
 	}
+	rows, err := parseExecRows(f.execs)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture compare: --exec %v\n", err)
+		return exitBadArgs
+	}
 	if len(opt.Backends) == 0 {
 		for _, b := range backends.Names() {
 			if b != scenarios.ExecBackend {
 				opt.Backends = append(opt.Backends, b)
 			}
 		}
+	}
+	for _, r := range rows {
+		remove, err := backends.RegisterUserProgram(r.name, r.command)
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture compare: --exec %s: %v\n", r.name, err)
+			return exitBadArgs
+		}
+		defer remove()
+		opt.Backends = append(opt.Backends, r.name)
 	}
 	opt.Compare = true
 	// The baseline gives each backend's speed with no faults: one seed
@@ -452,6 +476,55 @@ cell is as its family expects, 1 when one is not, 255 on a harness error.
 		return printPlan(opt, "compare", stdout, stderr)
 	}
 	return runMatrixCommand(opt, f, "compare", stdout, stderr, printCompare)
+}
+
+// execRow is a program of the user's that compare runs as a row
+// (--exec NAME='COMMAND ARGS').
+type execRow struct {
+	name    string
+	command []string
+}
+
+// rowName is what a row of the user's may be called.
+var rowName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// parseExecRows checks compare's --exec values: NAME='COMMAND ARGS', the
+// name new and plain, the command split as a shell splits it and found.
+// An error is one line, after "--exec ".
+func parseExecRows(values []string) ([]execRow, error) {
+	var rows []execRow
+	seen := map[string]bool{}
+	for _, v := range values {
+		name, line, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want NAME='COMMAND ARGS' (a row's name, then the program that speaks the client protocol)", v)
+		}
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("%q: empty name: want NAME='COMMAND ARGS'", v)
+		case !rowName.MatchString(name):
+			return nil, fmt.Errorf("%q: a row's name is letters, digits, '.', '_' and '-', not %q", v, name)
+		case seen[name]:
+			return nil, fmt.Errorf("%s: %q given twice", name, name)
+		}
+		if _, _, err := backends.Lookup(name); err == nil {
+			return nil, fmt.Errorf("%s: %q is a built-in backend: name your row otherwise", name, name)
+		}
+		seen[name] = true
+		argv, err := scenarios.SplitCommand(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("%s: no command: want NAME='COMMAND ARGS'", name)
+		}
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return nil, fmt.Errorf("%s: command %q not found: %v", name, argv[0], err)
+		}
+		rows = append(rows, execRow{name: name, command: argv})
+	}
+	return rows, nil
 }
 
 // compareBaseline is how long compare runs the baseline of each backend.

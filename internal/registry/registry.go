@@ -34,6 +34,14 @@ func (r *Registry[T]) Add(name string, v T) {
 	r.m[name] = v
 }
 
+// Remove removes name's entry, when it has one: for an entry that lives
+// only as long as one command (a program row given on the command line).
+func (r *Registry[T]) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, name)
+}
+
 // Get returns the value registered under name, or an error wrapping the
 // registry's unknown error that lists the known names.
 func (r *Registry[T]) Get(name string) (T, error) {
