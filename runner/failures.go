@@ -22,6 +22,16 @@ type failureTally struct {
 	other       int            // failures whose text did not fit in errs
 }
 
+// lockAnswers are the errors a history records when the lock itself said
+// no: "busy" (as workload records ErrBusy, and as the client protocol's
+// adapters say it) and not held.
+var lockAnswers = map[string]bool{
+	"busy":                      true,
+	backends.ErrBusy.Error():    true,
+	backends.ErrNotHeld.Error(): true,
+	"not held":                  true,
+}
+
 // maxFailureKinds bounds how many distinct error texts a tally keeps: a
 // long run's errors may each carry a time or an address.
 const maxFailureKinds = 1000
@@ -37,7 +47,7 @@ func (t *failureTally) add(op *history.Op) {
 		return // final reads and lost are the harness's, not the client's
 	}
 	t.ops++
-	if op.Type == history.OK || op.Error == backends.ErrBusy.Error() || op.Error == backends.ErrNotHeld.Error() {
+	if op.Type == history.OK || lockAnswers[op.Error] {
 		return
 	}
 	t.failed++

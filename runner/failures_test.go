@@ -132,12 +132,17 @@ func TestNoteFailures(t *testing.T) {
 	var healthy, refused failureTally
 	for range 10 {
 		healthy.add(&history.Op{Process: 0, Type: history.Invoke, F: history.Acquire})
-		o := op(history.Acquire, history.Fail, "lock is busy")
-		healthy.add(&o)
-		o = op(history.Release, history.Fail, "lock is not held by this client")
+		// As a history records a busy lock (workload's errString; the
+		// protocol's word too): "busy", not ErrBusy's own text.
+		o := op(history.Acquire, history.Fail, "busy")
 		healthy.add(&o)
 		o = op(history.Acquire, history.Fail, "NOAUTH Authentication required.")
 		refused.add(&o)
+	}
+	// A contended lock: mostly busy, one grant, one release that came too
+	// late (not held).
+	for _, o := range []history.Op{op(history.Acquire, history.OK, ""), op(history.Release, history.Fail, "lock is not held by this client")} {
+		healthy.add(&o)
 	}
 	o := op(history.Acquire, history.Info, "i/o timeout")
 	refused.add(&o)
