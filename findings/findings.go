@@ -118,6 +118,11 @@ var registry = []Finding{
 		Scenario: "kill-session", Backend: "zk-lock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 		Upstream: "https://github.com/samuel/go-zookeeper/issues/20",
 	},
+	{
+		ID: "tooz-redis-renew-delay", Library: "tooz (redis driver)", Package: "python3-tooz",
+		Breaks:   "slow replies: the heartbeat lets the lock's key expire, the failed reacquire is only logged: stale holder",
+		Scenario: "renew-delay", Backend: "tooz-redis", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+	},
 }
 
 // All returns every finding, in the docs' order.
