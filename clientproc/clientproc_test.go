@@ -16,8 +16,8 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // TestMain lets the test binary be `locktorture client`: the launcher
@@ -346,7 +346,7 @@ func TestLogCap(t *testing.T) {
 // (kill -9 of the harness) is killed by ReapOrphans; one whose harness
 // still runs is left alone.
 func TestReapOrphans(t *testing.T) {
-	self, err := local.OwnerID()
+	self, err := owner.ID()
 	if err != nil {
 		t.Fatal(err)
 	}

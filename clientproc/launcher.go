@@ -21,8 +21,8 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // ErrCommand is wrapped when a child's program cannot be found: a bad
@@ -121,11 +121,11 @@ func New(opt Options) *Launcher {
 		opt.logCap = logCap
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	owner, err := local.OwnerID()
+	ownerID, err := owner.ID()
 	if err != nil {
-		owner = strconv.Itoa(os.Getpid())
+		ownerID = strconv.Itoa(os.Getpid())
 	}
-	tag := fmt.Sprintf("%s/%d", owner, launchers.Add(1))
+	tag := fmt.Sprintf("%s/%d", ownerID, launchers.Add(1))
 	return &Launcher{opt: opt, ctx: ctx, cancel: cancel, failed: make(chan struct{}), tag: tag}
 }
 

@@ -11,12 +11,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // ownerEnv is the environment variable every client process (and so,
 // unless it clears its environment, everything it starts) carries: the
-// harness that owns it ("pid starttime", local.OwnerID) and the
+// harness that owns it ("pid starttime", owner.ID) and the
 // launcher's number in it, "pid starttime/N". A process that left the
 // client's process group (setsid) is still found by it: at Close, as a
 // process the client left behind, and by any later run once the harness
@@ -113,8 +113,8 @@ func killAll(ps []Leftover) {
 // next run on the machine ends them, whatever its mode. Best effort.
 func ReapOrphans() []Leftover {
 	ps := procsTagged(func(tag string) bool {
-		owner, _, _ := strings.Cut(tag, "/")
-		return !local.OwnerAlive(owner)
+		id, _, _ := strings.Cut(tag, "/")
+		return !owner.Alive(id)
 	})
 	killAll(ps)
 	return ps

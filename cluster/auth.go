@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/secret"
 )
 
@@ -315,11 +315,11 @@ func (s AuthSet) WriteTLSFiles(dir string) (AuthSet, error) {
 // removing it, a later run removes it (SweepLeftovers): where TLS files
 // given to client processes go.
 func PrivateDir(parent string) (string, error) {
-	dir, err := os.MkdirTemp(parent, local.TempPattern)
+	dir, err := os.MkdirTemp(parent, owner.TempPattern)
 	if err != nil {
 		return "", fmt.Errorf("cluster: private dir: %w", err)
 	}
-	if err := local.MarkOwned(dir); err != nil {
+	if err := owner.Mark(dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/cluster/provider"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/runca"
 )
 
@@ -113,17 +114,17 @@ type Cluster struct {
 }
 
 // New makes a cluster with its own temporary directory, and removes those
-// that harnesses killed with SIGKILL left behind (see local.Reap).
+// that harnesses killed with SIGKILL left behind (see owner.Reap).
 func New(opt Options) (*Cluster, error) {
-	tmp, err := os.MkdirTemp(opt.TempDir, local.TempPattern)
+	tmp, err := os.MkdirTemp(opt.TempDir, owner.TempPattern)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: temp dir: %w", err)
 	}
-	if err := local.MarkOwned(tmp); err != nil {
+	if err := owner.Mark(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	local.Reap(filepath.Dir(tmp), tmp)
+	owner.Reap(filepath.Dir(tmp), tmp)
 	if opt.LogDir == "" {
 		opt.LogDir = tmp
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/cluster/provider"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // Where servers come from (Options.Servers).
@@ -66,7 +67,7 @@ func SweepLeftovers(ctx context.Context, tempDir string) []string {
 	if tempDir == "" {
 		tempDir = os.TempDir()
 	}
-	local.Reap(tempDir, "")
+	owner.Reap(tempDir, "")
 	sweepersMu.Lock()
 	fs := slices.Clone(sweepers)
 	sweepersMu.Unlock()

@@ -8,8 +8,8 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -23,11 +23,11 @@ func inDocker() scenarios.Overrides {
 // assertNoContainers checks that this process left no container or network.
 func assertNoContainers(t *testing.T) {
 	t.Helper()
-	owner, err := local.OwnerID()
+	ownerID, err := owner.ID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := testenv.DockerLeftovers(t, owner); len(left) > 0 {
+	if left := testenv.DockerLeftovers(t, ownerID); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

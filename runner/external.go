@@ -10,8 +10,8 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/journal"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // An external run (servers: external) uses servers someone else runs,
@@ -96,11 +96,11 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 // first (kill -9 included). At the run's end, after every undo, the
 // journal is closed (and removed) and the guard told to go.
 func (r *run) openJournal() (*journal.Journal, error) {
-	owner, err := local.OwnerID()
+	ownerID, err := owner.ID()
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Create(journal.Dir(), owner, r.dir)
+	j, err := journal.Create(journal.Dir(), ownerID, r.dir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/secret"
 
 	"context"
@@ -185,7 +185,7 @@ func (r *run) openStore() error {
 // returns what it did, in words, for run.log.
 func sweep(ctx context.Context, tempDir string) []string {
 	var out []string
-	undone, errs := journal.ReplayDead(ctx, journal.Dir(), local.OwnerAlive)
+	undone, errs := journal.ReplayDead(ctx, journal.Dir(), owner.Alive)
 	for _, u := range undone {
 		out = append(out, "undid, for a harness that died: "+u)
 	}

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/runner"
 	"github.com/locktorture/locktorture/scenarios"
@@ -245,7 +245,7 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	defer os.RemoveAll(scratch)
 	// Owned, so that the next run removes it if this process is killed.
-	if err := local.MarkOwned(scratch); err != nil {
+	if err := owner.Mark(scratch); err != nil {
 		return nil, fmt.Errorf("shrink: scratch store: %w", err)
 	}
 	s := &search{r: r, opt: opt, scratch: scratch, start: time.Now(), cache: map[string]bool{}}

@@ -41,15 +41,15 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/cluster/provider"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // The labels every container and network of a run carries.
 const (
 	// labelRun names the run (a random id per provider).
 	labelRun = "org.locktorture.run"
-	// LabelOwner names the owner process: "pid starttime" (local.OwnerID).
+	// LabelOwner names the owner process: "pid starttime" (owner.ID).
 	LabelOwner = "org.locktorture.owner"
 	// LabelHost names the machine the owner runs on (its hostname): only
 	// orphans of this machine's harnesses are swept.
@@ -155,7 +155,7 @@ func newProvider(ctx context.Context, opt provider.Options) (provider.Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("%w (%w): start it, or run with servers: local", errNoEngine, err)
 	}
-	owner, err := local.OwnerID()
+	ownerID, err := owner.ID()
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func newProvider(ctx context.Context, opt provider.Options) (provider.Provider, 
 	// testcontainers' own labels (its session) let Ryuk, when it runs,
 	// reap the network too.
 	p.labels = testcontainers.GenericLabels()
-	for k, v := range map[string]string{labelRun: p.run, LabelOwner: owner, LabelHost: host} {
+	for k, v := range map[string]string{labelRun: p.run, LabelOwner: ownerID, LabelHost: host} {
 		p.labels[k] = v
 	}
 	sweep(ctx, cli.Client, host)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -30,7 +30,7 @@ func newCluster(t *testing.T) *cluster.Cluster {
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		if left := testenv.DockerLeftovers(t, owner(t)); len(left) > 0 {
+		if left := testenv.DockerLeftovers(t, ownerID(t)); len(left) > 0 {
 			t.Errorf("left behind: %v", left)
 		}
 	})
@@ -168,7 +168,7 @@ func TestMissingImage(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if left := testenv.DockerLeftovers(t, owner(t)); len(left) > 0 {
+	if left := testenv.DockerLeftovers(t, ownerID(t)); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -180,8 +180,8 @@ func TestBadImageKind(t *testing.T) {
 	}
 }
 
-func owner(t *testing.T) string {
-	id, err := local.OwnerID()
+func ownerID(t *testing.T) string {
+	id, err := owner.ID()
 	if err != nil {
 		t.Fatal(err)
 	}

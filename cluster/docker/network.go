@@ -15,7 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // makeNetwork creates the run's bridge network on a /24 of 10.0.0.0/8
@@ -108,7 +108,7 @@ func routedPrefixes() []netip.Prefix {
 // removed.
 func sweep(ctx context.Context, cli *client.Client, host string) (removed []string) {
 	f := make(client.Filters).Add("label", LabelOwner).Add("label", LabelHost+"="+host)
-	dead := func(labels map[string]string) bool { return !local.OwnerAlive(labels[LabelOwner]) }
+	dead := func(labels map[string]string) bool { return !owner.Alive(labels[LabelOwner]) }
 	if cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {
 		for _, c := range cs.Items {
 			if !dead(c.Labels) {

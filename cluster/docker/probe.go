@@ -10,7 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 func init() {
@@ -33,14 +33,14 @@ func imageHasProgram(ctx context.Context, ref, program string) (bool, error) {
 		return false, fmt.Errorf("docker: %w", err)
 	}
 	defer cli.Close()
-	owner, err := local.OwnerID()
+	ownerID, err := owner.ID()
 	if err != nil {
 		return false, err
 	}
 	host, _ := os.Hostname()
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{Image: ref, Entrypoint: []string{"/bin/sh", "-c", `command -v "$0"`, program},
-			Labels: map[string]string{labelRun: "probe", LabelOwner: owner, LabelHost: host}},
+			Labels: map[string]string{labelRun: "probe", LabelOwner: ownerID, LabelHost: host}},
 		HostConfig: &container.HostConfig{NetworkMode: "none"},
 	})
 	if err != nil {

@@ -3,23 +3,23 @@
 // "local"): a process that is paused, killed and started again (Proc),
 // with the process trees of servers that fork (postgres); the system user
 // a server runs as when the harness is root (RunAs) and the files a kind
-// keeps between runs (Template: PostgreSQL's initdb template); and the
-// reaper that removes what harnesses killed with SIGKILL left behind
-// (Reap, owner files). It depends only on cluster/provider.
+// keeps between runs (Template: PostgreSQL's initdb template). It depends
+// only on cluster/provider and internal/owner (which process owns what a
+// run leaves, and the reaper of what a killed harness left behind).
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locktorture/locktorture/internal/owner"
 )
 
 // ErrStart is wrapped when a server does not come up (cluster.ErrStart).
@@ -154,7 +154,7 @@ func (p *Proc) signal(sig syscall.Signal) error {
 		return fmt.Errorf("%s: not running", p.name)
 	}
 	pid := p.cmd.Process.Pid
-	frozen := []procRef{{pid: pid}}
+	frozen := []owner.Ref{{PID: pid}}
 	if p.tree {
 		if err := signalTree(pid, sig); err != nil {
 			return fmt.Errorf("%s: %v: %w", p.name, sig, err)
@@ -212,7 +212,7 @@ func (p *Proc) stop() error {
 		if sig == 0 {
 			sig = syscall.SIGTERM
 		}
-		var kids []procRef
+		var kids []owner.Ref
 		if p.tree {
 			// Children found now are waited for below: none may outlive
 			// the server.
@@ -314,113 +314,48 @@ func (p *Proc) WaitReady(ctx context.Context, ready func(context.Context) error)
 	}
 }
 
-// procRef names one process by pid and start time, so that a pid the
-// kernel has reused for another process is never mistaken for it.
-type procRef struct {
-	pid   int
-	start string
-}
-
 // descendants lists the processes below pid (children, their children...),
 // read from /proc.
-func descendants(pid int) []procRef {
+func descendants(pid int) []owner.Ref {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	kids := map[int][]procRef{}
+	kids := map[int][]owner.Ref{}
 	for _, e := range ents {
 		id, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if st, ok := procStat(id); ok {
-			kids[st.ppid] = append(kids[st.ppid], procRef{id, st.start})
+		if st, ok := owner.Stat(id); ok {
+			kids[st.PPID] = append(kids[st.PPID], owner.Ref{PID: id, Start: st.Start})
 		}
 	}
-	var out []procRef
+	var out []owner.Ref
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, k := range kids[p] {
 			out = append(out, k)
-			queue = append(queue, k.pid)
+			queue = append(queue, k.PID)
 		}
 	}
 	return out
 }
 
-type procStatus struct {
-	ppid  int
-	state byte
-	start string
-}
-
-// procStat reads a process's parent, state and start time from /proc/<pid>/stat.
-func procStat(pid int) (procStatus, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStatus{}, false
-	}
-	// "pid (comm) S ppid ... starttime(22nd field) ...": comm may hold
-	// spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return procStatus{}, false
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 {
-		return procStatus{}, false
-	}
-	pp, err := strconv.Atoi(f[1])
-	if err != nil {
-		return procStatus{}, false
-	}
-	return procStatus{ppid: pp, state: f[0][0], start: f[19]}, true
-}
-
-// gone reports whether the process has ended (absent, a zombie nobody
-// reaped yet, or its pid now names another process).
-func (r procRef) gone() bool {
-	st, ok := procStat(r.pid)
-	return !ok || st.state == 'Z' || st.state == 'X' || st.start != r.start
-}
-
 // waitStopped waits until every process is stopped (or gone), or d has
 // passed. A ref without a start time matches any process with its pid.
-func waitStopped(ps []procRef, d time.Duration) {
+func waitStopped(ps []owner.Ref, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for _, p := range ps {
 		for time.Now().Before(deadline) {
-			st, ok := procStat(p.pid)
-			if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' || (p.start != "" && st.start != p.start) {
+			st, ok := owner.Stat(p.PID)
+			if !ok || st.State == 'T' || st.State == 't' || st.State == 'Z' || st.State == 'X' || (p.Start != "" && st.Start != p.Start) {
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
-	}
-}
-
-// waitGone waits until every process has ended, or d has passed; it
-// reports whether all ended.
-func waitGone(ps []procRef, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		left := false
-		for _, p := range ps {
-			if !p.gone() {
-				left = true
-				break
-			}
-		}
-		if !left {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -431,7 +366,7 @@ func signalTree(pid int, sig syscall.Signal) error {
 		return err
 	}
 	for _, k := range descendants(pid) {
-		_ = syscall.Kill(k.pid, sig)
+		_ = syscall.Kill(k.PID, sig)
 	}
 	return nil
 }
@@ -439,7 +374,7 @@ func signalTree(pid int, sig syscall.Signal) error {
 // killTree kills pid and its descendants (plus extra, processes found
 // earlier that may have been orphaned since) with SIGKILL, and waits until
 // all are gone. The parent is stopped first so it forks nothing new.
-func killTree(pid int, exited <-chan struct{}, extra ...procRef) {
+func killTree(pid int, exited <-chan struct{}, extra ...owner.Ref) {
 	all := extra
 	select {
 	case <-exited:
@@ -449,23 +384,23 @@ func killTree(pid int, exited <-chan struct{}, extra ...procRef) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	for _, k := range all {
-		if !k.gone() {
-			_ = syscall.Kill(k.pid, syscall.SIGKILL)
+		if !k.Gone() {
+			_ = syscall.Kill(k.PID, syscall.SIGKILL)
 		}
 	}
 	<-exited
-	waitGone(all, 10*time.Second)
+	owner.WaitGone(all, 10*time.Second)
 }
 
 // Child is a process below a server's (a postgres backend), named so that
 // a reused pid is not taken for it.
-type Child struct{ ref procRef }
+type Child struct{ ref owner.Ref }
 
 // PID is its process id.
-func (c Child) PID() int { return c.ref.pid }
+func (c Child) PID() int { return c.ref.PID }
 
 // Gone reports whether it has ended.
-func (c Child) Gone() bool { return c.ref.gone() }
+func (c Child) Gone() bool { return c.ref.Gone() }
 
 // Children lists the processes below pid (children, their children...).
 func Children(pid int) []Child {
@@ -479,6 +414,6 @@ func Children(pid int) []Child {
 // State is a process's state letter as /proc says it ('T' stopped, 'Z' a
 // zombie...), and whether it could be read.
 func State(pid int) (byte, bool) {
-	st, ok := procStat(pid)
-	return st.state, ok
+	st, ok := owner.Stat(pid)
+	return st.State, ok
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locktorture/locktorture/cluster/local"
+	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -48,11 +48,11 @@ func TestServersFlags(t *testing.T) {
 				t.Errorf("store written: %v", runs)
 			}
 			if tc.docker {
-				owner, err := local.OwnerID()
+				ownerID, err := owner.ID()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if left := testenv.DockerLeftovers(t, owner); len(left) > 0 {
+				if left := testenv.DockerLeftovers(t, ownerID); len(left) > 0 {
 					t.Errorf("left behind: %v", left)
 				}
 			}

@@ -35,7 +35,7 @@ func RequireDocker(t testing.TB, image string) {
 }
 
 // DockerLeftovers lists the containers and networks whose label
-// org.locktorture.owner is owner (a process's local.OwnerID).
+// org.locktorture.owner is owner (a process's owner.ID).
 func DockerLeftovers(t testing.TB, owner string) []string {
 	t.Helper()
 	var out []string

@@ -1,4 +1,13 @@
-package local
+// Package owner says which harness process owns what a run leaves on the
+// machine, and removes what a harness killed with SIGKILL left behind.
+//
+// A process is named "pid starttime" (ID; the start time from /proc tells
+// a reused pid from the owner). A run's temporary directories carry it in
+// an owner file (Mark), its containers in a label, its client processes in
+// their environment; the next run on the machine removes what belongs to
+// an owner that is gone (Reap for directories; cluster/docker and
+// clientproc for the others, with Alive).
+package owner
 
 import (
 	"errors"
@@ -13,27 +22,55 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OwnerFile, in a cluster's temporary directory, names the harness process
-// that owns it: "pid starttime" (the start time from /proc tells a reused
-// pid from the owner).
-const OwnerFile = ".locktorture-owner"
+// File, in a cluster's temporary directory, names the harness process that
+// owns it: "pid starttime".
+const File = ".locktorture-owner"
 
 // TempPattern is the name pattern of every cluster's temporary directory.
 const TempPattern = "locktorture-"
 
-// MarkOwned names this process the owner of dir, a directory named
+// ID names this process the way owner files and container labels do
+// ("pid starttime"): a reused pid is never taken for it.
+func ID() (string, error) { return identity(os.Getpid()) }
+
+// identity returns "pid starttime" for a running process; an error
+// wrapping os.ErrNotExist when it is gone.
+func identity(pid int) (string, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return "", err
+	}
+	return Ref{PID: pid, Start: st.Start}.String(), nil
+}
+
+// Mark names this process the owner of dir, a directory named
 // locktorture-* in the system's (or a run's) temporary directory: should
 // this process die without removing it, the next run on the machine does
 // (Reap; cluster.SweepLeftovers).
-func MarkOwned(dir string) error {
-	id, err := procIdentity(os.Getpid())
+func Mark(dir string) error {
+	id, err := ID()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(id+"\n"), 0o644); err != nil {
-		return fmt.Errorf("cluster: owner file: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, File), []byte(id+"\n"), 0o644); err != nil {
+		return fmt.Errorf("owner: owner file: %w", err)
 	}
 	return nil
+}
+
+// Alive reports whether the process an owner ID names still runs. An
+// unreadable ID counts as alive, so nothing is removed on a guess.
+func Alive(owner string) bool {
+	pidText, _, ok := strings.Cut(owner, " ")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || pid <= 0 {
+		return true
+	}
+	id, err := identity(pid)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	return err != nil || id == owner
 }
 
 // Reap removes the temporary directories that earlier harnesses left
@@ -52,11 +89,11 @@ func Reap(parent, keep string) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), TempPattern) || dir == keep {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, OwnerFile))
+		b, err := os.ReadFile(filepath.Join(dir, File))
 		if err != nil {
 			continue
 		}
-		if OwnerAlive(strings.TrimSpace(string(b))) {
+		if Alive(strings.TrimSpace(string(b))) {
 			continue
 		}
 		killLeftovers(dir)
@@ -73,8 +110,8 @@ func Reap(parent, keep string) {
 // SIGKILL ends a stopped process too. It waits (a little) until they are
 // gone, so that what they held (shared memory) is free. Best effort.
 func killLeftovers(dir string) {
-	var killed []procRef
-	defer func() { waitGone(killed, 2*time.Second) }()
+	var killed []Ref
+	defer func() { WaitGone(killed, 2*time.Second) }()
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(filepath.Base(p))
@@ -84,8 +121,8 @@ func killLeftovers(dir string) {
 		if !usesDir(p, dir) {
 			continue
 		}
-		if st, ok := procStat(pid); ok && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			killed = append(killed, procRef{pid, st.start})
+		if st, ok := Stat(pid); ok && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, Ref{pid, st.Start})
 		}
 	}
 }
@@ -142,43 +179,3 @@ func usesDir(procDir, dir string) bool {
 	cmd, err := os.ReadFile(filepath.Join(procDir, "cmdline"))
 	return err == nil && strings.Contains(string(cmd), dir)
 }
-
-// OwnerAlive reports whether the process an owner file names still runs.
-// An unreadable owner file counts as alive, so nothing is removed on a guess.
-func OwnerAlive(owner string) bool {
-	pidText, _, ok := strings.Cut(owner, " ")
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 0 {
-		return true
-	}
-	id, err := procIdentity(pid)
-	if errors.Is(err, os.ErrNotExist) {
-		return false
-	}
-	return err != nil || id == owner
-}
-
-// procIdentity returns "pid starttime" for a running process, from
-// /proc/<pid>/stat; an error wrapping os.ErrNotExist when it is gone.
-func procIdentity(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", fmt.Errorf("cluster: process %d: %w", pid, err)
-	}
-	// The command name, in parentheses, may hold spaces: fields after it
-	// start at the last ')'. starttime is field 22 of stat, the 20th after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", fmt.Errorf("cluster: process %d: unreadable stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", fmt.Errorf("cluster: process %d: short stat", pid)
-	}
-	return fmt.Sprintf("%d %s", pid, f[19]), nil
-}
-
-// OwnerID names this process the way owner files and container labels do
-// ("pid starttime"): a reused pid is never taken for it.
-func OwnerID() (string, error) { return procIdentity(os.Getpid()) }
