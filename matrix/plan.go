@@ -113,7 +113,14 @@ var startupCost = map[string]time.Duration{
 // one when the time is up finishes it) and its servers' start-up. It
 // decides only the order, never a verdict.
 func (c Planned) Estimate() time.Duration {
-	d := c.Scenario.Duration.D() + c.Scenario.Hold.D()
+	return c.Scenario.Duration.D() + c.Scenario.Hold.D() + c.Startup()
+}
+
+// Startup is about how long the cell's servers take to start (the sum
+// over its kinds of startupCost), for scheduling only: a lane starts the
+// servers of its next cell ahead when this is long enough.
+func (c Planned) Startup() time.Duration {
+	var d time.Duration
 	for _, k := range c.Kinds {
 		d += startupCost[k]
 	}

@@ -76,6 +76,11 @@ type MatrixOptions struct {
 	// matrix.PlanOptions.Versions); a set that cannot run a cell (no
 	// Valkey in its image) skips it, with the reason (refusal).
 	Versions []matrix.Version
+	// Prestart starts a cell's servers while the cell before it in its
+	// lane runs, when their estimated start-up is at least PrestartMin
+	// (locktorture matrix/compare --prestart, on by default there): each
+	// run's time, faults and history are as without, its run.log says so.
+	Prestart bool
 	// Compare makes the matrix a backend comparison (locktorture compare):
 	// fenced cells beside the plain ones where a scenario states a fenced
 	// expectation, each cell's recovery after the faults measured, and
@@ -250,8 +255,9 @@ func (r *matrixRun) runOptions(c matrix.Planned, followed bool) Options {
 	return o
 }
 
-// runCell runs the i-th cell of the share and records its judgment.
-func (r *matrixRun) runCell(ctx context.Context, i int) {
+// runCell runs the i-th cell of the share and records its judgment;
+// ready, when not nil, is the cell's run prepared ahead.
+func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead) {
 	c := r.share[i]
 	ev := CellEvent{Index: i, Total: len(r.share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
 	r.mu.Lock()
@@ -263,7 +269,13 @@ func (r *matrixRun) runCell(ctx context.Context, i int) {
 	}
 	r.mu.Unlock()
 	start := time.Now()
-	out, err := Run(ctx, c.Scenario, r.runOptions(c, ev.Followed))
+	var out *Outcome
+	var err error
+	if opts := r.runOptions(c, ev.Followed); ready != nil {
+		out, err = ready.run(ctx, opts.Observe)
+	} else {
+		out, err = Run(ctx, c.Scenario, opts)
+	}
 	var cell matrix.Cell
 	if err == nil {
 		cell = r.judge(c, out)
@@ -346,19 +358,10 @@ func (r *matrixRun) judge(c matrix.Planned, out *Outcome) matrix.Cell {
 	return cell
 }
 
-// dispatch runs the share's cells, opt.Parallel at a time, longest first,
+// dispatch runs the share's cells in opt.Parallel lanes, longest first,
 // until all ran or ctx is cancelled.
 func (r *matrixRun) dispatch(ctx context.Context) {
 	parallel := max(r.opt.Parallel, 1)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, len(r.share)) {
-		wg.Go(func() {
-			for i := range next {
-				r.runCell(ctx, i)
-			}
-		})
-	}
 	// Longest first (by each cell's estimate: its run time, one more
 	// critical section, its servers' start-up), so that side-by-side
 	// cells finish together rather than one long cell running alone at
@@ -372,16 +375,12 @@ func (r *matrixRun) dispatch(ctx context.Context) {
 			return cmp.Compare(r.share[b].Estimate(), r.share[a].Estimate())
 		})
 	}
-	for _, i := range order {
-		r.mu.Lock()
-		stop := r.m.Interrupted || ctx.Err() != nil
-		r.mu.Unlock()
-		if stop {
-			break
-		}
-		next <- i
+	q := &cellQueue{order: order}
+	lanes := min(parallel, len(r.share))
+	var wg sync.WaitGroup
+	for range lanes {
+		wg.Go(func() { r.lane(ctx, q, lanes) })
 	}
-	close(next)
 	wg.Wait()
 }
 

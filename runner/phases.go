@@ -5,6 +5,7 @@ import (
 	"github.com/locktorture/locktorture/internal/secret"
 
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -35,11 +36,31 @@ import (
 // leaves what it started to cleanup, which runs on success, error and
 // panic alike.
 func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, error) {
-	r, err := validate(sc, opt)
+	r, err := prepare(ctx, sc, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer r.cleanup()
+	return r.finish(ctx)
+}
+
+// prepare is a run's first half, everything before its clients: it
+// validates the scenario, opens the run's store and starts its servers.
+// A matrix lane calls it for its next cell while the cell before runs
+// (servers started ahead, prestart.go). On an error (or a panic) what it
+// started is already stopped; on success the caller owns the run and must
+// call cleanup, after finish or instead of it.
+func prepare(ctx context.Context, sc *scenarios.Scenario, opt Options) (*run, error) {
+	r, err := validate(sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			r.cleanup()
+		}
+	}()
 	if why := refusal(ctx, sc); why != "" {
 		return nil, fmt.Errorf("%w: %s", errRefused, why)
 	}
@@ -51,8 +72,19 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, er
 		r.lg.Printf("%s", s)
 	}
 	if err := r.startServers(ctx); err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ErrInterrupted) {
+			err = fmt.Errorf("%w: %w", ErrInterrupted, err)
+		}
 		return nil, r.failedStart(err)
 	}
+	ok = true
+	return r, nil
+}
+
+// finish is a prepared run's second half: its clients and faults, the
+// check and the report. The run's time starts here (startClients), however
+// long ago its servers came up.
+func (r *run) finish(ctx context.Context) (*Outcome, error) {
 	if err := r.startClients(ctx); err != nil {
 		return nil, err
 	}

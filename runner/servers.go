@@ -40,9 +40,11 @@ func (r *run) recordServers(ctx context.Context) {
 // failedStart notes a server that did not come up (its container or
 // process exited, or never answered) in run.log, and keeps the store
 // directory with run.log and the servers' logs, which say why; any other
-// failure before the clients run leaves no store directory.
+// failure before the clients run leaves no store directory — a start
+// cut short by an interrupt among them (its server was stopped, not
+// broken; a cell whose servers a lane started ahead may never run).
 func (r *run) failedStart(err error) error {
-	if !errors.Is(err, cluster.ErrStart) || r.dir == "" || r.lg == nil {
+	if !errors.Is(err, cluster.ErrStart) || errors.Is(err, ErrInterrupted) || r.dir == "" || r.lg == nil {
 		return err
 	}
 	r.keepLogs = true

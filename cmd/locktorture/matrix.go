@@ -78,7 +78,7 @@ const maxParallel = 64
 type matrixFlags struct {
 	scs, bks, store, shard, servers, serversFile, clientMode *string
 	seeds, parallel                                          *int
-	quiet, plan, doShrink                                    *bool
+	quiet, plan, doShrink, prestart                          *bool
 	parallelAuto                                             bool
 	duration, linTimeout                                     *time.Duration
 	images                                                   map[string]string
@@ -128,6 +128,7 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 		*f.parallel, f.parallelAuto = n, false
 		return nil
 	})
+	f.prestart = fs.Bool("prestart", true, "start a cell's servers while the cell before it in its lane runs, for the kinds slow to start (PostgreSQL, ZooKeeper, MariaDB); each run's time and faults are as without (--prestart=false: each cell starts its own when its turn comes)")
 	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default), docker or external (servers someone else runs: --servers-file)")
 	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")
@@ -179,7 +180,7 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 	opt := runner.MatrixOptions{
 		Scenarios: splitList(*f.scs), Backends: splitList(*f.bks), Seeds: *f.seeds, Store: *f.store,
 		LinearizableTimeout: *f.linTimeout, Command: shell.Join(append([]string{"locktorture", name}, args...)),
-		Parallel: *f.parallel,
+		Parallel: *f.parallel, Prestart: *f.prestart,
 	}
 	if *f.shard != "" {
 		i, n, err := runner.ParseShard(*f.shard)

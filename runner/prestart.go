@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+)
+
+// PrestartMin is the estimated start-up (matrix.Planned.Startup) from
+// which a lane starts a cell's servers ahead, while the cell before it
+// runs: PostgreSQL, ZooKeeper and MariaDB, whose start-up (a data
+// directory copied, a JVM) is worth taking off a lane's time; Redis and
+// etcd come up in a fraction of that, and are started when their cell's
+// turn comes. A variable for tests.
+var PrestartMin = time.Second
+
+// ahead is a cell whose run a lane prepares (prepare: its store and its
+// servers) while the lane's previous cell runs. It belongs to that one
+// cell: run finishes it, or abandon stops what it started.
+type ahead struct {
+	i      int // the cell, in the share
+	cancel context.CancelFunc
+	done   chan struct{} // closed once prepare returned
+	took   time.Duration // how long prepare took
+	r      *run
+	err    error
+	used   bool // run was called: the run owns its servers
+}
+
+// startAhead prepares the i-th cell of the share in the background, with
+// the run options it would have had (but Observe, given to run).
+func (m *matrixRun) startAhead(ctx context.Context, i int) *ahead {
+	actx, cancel := context.WithCancel(ctx)
+	a := &ahead{i: i, cancel: cancel, done: make(chan struct{})}
+	c := m.share[i]
+	began := time.Now()
+	go func() {
+		defer close(a.done)
+		a.r, a.err = prepare(actx, c.Scenario, m.runOptions(c, false))
+		a.took = time.Since(began)
+	}()
+	return a
+}
+
+// run waits for the cell's servers and runs the rest of it (see Run),
+// its run.log saying that they were started ahead and how long it waited.
+func (a *ahead) run(ctx context.Context, observe func(history.Op)) (*Outcome, error) {
+	a.used = true
+	defer a.cancel()
+	began := time.Now()
+	<-a.done
+	waited := time.Since(began)
+	if a.err != nil {
+		return nil, a.err
+	}
+	r := a.r
+	defer r.cleanup()
+	r.opt.Observe = observe
+	r.lg.Printf("servers started ahead, while the lane's previous cell ran: up in %s; waited %s for them",
+		a.took.Round(time.Millisecond), waited.Round(time.Millisecond))
+	return r.finish(ctx)
+}
+
+// abandon stops what the cell's prepare started, once it returned, when
+// the cell will not run (the matrix stopped); nil or a cell run is left.
+func (a *ahead) abandon() {
+	if a == nil || a.used {
+		return
+	}
+	a.used = true
+	a.cancel()
+	<-a.done
+	if a.r != nil {
+		a.r.lg.Printf("not run: the matrix stopped; the servers started ahead are stopped")
+		a.r.cleanup()
+	}
+}
+
+// cellQueue deals the share's cells to the lanes, in order.
+type cellQueue struct {
+	mu    sync.Mutex
+	order []int
+	next  int
+}
+
+// take gives the next cell, false when none is left.
+func (q *cellQueue) take() (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.next >= len(q.order) {
+		return 0, false
+	}
+	i := q.order[q.next]
+	q.next++
+	return i, true
+}
+
+// takeAhead gives a lane that has a cell the next one as well, for its
+// servers to start ahead, when worth says so and at least lanes cells are
+// left: the last ones go to whichever lane is free first, as without
+// starting ahead, so the lanes still end together.
+func (q *cellQueue) takeAhead(lanes int, worth func(int) bool) (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order)-q.next < lanes || !worth(q.order[q.next]) {
+		return 0, false
+	}
+	i := q.order[q.next]
+	q.next++
+	return i, true
+}
+
+// worthAhead says whether the i-th cell's servers are started ahead: its
+// estimated start-up is at least PrestartMin and the servers are its own
+// (an external cell's belong to someone else, and the cells share them).
+func (m *matrixRun) worthAhead(i int) bool {
+	c := m.share[i]
+	return c.Startup() >= PrestartMin && c.Scenario.Servers != cluster.ServersExternal
+}
+
+// lane runs cells one after another until none is left or the matrix
+// stops; with MatrixOptions.Prestart, the servers of its next cell start
+// while the current one runs (worthAhead). Whatever way it ends (an
+// interrupt, a panic), the servers of a cell it will not run are stopped.
+func (m *matrixRun) lane(ctx context.Context, q *cellQueue, lanes int) {
+	var cur, next *ahead
+	defer func() {
+		cur.abandon()
+		next.abandon()
+	}()
+	for {
+		if m.stopped(ctx) {
+			return
+		}
+		var i int
+		if next != nil {
+			cur, next, i = next, nil, next.i
+		} else {
+			var ok bool
+			if i, ok = q.take(); !ok {
+				return
+			}
+		}
+		if m.opt.Prestart {
+			if j, ok := q.takeAhead(lanes, m.worthAhead); ok {
+				next = m.startAhead(ctx, j)
+			}
+		}
+		m.runCell(ctx, i, cur)
+		cur = nil
+	}
+}
+
+// stopped says whether the matrix stops: interrupted, or ctx cancelled.
+func (m *matrixRun) stopped(ctx context.Context) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m.Interrupted || ctx.Err() != nil
+}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/leakcheck"
+	"github.com/locktorture/locktorture/scenarios"
+)
+
+// aheadLine is what run.log says of a run whose servers a lane started ahead.
+const aheadLine = "servers started ahead"
+
+// TestMatrixPrestartLane: one lane of three PostgreSQL cells. With
+// Prestart, every cell's servers but the first's were started while the
+// cell before ran (its run.log says so), each run has servers of its own
+// (its own log), the followed cell's ops reach Observe, and the verdicts
+// are those without; without Prestart no cell's were.
+func TestMatrixPrestartLane(t *testing.T) {
+	requirePostgres(t)
+	d := 300 * time.Millisecond
+	for _, prestart := range []bool{true, false} {
+		t.Run(fmt.Sprint("prestart ", prestart), func(t *testing.T) {
+			tmp := t.TempDir()
+			var observed atomic.Int64
+			out, err := RunMatrix(context.Background(), MatrixOptions{
+				Scenarios: []string{"baseline"}, Backends: []string{"pg-advisory"}, Seeds: 3,
+				Store: t.TempDir(), TempDir: tmp, Parallel: 1, Prestart: prestart,
+				Overrides: scenarios.Overrides{Duration: &d},
+				Observe:   func(history.Op) { observed.Add(1) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Matrix.Cells) != 3 {
+				t.Fatalf("%d cells, want 3", len(out.Matrix.Cells))
+			}
+			var ops int64
+			for i, c := range out.Matrix.Cells {
+				if !c.AsExpected || c.Verdict != "valid" {
+					t.Errorf("cell %d: %s, as expected %v: %s", i, c.Verdict, c.AsExpected, c.Why)
+				}
+				ops += int64(c.Ops)
+				dir := filepath.Join(out.Dir, filepath.FromSlash(c.Dir))
+				log, err := os.ReadFile(filepath.Join(dir, "run.log"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := prestart && i > 0
+				if got := bytes.Contains(log, []byte(aheadLine)); got != want {
+					t.Errorf("cell %d (seed %d): run.log says servers started ahead: %v, want %v", i, c.Seed, got, want)
+				}
+				if logs, _ := filepath.Glob(filepath.Join(dir, "postgres*.log")); len(logs) != 1 {
+					t.Errorf("cell %d: server logs %v in its run, want its own postgres log", i, logs)
+				}
+			}
+			if got := observed.Load(); got != ops {
+				t.Errorf("Observe saw %d ops; the cells recorded %d", got, ops)
+			}
+			assertNothingLeft(t, tmp)
+		})
+	}
+}
+
+// TestMatrixPrestartInterrupted: a lane interrupted while the next cell's
+// servers start, or once they are up, stops them: no server process, no
+// listener, no temporary directory is left, and the cell that never ran
+// leaves no run in the store.
+func TestMatrixPrestartInterrupted(t *testing.T) {
+	requirePostgres(t)
+	d := time.Second
+	for _, tc := range []struct{ name, marker string }{
+		// The second cell's run opens its store just before its servers start.
+		{"while the servers start", "backend pg-advisory, seed 2"},
+		// The first cell's clients ran a second: the second's servers are up.
+		{"with the servers up", "clients done"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp, store := t.TempDir(), t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := RunMatrix(ctx, MatrixOptions{
+				Scenarios: []string{"baseline"}, Backends: []string{"pg-advisory"}, Seeds: 3,
+				Store: store, TempDir: tmp, Parallel: 1, Prestart: true,
+				Overrides: scenarios.Overrides{Duration: &d},
+				Log:       &cancelOn{marker: []byte(tc.marker), cancel: cancel},
+			})
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("want ErrInterrupted, got %v", err)
+			}
+			assertNothingLeft(t, tmp)
+			if kids := children(os.Getpid()); len(kids) > 0 {
+				t.Errorf("processes left: %v", kids)
+			}
+			if l := leakcheck.Listeners(os.Getpid()); len(l) > 0 {
+				t.Errorf("ports still listened on: %v", l)
+			}
+			runs, _ := filepath.Glob(filepath.Join(store, "baseline", "pg-advisory", "*", "run.log"))
+			for _, p := range runs {
+				if b, _ := os.ReadFile(p); !bytes.Contains(b, []byte("seed 1\n")) {
+					t.Errorf("%s: a run left of a cell that never ran:\n%s", p, b)
+				}
+			}
+		})
+	}
+}
+
+// children lists "pid: command" of the processes whose parent is pid.
+func children(pid int) []string {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(b)
+		end := strings.LastIndexByte(s, ')')
+		if end < 0 {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == pid {
+			out = append(out, filepath.Base(filepath.Dir(p))+": "+s[strings.IndexByte(s, '(')+1:end])
+		}
+	}
+	return out
+}
