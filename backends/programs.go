@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/locktorture/locktorture/internal/shell"
@@ -86,27 +87,32 @@ func IsUserProgram(name string) bool {
 var UserProgramKinds = []string{"redis"}
 
 // RegisterUserProgram registers a program of the user's as a row named
-// name (compare --exec NAME='COMMAND ARGS'): its clients are command's
-// processes, speaking the client protocol; its servers one redis-server
+// name (compare --exec NAME='COMMAND ARGS', locktest.Compare): its clients
+// are command's processes, speaking the client protocol; its servers one
+// of each of kinds, or with none given one redis-server
 // (UserProgramKinds, as backend exec's default); it is taken as a lease
-// lock, able to run over Sentinel, as backend exec is; it names no library
-// (the harness cannot know one). It fails when name is taken. The
-// returned function removes the row again, for a row lives as long as the
-// command that named it.
-func RegisterUserProgram(name string, command []string) (remove func(), err error) {
+// lock, able to run over Sentinel when it runs over Redis, as backend exec
+// is; it names no library (the harness cannot know one). It fails when
+// name is taken. The returned function removes the row again, for a row
+// lives as long as the command that named it.
+func RegisterUserProgram(name string, command []string, kinds ...string) (remove func(), err error) {
 	if _, _, err := Lookup(name); err == nil {
 		return nil, fmt.Errorf("backends: %q is already a backend", name)
 	}
 	if len(command) == 0 {
 		return nil, fmt.Errorf("backends: %s: no command", name)
 	}
+	servers := strings.Join(kinds, ", ")
+	if len(kinds) == 0 {
+		kinds, servers = UserProgramKinds, "1 redis-server"
+	}
 	info := Info{
 		Name:        name,
 		Description: "a program of the user's, speaking the client protocol: " + shell.Join(command),
-		Servers:     "1 redis-server",
-		Kinds:       slices.Clone(UserProgramKinds),
+		Servers:     servers,
+		Kinds:       slices.Clone(kinds),
 		Lease:       true,
-		Sentinel:    true,
+		Sentinel:    slices.Contains(kinds, "redis"),
 	}
 	programsMu.Lock()
 	programs[name] = Program{Command: slices.Clone(command), User: true}

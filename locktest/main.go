@@ -24,6 +24,9 @@ const (
 	EnvImages = "LOCKTEST_IMAGES"
 	// EnvSeed overrides every scenario's seed, as -locktest.seed does.
 	EnvSeed = "LOCKTEST_SEED"
+	// EnvSeeds is how many seeds each family of a comparison runs with
+	// (Comparison.Seeds), as -locktest.seeds does.
+	EnvSeeds = "LOCKTEST_SEEDS"
 	// EnvKeep, set to anything but "" or 0, keeps the reports of passing
 	// subtests too, as -locktest.keep does: each subtest logs its path.
 	EnvKeep = "LOCKTEST_KEEP"
@@ -35,7 +38,32 @@ var (
 	seedFlag    = flag.String("locktest.seed", "", "run every locktest scenario with this seed (as "+EnvSeed+")")
 	keepFlag    = flag.Bool("locktest.keep", false, "keep the reports of passing locktest subtests too (as "+EnvKeep+"=1)")
 	serversFlag = flag.String("locktest.servers", "", "where locktest's servers run: local, docker or a servers file (as "+EnvServers+")")
+	seedsFlag   = flag.String("locktest.seeds", "", "seeds per family of every locktest comparison (as "+EnvSeeds+")")
+	// -locktest.child marks a client process of a comparison (Compare),
+	// as envChild does one of Run: a flag, so that the command line a
+	// comparison's cell repeats with (locktorture run --exec) says it.
+	_ = flag.String(childFlagName, "", "set by locktest on its client processes only: the call the process serves")
 )
+
+// childFlagName is the flag that marks a comparison's client process.
+const childFlagName = "locktest.child"
+
+// childID names the Run or Compare call a client process serves: its
+// LOCKTEST_CHILD, or its -locktest.child flag (read from the command line
+// itself, since Main looks before the flags are parsed); "" in the test
+// process.
+func childID() string {
+	if id := os.Getenv(envChild); id != "" {
+		return id
+	}
+	for _, a := range os.Args[1:] {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-") // -flag or --flag
+		if id, ok := strings.CutPrefix(a, childFlagName+"="); ok {
+			return id
+		}
+	}
+	return ""
+}
 
 var (
 	mainMu        sync.Mutex
@@ -60,14 +88,14 @@ func Main(m *testing.M) {
 	mainMu.Lock()
 	mainInstalled = true
 	mainMu.Unlock()
-	if os.Getenv(envChild) != "" {
+	if childID() != "" {
 		// A client process: stdout carries the protocol, so everything
 		// else the binary prints goes to stderr (client-N.log).
 		protoOut = os.Stdout
 		os.Stdout = os.Stderr
 		unsetSharedPasswords() // the open request carries the credentials
 		code := m.Run()
-		fmt.Fprintf(os.Stderr, "locktest: the client process's test ended without serving %s (exit %d): does the test call locktest.Run in the same way every time?\n", os.Getenv(envChild), code)
+		fmt.Fprintf(os.Stderr, "locktest: the client process's test ended without serving %s (exit %d): does the test call locktest.Run (and Compare) in the same way every time?\n", childID(), code)
 		os.Exit(3)
 	}
 	code := m.Run()

@@ -104,7 +104,7 @@ func Run(t *testing.T, s Suite) []*Result {
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
-	if child := os.Getenv(envChild); child != "" {
+	if child := childID(); child != "" {
 		if child == id {
 			serveChild(s)
 		}
@@ -164,12 +164,20 @@ func (s Suite) kinds() []string {
 	return s.Kinds
 }
 
-// scenarioNames are the scenarios to run.
-func (s Suite) scenarioNames() ([]string, error) {
+// checkKinds refuses a kind of server the harness does not know.
+func (s Suite) checkKinds() error {
 	for _, k := range s.kinds() {
 		if !slices.Contains(cluster.KindNames(), k) {
-			return nil, fmt.Errorf("Suite.Kinds: unknown kind of server %q (known: %s)", k, strings.Join(cluster.KindNames(), ", "))
+			return fmt.Errorf("unknown kind of server %q in Kinds (known: %s)", k, strings.Join(cluster.KindNames(), ", "))
 		}
+	}
+	return nil
+}
+
+// scenarioNames are the scenarios to run.
+func (s Suite) scenarioNames() ([]string, error) {
+	if err := s.checkKinds(); err != nil {
+		return nil, err
 	}
 	if len(s.Scenarios) > 0 {
 		return s.Scenarios, nil

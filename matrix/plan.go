@@ -82,8 +82,8 @@ type Planned struct {
 }
 
 // userNotApplicable says why a scenario does not take a program of the
-// user's (backends.RegisterUserProgram).
-func userNotApplicable(sc *scenarios.Scenario) string {
+// user's (backends.RegisterUserProgram), whose row info is.
+func userNotApplicable(sc *scenarios.Scenario, info backends.Info) string {
 	if sc.Suits != nil {
 		var sel []string
 		if len(sc.Suits.Kinds) > 0 {
@@ -92,7 +92,11 @@ func userNotApplicable(sc *scenarios.Scenario) string {
 		if len(sc.Suits.Needs) > 0 {
 			sel = append(sel, "needs: "+strings.Join(sc.Suits.Needs, ", "))
 		}
-		return fmt.Sprintf("the scenario runs only over backends that suit it (%s), and a program given with --exec is taken as a lease lock over one redis-server, which may run over Sentinel, and nothing more", strings.Join(sel, "; "))
+		over := info.Servers
+		if info.Sentinel {
+			over += ", which may run over Sentinel"
+		}
+		return fmt.Sprintf("the scenario runs only over backends that suit it (%s), and a program of the user's (compare --exec, locktest.Compare) is taken as a lease lock over %s, and nothing more", strings.Join(sel, "; "), over)
 	}
 	return "the scenario runs only over the backends it names: " + strings.Join(sc.Backends, ", ")
 }
@@ -199,7 +203,7 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 				if backends.IsUserProgram(b) {
 					// A program of the user's runs every family it can: one
 					// it cannot is said, with why.
-					m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: "not run: " + userNotApplicable(base)})
+					m.Skipped = append(m.Skipped, Skipped{Scenario: base.Name, Backend: b, Why: "not run: " + userNotApplicable(base, infos[b])})
 				}
 				continue
 			}
