@@ -297,12 +297,11 @@ func (a *adapter) kill() {
 	}
 }
 
-// send writes one request and returns its id.
-func (a *adapter) send(req map[string]any) (int64, error) {
+// send writes one request, req made with the next id, and returns its id.
+func (a *adapter) send(req func(id int64) any) (int64, error) {
 	id := a.nextID
 	a.nextID++
-	req["id"] = id
-	b, err := json.Marshal(req)
+	b, err := json.Marshal(req(id))
 	if err != nil {
 		return id, err
 	}
@@ -390,7 +389,7 @@ func (a *adapter) silence() string {
 }
 
 // call sends a request and waits up to d for its reply.
-func (k *conformance) call(a *adapter, req map[string]any, d time.Duration) (int64, time.Time, reply) {
+func (k *conformance) call(a *adapter, req func(id int64) any, d time.Duration) (int64, time.Time, reply) {
 	sent := time.Now()
 	id, err := a.send(req)
 	if err != nil {
@@ -450,8 +449,8 @@ func describeAll(rs []reply) string {
 // open opens copy p; false when it did not (recorded).
 func (k *conformance) open(a *adapter) bool {
 	given := k.cl.ClientServers(a.p)
-	req := map[string]any{"op": OpOpen, "process": a.p, "ttl_ms": k.opt.TTL.Milliseconds(), "timeout_ms": k.opt.Timeout.Milliseconds(),
-		"servers": given, "options": orEmpty(k.opt.Options)}
+	req := OpenRequest{Op: OpOpen, Process: a.p, TTLMS: k.opt.TTL.Milliseconds(), TimeoutMS: k.opt.Timeout.Milliseconds(),
+		Servers: given, Options: orEmpty(k.opt.Options)}
 	if len(given.Auth) > 0 {
 		// The run's password (and TLS files, copied 0600 into the
 		// cluster's private directory, removed with it).
@@ -460,9 +459,9 @@ func (k *conformance) open(a *adapter) bool {
 			k.broke("open", "the harness could not write the TLS files: %v", err)
 			return false
 		}
-		req["auth"] = auth
+		req.Auth = auth
 	}
-	_, _, r := k.call(a, req, defaultOpenTimeout)
+	_, _, r := k.call(a, func(id int64) any { req.ID = id; return req }, defaultOpenTimeout)
 	switch {
 	case !r.ok && r.why != "":
 		k.broke("open", "%s did not answer open: %s", a.name, r.why)
@@ -485,6 +484,14 @@ func (k *conformance) open(a *adapter) bool {
 	}
 	k.kept("open", "%s answered open ok after %s", a.name, r.after.Round(time.Millisecond))
 	return true
+}
+
+// withID makes a request of m, its "id" set.
+func withID(m map[string]any) func(id int64) any {
+	return func(id int64) any {
+		m["id"] = id
+		return m
+	}
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -527,14 +534,14 @@ func (k *conformance) fault(p int, add func(l *links.Link) (string, error)) (hea
 // acquire is an acquire waited for timeout_ms (a reply after it is what
 // the harness would drop).
 func (k *conformance) acquire(a *adapter, key string) (int64, time.Time, reply) {
-	return k.call(a, map[string]any{"op": OpAcquire, "key": key}, k.opt.Timeout)
+	return k.call(a, withID(map[string]any{"op": OpAcquire, "key": key}), k.opt.Timeout)
 }
 
 // patient makes a request with no fault on the way and waits for its reply
 // up to timeout_ms plus slack: it is judged by what it says, not by a
 // busy machine's delay.
 func (k *conformance) patient(a *adapter, op, key string) reply {
-	_, _, r := k.call(a, map[string]any{"op": op, "key": key}, k.opt.Timeout+slack)
+	_, _, r := k.call(a, withID(map[string]any{"op": op, "key": key}), k.opt.Timeout+slack)
 	return r
 }
 
@@ -675,7 +682,7 @@ func (k *conformance) run() {
 		return // interrupted: the caller says so
 	}
 	k.opt.Progress("close")
-	_, _, rc := k.call(a, map[string]any{"op": OpClose}, slack)
+	_, _, rc := k.call(a, withID(map[string]any{"op": OpClose}), slack)
 	if !rc.ok || rc.m.Type != TypeOK {
 		k.broke("close", "client 0 was sent close and gave %s within %s: answer ok, then exit", describe(rc), slack)
 	} else {

@@ -423,7 +423,7 @@ func (c *child) open(ctx context.Context, timeout time.Duration) error {
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	m, err := c.call(octx, func(id int64) any {
-		return openRequest{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
+		return OpenRequest{ID: id, Op: OpOpen, Process: c.p, TTLMS: c.l.opt.TTL.Milliseconds(), TimeoutMS: c.l.opt.Timeout.Milliseconds(),
 			Servers: c.given, Auth: c.auth, Options: c.l.options}
 	})
 	switch {

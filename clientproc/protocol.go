@@ -72,10 +72,14 @@ const (
 	EventLost   = "lost"
 )
 
-// openRequest is the open request: the client's number, its lease and request
-// timeout, the addresses of its own links to every server, and the
-// backend's options.
-type openRequest struct {
+// OpenRequest is the open request (docs/client-protocol.md, "The
+// conversation"): the client's number, its lease and request timeout, the
+// addresses of its own links to every server, what the servers ask it to
+// prove, and the backend's options. It is declared here only: the harness
+// sends it (Launcher, and CheckClient's open), and the children of this
+// module read it as part of Inbound (Serve, locktest). Its fields, their
+// names and their order are the protocol's (TestOpenRequestAsDocumented).
+type OpenRequest struct {
 	ID        int64             `json:"id"`
 	Op        string            `json:"op"`
 	Process   int               `json:"process"`
@@ -87,6 +91,19 @@ type openRequest struct {
 	// the harness wrote (0600) in a private directory of the run.
 	Auth    cluster.AuthSet `json:"auth,omitempty"`
 	Options map[string]any  `json:"options"`
+}
+
+// Inbound is any line the harness writes, as a child reads it: the open
+// request's fields, an acquire's or release's key, a clock message's
+// offset and rate.
+type Inbound struct {
+	// ID is the request's id; nil on a line without one (a clock
+	// message). It stands in for OpenRequest.ID, which stays zero.
+	ID *int64 `json:"id"`
+	OpenRequest
+	Key      string  `json:"key"`
+	OffsetNS int64   `json:"offset_ns"`
+	Rate     float64 `json:"rate"`
 }
 
 // request is an acquire, release or close request.

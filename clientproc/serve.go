@@ -38,21 +38,6 @@ type ChildConfig struct {
 	Aliases map[string]string `json:"aliases,omitempty"`
 }
 
-// inbound is any line the harness writes.
-type inbound struct {
-	ID        *int64            `json:"id"`
-	Op        string            `json:"op"`
-	Key       string            `json:"key"`
-	Process   int               `json:"process"`
-	TTLMS     int64             `json:"ttl_ms"`
-	TimeoutMS int64             `json:"timeout_ms"`
-	Servers   cluster.ServerSet `json:"servers"`
-	Auth      cluster.AuthSet   `json:"auth"`
-	Options   map[string]any    `json:"options"`
-	OffsetNS  int64             `json:"offset_ns"`
-	Rate      float64           `json:"rate"`
-}
-
 // server is the child side of the protocol for a built-in backend.
 type server struct {
 	cfg   ChildConfig
@@ -80,14 +65,14 @@ type childGrant struct {
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ChildConfig) error {
 	s := &server{cfg: cfg, out: bufio.NewWriter(out), clock: clientsim.NewClock(), grants: map[string]childGrant{}}
 	defer s.shutdown()
-	reqs := make(chan inbound, 16)
+	reqs := make(chan Inbound, 16)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(reqs)
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64*1024), 4<<20)
 		for sc.Scan() {
-			var r inbound
+			var r Inbound
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
 				return
@@ -116,7 +101,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg ChildConfig) er
 }
 
 // setClock makes the child's clock read the harness's clock of this process.
-func (s *server) setClock(r inbound) {
+func (s *server) setClock(r Inbound) {
 	s.clock.Reset()
 	if r.OffsetNS != 0 {
 		s.clock.Jump(time.Duration(r.OffsetNS))
@@ -167,7 +152,7 @@ func outcome(err error) Message {
 }
 
 // handle answers one request; done is set after close.
-func (s *server) handle(ctx context.Context, r inbound) (done bool, err error) {
+func (s *server) handle(ctx context.Context, r Inbound) (done bool, err error) {
 	id := *r.ID
 	switch r.Op {
 	case OpOpen:
@@ -231,7 +216,7 @@ func (s *server) handle(ctx context.Context, r inbound) (done bool, err error) {
 }
 
 // open builds the backend's client from the given addresses.
-func (s *server) open(ctx context.Context, r inbound) error {
+func (s *server) open(ctx context.Context, r Inbound) error {
 	given := r.Servers
 	given.Aliases = s.cfg.Aliases
 	given.Auth = r.Auth

@@ -17,18 +17,6 @@ import (
 // The client side of the client protocol for a user's Lock: what a client
 // process (the test binary, re-executed) runs in place of its test.
 
-// openRequest is the open request as the child reads it (auth included).
-type openRequest struct {
-	ID        *int64                     `json:"id"`
-	Op        string                     `json:"op"`
-	Key       string                     `json:"key"`
-	Process   int                        `json:"process"`
-	TTLMS     int64                      `json:"ttl_ms"`
-	TimeoutMS int64                      `json:"timeout_ms"`
-	Servers   cluster.ServerSet          `json:"servers"`
-	Auth      map[string]json.RawMessage `json:"auth"`
-}
-
 // serve answers the client protocol on in/out with locks made by newLock
 // until the close request or the end of in.
 func serve(ctx context.Context, in io.Reader, out io.Writer, newLock NewLock) error {
@@ -37,7 +25,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, newLock NewLock) er
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
-		var r openRequest
+		var r clientproc.Inbound
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("locktest: bad request %q: %w", sc.Text(), err)
 		}
@@ -97,7 +85,7 @@ func result(err error) clientproc.Message {
 	return clientproc.Message{Type: clientproc.TypeInfo, Error: err.Error()}
 }
 
-func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest) (done bool, err error) {
+func (s *childServer) handle(ctx context.Context, newLock NewLock, r clientproc.Inbound) (done bool, err error) {
 	id := *r.ID
 	switch r.Op {
 	case clientproc.OpOpen:
@@ -105,11 +93,7 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "already open"})
 			return false, nil
 		}
-		cfg, err := s.config(r)
-		if err != nil {
-			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: err.Error()})
-			return false, nil
-		}
+		cfg := s.config(r)
 		octx, cancel := context.WithTimeout(ctx, newTimeout)
 		l, err := newLock(octx, cfg)
 		cancel()
@@ -164,7 +148,7 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r openRequest
 }
 
 // config is the lock's Config from the open request.
-func (s *childServer) config(r openRequest) (Config, error) {
+func (s *childServer) config(r clientproc.Inbound) Config {
 	s.timeout = time.Duration(r.TimeoutMS) * time.Millisecond
 	if s.timeout <= 0 {
 		s.timeout = 500 * time.Millisecond
@@ -174,21 +158,27 @@ func (s *childServer) config(r openRequest) (Config, error) {
 		TTL:     time.Duration(r.TTLMS) * time.Millisecond, Timeout: s.timeout, Process: r.Process,
 		events: &events{extended: s.extended, lost: s.lost},
 	}
-	for kind, raw := range r.Auth {
-		var list []Credentials
-		if err := json.Unmarshal(raw, &list); err != nil {
-			var one Credentials
-			if err := json.Unmarshal(raw, &one); err != nil {
-				return Config{}, fmt.Errorf("auth.%s: %w", kind, err)
-			}
-			list = []Credentials{one}
-		}
+	for kind, list := range r.Auth {
 		if cfg.Auth == nil {
 			cfg.Auth = map[string][]Credentials{}
 		}
-		cfg.Auth[kind] = list
+		for _, a := range list {
+			cfg.Auth[kind] = append(cfg.Auth[kind], credentials(a))
+		}
 	}
-	return cfg, nil
+	return cfg
+}
+
+// credentials are a's, as a Lock is given them (nil: none asked).
+func credentials(a *cluster.Auth) Credentials {
+	if a == nil {
+		return Credentials{}
+	}
+	c := Credentials{Username: a.Username, Password: a.Password, Scheme: a.Scheme, Auth: a.Digest}
+	if t := a.TLS; t != nil {
+		c.TLS = &TLS{CA: t.CA, Cert: t.Cert, Key: t.Key, ServerName: t.ServerName}
+	}
+	return c
 }
 
 // extended sends an extend event: its invoke and its completion.
