@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -90,4 +92,59 @@ func readHistory(t *testing.T, dir string) []history.Op {
 		t.Fatal(err)
 	}
 	return ops
+}
+
+// TestRenewFamiliesGrantClient0First: in renew-partition and renew-delay
+// the fault waits for client 0's grant. On a loaded machine client 0's
+// first acquire can be slow; here its requests are held 700ms from the
+// start (as a busy ZooKeeper would answer), well past client 1's 300ms
+// hold-back. Client 1 must still ask only once client 0's first acquire
+// has ended (entry_wait past the timeout): client 0 is granted first, the
+// fault happens, and the run gives a real verdict. With the default 100ms
+// entry wait, zk-lock queued client 1 first, its 5s of work outlasted the
+// run, the fault never came, and the run was unknown.
+func TestRenewFamiliesGrantClient0First(t *testing.T) {
+	testenv.Require(t, "java")
+	slow := `
+- fault: latency
+  process: 0
+  direction: upstream
+  latency: 700ms
+  at: 0s
+  for: 500ms
+`
+	for _, fam := range []string{"renew-delay", "renew-partition"} {
+		t.Run(fam, func(t *testing.T) {
+			sc, err := scenarios.Builtin(fam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backend, inproc := "zk-lock", scenarios.ClientInproc
+			if err := sc.Apply(scenarios.Overrides{Backend: &backend, ClientMode: &inproc}); err != nil {
+				t.Fatal(err)
+			}
+			var extra scenarios.Script
+			if err := yaml.Unmarshal([]byte(slow), &extra); err != nil {
+				t.Fatal(err)
+			}
+			sc.Nemesis.Script = append(extra, sc.Nemesis.Script...)
+			out, err := runner.Run(context.Background(), sc, runner.Options{Store: t.TempDir(), TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Results.Valid == checker.Unknown || strings.Contains(out.Results.Note, "never happened") {
+				t.Fatalf("%s: %v (%s):\n%s", fam, out.Results.Valid, out.Results.Note, out.Summary)
+			}
+			var first = -1
+			for _, op := range readHistory(t, out.Dir) {
+				if op.F == history.Acquire && op.Type == history.OK {
+					first = op.Process
+					break
+				}
+			}
+			if first != 0 {
+				t.Errorf("%s: the first grant went to client %d, not client 0:\n%s", fam, first, out.Summary)
+			}
+		})
+	}
 }

@@ -348,7 +348,7 @@ func (r *run) runClients(ctx context.Context) error {
 	wcfg := workload.Config{
 		Clients: sc.Clients, Keys: sc.KeyNames(), Hold: sc.Hold.D(),
 		ThinkMin: sc.ThinkMin.D(), ThinkMax: sc.ThinkMax.D(), OpTimeout: sc.Timeout.D(), Seed: sc.Seed,
-		ReleaseRetry: sc.ReleaseRetry.D(),
+		ReleaseRetry: sc.ReleaseRetry.D(), EntryWait: sc.EntryWait.D(),
 	}
 	stop := make(chan struct{})
 	r.started = true

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/backends"
 )
@@ -45,6 +46,12 @@ func TestRenewFamilies(t *testing.T) {
 		if got := s.AppliesTo(); !slices.Equal(got, renewing) {
 			t.Errorf("%s runs %v, want the renewing rows %v", fam, got, renewing)
 		}
+		// Client 0's first acquire must have ended before client 1 asks:
+		// a slow first grant otherwise let client 1 in first, and the
+		// fault that waits for client 0's grant never came (unknown).
+		if s.EntryWait.D() <= s.Timeout.D() {
+			t.Errorf("%s: client 1 waits %s for client 0's first reply, not past the %s timeout", fam, s.EntryWait, s.Timeout)
+		}
 		if s.Hold.D() <= s.TTL.D() {
 			t.Errorf("%s: the work (%s) must outlast the lease (%s)", fam, s.Hold, s.TTL)
 		}
@@ -57,6 +64,25 @@ func TestRenewFamilies(t *testing.T) {
 		if !fault {
 			t.Errorf("%s: no partition or latency of client 0 right after its grant", fam)
 		}
+	}
+}
+
+// TestEntryWait: entry_wait parses, reaches the effective scenario, and
+// is refused below zero.
+func TestEntryWait(t *testing.T) {
+	s, err := Parse([]byte("name: x\nbackend: redis-token\nentry_wait: 1500ms\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.EntryWait.D() != 1500*time.Millisecond {
+		t.Errorf("entry_wait %s, want 1.5s", s.EntryWait)
+	}
+	b, err := s.Marshal()
+	if err != nil || !strings.Contains(string(b), "entry_wait: 1.5s") {
+		t.Errorf("scenario.yaml has no entry_wait (%v):\n%s", err, b)
+	}
+	if _, err := Parse([]byte("name: x\nbackend: redis-token\nentry_wait: -1s\n"), "test"); err == nil || !strings.Contains(err.Error(), "-1s") {
+		t.Errorf("entry_wait -1s: %v, want refused", err)
 	}
 }
 

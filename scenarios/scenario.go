@@ -268,6 +268,13 @@ type Scenario struct {
 	// not ops of the history (a process has one op at a time). Needs
 	// client_mode inproc.
 	ReleaseRetry Duration `yaml:"release_retry,omitempty"`
+	// EntryWait is how long each client's first request waits for the
+	// previous client's first reply, so that client 0 asks first: 100ms
+	// when left out (the previous client may be paused or cut off from
+	// the start). A scenario whose story needs client 0's grant before
+	// client 1 asks, whatever the servers' speed, sets it to the timeout:
+	// client 0's first acquire has then ended before client 1's begins.
+	EntryWait Duration `yaml:"entry_wait,omitempty"`
 	// Seed makes the run repeatable: default 1; 0 is a seed like any other.
 	Seed int64 `yaml:"seed"`
 	// Nemesis is the fault plan.

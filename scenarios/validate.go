@@ -88,6 +88,9 @@ func (s *Scenario) Validate() error {
 	if s.ReleaseRetry < 0 {
 		return bad("release_retry", "release_retry must be 0 or more, not %s", s.ReleaseRetry)
 	}
+	if s.EntryWait < 0 {
+		return bad("entry_wait", "entry_wait must be 0 or more, not %s", s.EntryWait)
+	}
 	if s.ReleaseRetry > 0 && s.ClientMode != ClientInproc {
 		return bad("release_retry", "release_retry needs client_mode inproc: a client process serves one request at a time, so it cannot retry a release in the background while it acquires")
 	}

@@ -36,6 +36,9 @@ type Config struct {
 	// client concurrently with its acquires and are not recorded (a
 	// process has one op at a time); they end with the process's loop.
 	ReleaseRetry time.Duration
+	// EntryWait bounds how long each client's first request waits for
+	// the previous client's first reply (0: entryWait).
+	EntryWait time.Duration
 }
 
 // Procs are the simulated client processes of a run: process p's pause
@@ -151,7 +154,11 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 				rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)+1)), entered: entered[p], thinkCtx: thinkCtx}
 			defer l.enter()
 			if p > 0 {
-				t := time.NewTimer(entryWait)
+				wait := cfg.EntryWait
+				if wait <= 0 {
+					wait = entryWait
+				}
+				t := time.NewTimer(wait)
 				select {
 				case <-entered[p-1]:
 				case <-t.C:
@@ -168,7 +175,8 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config, backend backends
 }
 
 // entryWait bounds how long a client waits for the previous one's first
-// reply before it starts anyway (the previous one may be paused or cut off).
+// reply before it starts anyway (the previous one may be paused or cut off),
+// unless Config.EntryWait says otherwise.
 const entryWait = 100 * time.Millisecond
 
 type loop struct {
