@@ -251,7 +251,7 @@ func (c Comparison) options(t *testing.T, s Suite, id string) (runner.MatrixOpti
 	opt := runner.MatrixOptions{
 		Scenarios: scs, Backends: append(beside, name), Seeds: seeds, Store: c.Store,
 		Command:  fmt.Sprintf("go test -run '%s'", runPattern(t.Name())),
-		Parallel: c.Parallel, Compare: true,
+		Parallel: c.Parallel, Compare: true, Prestart: true, // as compare's defaults
 		OneSeed: []string{"baseline"}, Durations: map[string]time.Duration{"baseline": compareBaseline},
 	}
 	if opt.Parallel <= 0 {

@@ -193,4 +193,41 @@
 // Suite.InProcess runs the clients as goroutines instead, which starts
 // faster, but its pauses are cooperative: a client stops at its next step
 // while the lock's own goroutines run on.
+//
+// # Comparing with the built-in rows
+//
+// Compare puts the same lock in locktorture compare's table, as a row
+// beside the built-in rows over the same servers (redis-token, redsync,
+// rueidislock, ... for Kinds redis), through every fault family that
+// applies to it, and writes what locktorture compare writes: compare.html,
+// compare.txt, compare.png, results.json and junit.xml. The table and the
+// path of compare.html are in the test's log (go test -v):
+//
+//	func TestCompareLock(t *testing.T) {
+//		locktest.Compare(t, locktest.Comparison{
+//			New:      newLock, // as in Suite
+//			Claim:    new(locktest.StaleHolderPossible),
+//			Families: []string{"pause", "partition", "delay"},
+//			Beside:   []string{"redis-token", "redsync"},
+//		})
+//	}
+//
+// Each cell of the lock's row is a subtest (TestCompareLock/pause/seed-1)
+// that fails when the cell is not as the claim says (Claim, Claims or
+// Like, judged as Run judges), or when its run failed; with none of them
+// the row states no claim, as a row of locktorture compare --exec: every
+// verdict passes and the table says "no claim". A family the lock cannot
+// take (clock: a client process's clock is its own; renew-partition and
+// renew-delay: locks that renew) is a skipped subtest saying why. The
+// built-in rows are not the test's lock: a cell of theirs that is not as
+// its family expects is logged, never failed. Left out, Beside is every
+// built-in row over the lock's Kinds and Families every family: for Kinds
+// redis about 120 cells, some five minutes at one seed (locktorture
+// compare --plan estimates it). Seeds (or LOCKTEST_SEEDS,
+// -locktest.seeds) runs each family with more seeds, in as many times
+// the time (go test -timeout, whose default is 10m). The
+// comparison goes to Comparison.Store or LOCKTEST_STORE, else to a
+// temporary directory removed after the test unless it failed or
+// LOCKTEST_KEEP is set. Its clients are processes of the test binary,
+// always (TestMain must call Main); each cell's servers are its own.
 package locktest

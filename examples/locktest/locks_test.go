@@ -43,3 +43,12 @@ func TestFencedLock(t *testing.T) {
 	locktest.Run(t, locktest.Suite{New: locks.NewFencedLock, Claim: locktest.FencedWrites,
 		Scenarios: []string{"kleppmann-fenced"}})
 }
+
+// The token lock as a row of locktorture compare's table, beside the
+// built-in token lock and the plain-DEL one, under a pause: its cells are
+// subtests judged against its claim, and go test -v logs the table and
+// where compare.html is.
+func TestCompareTokenLock(t *testing.T) {
+	locktest.Compare(t, locktest.Comparison{New: locks.NewTokenLock, Name: "TokenLock", Claim: new(locktest.StaleHolderPossible),
+		Families: []string{"pause"}, Beside: []string{"redis-token", "redis-naive"}})
+}
