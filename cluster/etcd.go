@@ -380,6 +380,8 @@ func init() {
 	RegisterKind(Kind{
 		TLS:      []string{ServersLocal, ServersDocker},
 		Name:     etcdKind,
+		Sessions: true,
+		Leader:   true,
 		Packages: []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
 		Image:    "gcr.io/etcd-development/etcd:v3.5.17",
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -70,6 +71,16 @@ type Kind struct {
 	// kind's servers with TLS from the run's CA (`security: tls`, --tls).
 	// None: it cannot, and a run that asks is refused before it starts.
 	TLS []string
+	// Sessions says its servers can end a client's session on their own
+	// (Cluster.SessionKillers): the kill-session fault applies to it.
+	Sessions bool
+	// Leader says its servers form an ensemble that elects a leader
+	// (Cluster.Leader): a server fault may name the `leader`.
+	Leader bool
+	// Companions are the other programs its servers include, by the
+	// names their servers go by (redis: "sentinel", its Sentinels):
+	// ServerKind takes sentinel-0 for a server of this kind.
+	Companions []string
 }
 
 // StartOptions are a run's settings for the servers it starts.
@@ -159,6 +170,23 @@ func LookupKind(name string) (Kind, bool) {
 	defer kindsMu.Unlock()
 	k, ok := kinds[name]
 	return k, ok
+}
+
+// ServerKind is the kind of the server named name (redis-0, sentinel-1,
+// postgres, etcd-2): the registered kind whose name, or a companion's,
+// starts it, followed by nothing, '-', '_' or a digit (the longest such);
+// false when there is none.
+func ServerKind(name string) (string, bool) {
+	best, kind := "", ""
+	for _, k := range Kinds() {
+		for _, n := range append([]string{k.Name}, k.Companions...) {
+			rest, ok := strings.CutPrefix(name, n)
+			if ok && len(n) > len(best) && (rest == "" || strings.ContainsAny(rest[:1], "-_0123456789")) {
+				best, kind = n, k.Name
+			}
+		}
+	}
+	return kind, kind != ""
 }
 
 // StartKind starts the servers of kind name a run needs (Kind.Start).

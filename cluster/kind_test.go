@@ -99,3 +99,22 @@ func TestAKindIsOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServerKind: a server's name says its kind, a companion's (a
+// Sentinel) its kind's, a kind whose name holds a '-' included; a name of
+// no registered kind says none.
+func TestServerKind(t *testing.T) {
+	want := map[string]string{ // a server's name: its kind
+		"redis-0": "redis", "redis": "redis", "sentinel-2": "redis",
+		"postgres": "postgres", "pgbouncer": "pgbouncer", "mariadb": "mariadb",
+		"etcd-1": "etcd", "etcd1": "etcd", "zookeeper-0": "zookeeper",
+		"redisish": "", "mystery-0": "", "": "",
+		testProgramKind + "-0": testProgramKind,
+	}
+	for name, kind := range want {
+		got, ok := ServerKind(name)
+		if got != kind || ok != (kind != "") {
+			t.Errorf("ServerKind(%q) = %q, %v; want %q", name, got, ok, kind)
+		}
+	}
+}

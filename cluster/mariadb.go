@@ -502,6 +502,7 @@ func MariaDBDatabaseOf(namespace string) string { return "locktorture_" + namesp
 func init() {
 	RegisterKind(Kind{
 		Name:     mariadbKind,
+		Sessions: true,
 		Packages: []string{"mariadb-server"},
 		Image:    "mariadb:11.4",
 		DSN:      true,

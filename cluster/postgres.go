@@ -692,6 +692,7 @@ func init() {
 	RegisterKind(Kind{
 		TLS:      []string{ServersLocal},
 		Name:     postgresKind,
+		Sessions: true,
 		Packages: []string{"postgresql"},
 		Image:    "postgres:16",
 		DSN:      true,

@@ -260,8 +260,10 @@ const redisKind = "redis"
 
 func init() {
 	RegisterKind(Kind{
-		Name:     redisKind,
-		Packages: []string{"redis-server", "redis-sentinel"},
+		Name:       redisKind,
+		Sessions:   true,
+		Companions: []string{sentinelKind},
+		Packages:   []string{"redis-server", "redis-sentinel"},
 		// Its Sentinels too.
 		TLS: []string{ServersLocal, ServersDocker},
 		// Valkey (redis_program: valkey): Debian 13 on.

@@ -573,6 +573,8 @@ const zookeeperKind = "zookeeper"
 func init() {
 	RegisterKind(Kind{
 		Name:     zookeeperKind,
+		Sessions: true,
+		Leader:   true,
 		Packages: []string{"zookeeper", "default-jre-headless"},
 		Image:    "zookeeper:3.9",
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {

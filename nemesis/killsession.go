@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // killSession has the servers end client sessions, as an operator, a
@@ -37,10 +39,8 @@ func (killSession) AllowsZeroDuration() bool { return true }
 func (killSession) Params() Params { return &TerminateParams{} }
 
 func (killSession) Applies(s Shape) error {
-	for _, k := range []string{"postgres", "mariadb", "redis", "etcd", "zookeeper"} {
-		if hasKind(s.Kinds, k) {
-			return s.controlled("kill-session")
-		}
+	if anyKind(s.Kinds, func(k cluster.Kind) bool { return k.Sessions }) {
+		return s.controlled("kill-session")
 	}
 	return fmt.Errorf("kill-session does not apply to %s: it has no server session", s.Backend)
 }

@@ -145,3 +145,14 @@ func hasKind(kinds []string, k string) bool {
 	}
 	return false
 }
+
+// anyKind reports whether one of kinds is a registered kind of server that
+// can do what can asks of it (the registry says: Kind.Sessions...).
+func anyKind(kinds []string, can func(cluster.Kind) bool) bool {
+	for _, name := range kinds {
+		if k, ok := cluster.LookupKind(name); ok && can(k) {
+			return true
+		}
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/matrix"
 )
@@ -302,11 +303,8 @@ func serversLine(s *checker.ServerSource) string {
 		return ""
 	}
 	kindOf := func(name string) string {
-		switch {
-		case strings.HasPrefix(name, "redis"), strings.HasPrefix(name, "sentinel"):
-			return "redis"
-		case strings.HasPrefix(name, "etcd"):
-			return "etcd"
+		if k, ok := cluster.ServerKind(name); ok {
+			return k
 		}
 		name, _, _ = strings.Cut(name, "-")
 		return name
