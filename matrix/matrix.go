@@ -19,6 +19,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/internal/atomicfile"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // fileResults is a matrix's results.json, in its directory.
@@ -96,6 +97,9 @@ type Cell struct {
 	// none); ExpectedCheckers the expected verdicts of single checkers.
 	Expected         string            `json:"expected"`
 	ExpectedCheckers map[string]string `json:"expected_checkers,omitempty"`
+	// ExpectedWhy says why an expectation of either verdict
+	// (scenarios.Either) is one: what the lock's claim leaves open.
+	ExpectedWhy string `json:"expected_why,omitempty"`
 	// Verdict is the run's verdict (valid, invalid, unknown), or "error"
 	// when the harness failed, or "missing" when no merged shard ran it.
 	Verdict string `json:"verdict"`
@@ -186,9 +190,10 @@ type Matrix struct {
 }
 
 // Judge compares a run's results with its expectation: the overall
-// verdict (an empty expectation means valid; NoClaim takes any verdict) and each expected checker
-// verdict for the checkers that ran. It returns whether everything matches
-// and, when not, what differs.
+// verdict (an empty expectation means valid; NoClaim takes any verdict;
+// scenarios.Either a valid one, or an invalid one whose expected checkers
+// match) and each expected checker verdict for the checkers that ran. It
+// returns whether everything matches and, when not, what differs.
 func Judge(res *checker.Results, expected string, expectedCheckers map[string]string) (bool, string) {
 	if expected == "" {
 		expected = checker.Valid.String()
@@ -198,6 +203,18 @@ func Judge(res *checker.Results, expected string, expectedCheckers map[string]st
 	}
 	if expected == NoClaim {
 		return true, ""
+	}
+	if expected == scenarios.Either {
+		// Valid or invalid, as the claim leaves open; an invalid run's
+		// checkers still as expected, an unknown run not.
+		switch res.Valid {
+		case checker.Valid:
+			return true, ""
+		case checker.Invalid:
+			expected = checker.Invalid.String()
+		default:
+			return false, fmt.Sprintf("expected valid or invalid (either), got %s", res.Valid)
+		}
 	}
 	overall := ""
 	if got := res.Valid.String(); got != expected {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 func TestJudge(t *testing.T) {
@@ -33,6 +34,11 @@ func TestJudge(t *testing.T) {
 		{"no claim takes invalid", res(checker.Invalid, checker.Invalid, checker.Invalid), NoClaim, nil, true, ""},
 		{"no claim takes unknown", res(checker.Unknown, checker.Valid, checker.Valid), NoClaim, nil, true, ""},
 		{"no claim, no results", nil, NoClaim, nil, false, "no results"},
+		{"either takes valid", res(checker.Valid, checker.Valid, checker.Valid), scenarios.Either, map[string]string{"mutex": "invalid"}, true, ""},
+		{"either takes invalid as its checkers say", res(checker.Invalid, checker.Invalid, checker.Invalid), scenarios.Either, map[string]string{"mutex": "invalid"}, true, ""},
+		{"either, an invalid checker differs", res(checker.Invalid, checker.Valid, checker.Invalid), scenarios.Either, map[string]string{"mutex": "invalid"}, false, "mutex: expected invalid, got valid"},
+		{"either is not unknown", res(checker.Unknown, checker.Valid, checker.Valid), scenarios.Either, nil, false, "expected valid or invalid (either), got unknown"},
+		{"either, no results", nil, scenarios.Either, nil, false, "no results"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, why := Judge(tc.res, tc.expected, tc.checkers)

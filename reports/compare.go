@@ -337,6 +337,21 @@ func (c compareCell) RecoveryText() string {
 	return s
 }
 
+// EitherWhy says why the cell's runs were expected to come out valid or
+// invalid, either (scenarios.Either: the lock's claim leaves it open), or
+// "" when they were held to one verdict.
+func (c compareCell) EitherWhy() string {
+	for _, r := range c.Runs {
+		if r.Expected == scenarios.Either {
+			if r.ExpectedWhy == "" {
+				return "the lock's claim leaves it open"
+			}
+			return r.ExpectedWhy
+		}
+	}
+	return ""
+}
+
 // Expected counts the cell's runs as expected.
 func (c compareCell) Expected() (ok, n int) {
 	for _, r := range c.Runs {
@@ -402,6 +417,21 @@ func CompareTable(m *matrix.Matrix) string {
 		}
 		fmt.Fprintf(&b, "  %s: %s\n", r.Backend, r.LibraryText())
 	}
+	// The cells expected valid or invalid, either, each with why.
+	first = true
+	for _, r := range cmp.Rows {
+		for j, c := range r.Cells {
+			why := c.EitherWhy()
+			if why == "" {
+				continue
+			}
+			if first {
+				b.WriteString("EITHER VERDICT EXPECTED (valid or invalid; the lock's claim leaves it open):\n")
+				first = false
+			}
+			fmt.Fprintf(&b, "  %s, %s: %s\n", r.Label(), cmp.Families[j], why)
+		}
+	}
 	b.WriteString(strings.TrimRight(matrixTotals(m), "\n") + "\n")
 	return b.String()
 }
@@ -409,7 +439,8 @@ func CompareTable(m *matrix.Matrix) string {
 // Short is the cell in a few words, for the text table: safe, UNSAFE with
 // its counts (sh stale holders, dg double grants, lu lost updates, sw
 // stale writes accepted), FENCED (stale holders, every stale write
-// rejected), and the median recovery.
+// rejected), the median recovery, and [either] when the cell is expected
+// valid or invalid, either (the reason below the table).
 func (c compareCell) Short() string {
 	t := c.totals()
 	var s string
@@ -448,6 +479,9 @@ func (c compareCell) Short() string {
 	if rt := c.RecoveryText(); rt != "" {
 		s += ", " + strings.TrimPrefix(rt, "recovery ")
 	}
+	if c.EitherWhy() != "" {
+		s += " [either]"
+	}
 	if ok, n := c.Expected(); ok < n {
 		s += fmt.Sprintf(" [NOT AS EXPECTED %d/%d]", n-ok, n)
 	}
@@ -455,4 +489,4 @@ func (c compareCell) Short() string {
 }
 
 // CompareLegend explains the text table's abbreviations.
-const CompareLegend = "sh stale holders · dg double grants · lu lost updates · sw stale writes accepted · rej stale writes rejected by fencing · FENCED: stale holders, yet no stale write accepted and no update lost · time: median recovery (from the fault's end to the next grant) · counts summed over the seeds (runs unsafe/runs)\n"
+const CompareLegend = "sh stale holders · dg double grants · lu lost updates · sw stale writes accepted · rej stale writes rejected by fencing · FENCED: stale holders, yet no stale write accepted and no update lost · time: median recovery (from the fault's end to the next grant) · counts summed over the seeds (runs unsafe/runs) · [either]: valid or invalid, either as expected (why: below the table)\n"

@@ -63,11 +63,12 @@ td.cell a{color:inherit}
 <p>Each cell sums the seeds of one backend under one fault (like with like; nothing is averaged across backends or faults).
 Green: safe. Blue: stale holders, every stale write rejected by fencing. Red: unsafe (stale holders, double grants, lost updates, stale writes accepted).
 Grey: not run (hover for the reason). Yellow: unknown or a harness error.
+"Either verdict expected": the lock's own claim leaves the outcome open, so a valid run and an invalid one are both as expected (the reason is in the cell).
 Speed: lock cycles per second and acquire latency (p50/p99) with no faults (the baseline scenario, its first seed).
 Recovery: median time from the fault's end to the next grant (a lock its holder could not release stays taken until it expires).</p>
 <table><tr><th>backend</th><th>cycles/s</th><th>acquire p50</th><th>acquire p99</th>{{range .C.Families}}<th>{{.}}</th>{{end}}<th>as expected</th></tr>
 {{range .C.Rows}}{{$row := .}}<tr><th>{{.Label}}{{with .LibraryText}}<div class="small">{{.}}</div>{{end}}</th>{{range speed .}}<td>{{.}}</td>{{end}}
-{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} {{if .Dir}}<a href="{{.Dir}}/index.html">{{.Seed}}</a>{{else}}{{.Seed}}{{end}}{{end}}</div><div class="small">{{expected .}}</div>{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
+{{range .Cells}}<td class="cell" style="background:{{fill .Class}};color:{{ink .Class}}"{{if .NotRun}} title="{{.NotRun}}"{{end}}>{{.Summary}}{{with .RecoveryText}}<div class="small">{{.}}</div>{{end}}{{if .Runs}}<div class="small">runs:{{range .Runs}} {{if .Dir}}<a href="{{.Dir}}/index.html">{{.Seed}}</a>{{else}}{{.Seed}}{{end}}{{end}}</div><div class="small">{{expected .}}</div>{{with .EitherWhy}}<div class="small" title="{{.}}">either verdict expected: {{.}}</div>{{end}}{{end}}{{if .NotRun}}<div class="small">{{trimNotRun .NotRun}}</div>{{end}}</td>{{end}}
 <td>{{.ExpectedText}}</td></tr>
 {{end}}</table>
 <p><a href="index.html">the matrix (every run, its verdict and expectation)</a> · <a href="compare.png">compare.png</a> · <a href="compare.txt">compare.txt</a></p>
@@ -120,6 +121,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		out := wrapWords(c.Summary(), 26)
 		if rt := c.RecoveryText(); rt != "" {
 			out = append(out, rt)
+		}
+		if c.EitherWhy() != "" {
+			out = append(out, "either verdict expected")
 		}
 		if ok, n := c.Expected(); n > 0 && ok < n {
 			out = append(out, fmt.Sprintf("NOT as expected: %d/%d", n-ok, n))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/matrix"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // TestComparison: cells sum the seeds of one pair only; a pair not run
@@ -59,6 +60,62 @@ func TestComparison(t *testing.T) {
 		t.Error(err)
 	}
 	if _, err := compareHTML(m); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCompareEither: a cell expected valid or invalid, either
+// (scenarios.Either), says so — [either] in compare.txt with its reason
+// below the table, and in compare.html — whatever its runs' verdicts, and
+// a cell held to one verdict does not.
+func TestCompareEither(t *testing.T) {
+	why := "Session.Done() is not promised before the server revokes the lease"
+	cell := func(b string, seed int64, verdict, expected string, s matrix.Safety) matrix.Cell {
+		c := matrix.Cell{CellKey: matrix.CellKey{Scenario: "renew-partition", Backend: b, Seed: seed},
+			Verdict: verdict, Expected: expected, AsExpected: true, Safety: &s}
+		if expected == scenarios.Either {
+			c.ExpectedWhy = why
+		}
+		return c
+	}
+	m := &matrix.Matrix{Compare: true, Backends: []string{"etcd-concurrency", "redis-renew"}, Scenarios: []string{"renew-partition"},
+		Cells: []matrix.Cell{
+			cell("etcd-concurrency", 1, "valid", scenarios.Either, matrix.Safety{}),
+			cell("etcd-concurrency", 2, "invalid", scenarios.Either, matrix.Safety{StaleHolders: 1}),
+			cell("redis-renew", 1, "valid", "valid", matrix.Safety{}),
+		}}
+	c := buildComparison(m)
+	if got := c.Rows[0].Cells[0].EitherWhy(); got != why {
+		t.Errorf("etcd-concurrency's cell: either %q, want %q", got, why)
+	}
+	if got := c.Rows[1].Cells[0].EitherWhy(); got != "" {
+		t.Errorf("redis-renew's cell, expected valid: either %q", got)
+	}
+	txt := CompareTable(m)
+	lines := strings.Split(txt, "\n")
+	var etcd, redis string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "etcd-concurrency "):
+			etcd = l
+		case strings.HasPrefix(l, "redis-renew "):
+			redis = l
+		}
+	}
+	if !strings.Contains(etcd, "UNSAFE sh1 (1/2) [either]") || strings.Contains(etcd, "NOT AS EXPECTED") || strings.Contains(redis, "[either]") {
+		t.Errorf("rows:\n%s\n%s", etcd, redis)
+	}
+	if !strings.Contains(txt, "EITHER VERDICT EXPECTED") || !strings.Contains(txt, "  etcd-concurrency, renew-partition: "+why+"\n") {
+		t.Errorf("no reason below the table:\n%s", txt)
+	}
+	h, err := compareHTML(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "either verdict expected: "+why) {
+		t.Errorf("compare.html does not say the cell takes either verdict")
+	}
+	if _, err := comparePNG(m); err != nil {
 		t.Error(err)
 	}
 }

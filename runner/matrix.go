@@ -306,6 +306,9 @@ func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead) {
 	case err != nil:
 		cell = matrix.ErrorCell(c.Key, c.Expect.Valid, c.Expect.Checkers, err)
 	}
+	if cell.Expected == scenarios.Either {
+		cell.ExpectedWhy = c.Expect.Why
+	}
 	cell.Seconds = roundSeconds(time.Since(start))
 	r.judged[i], r.done[i] = cell, true
 	r.collect()

@@ -112,8 +112,8 @@ var (
 		"Random":           " in nemesis.random",
 		"Nemesis":          " in nemesis (want script, random)",
 		"PostgresSettings": " in postgres",
-		"Expectation":      " in an expectation (want valid, checkers)",
-		"Expect":           " in expect (want valid, checkers, backends)",
+		"Expectation":      " in an expectation (want valid, checkers, why)",
+		"Expect":           " in expect (want valid, checkers, why, backends, fenced)",
 	}
 )
 

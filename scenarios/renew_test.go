@@ -110,3 +110,29 @@ func TestReleaseRetry(t *testing.T) {
 		t.Errorf("inproc: %v", err)
 	}
 }
+
+// TestExpectEither: an expectation of either verdict parses with its why,
+// reaches Expected with it, and is refused without one; a why beside any
+// other verdict, and an unknown verdict, are refused.
+func TestExpectEither(t *testing.T) {
+	base := "name: x\nbackend: redis-token\nexpect:\n  valid: valid\n  backends:\n    redis-token: "
+	s, err := Parse([]byte(base+"{valid: either, checkers: {mutex: invalid}, why: the claim leaves it open}\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Expected("redis-token"); e.Valid != Either || e.Why != "the claim leaves it open" || e.Checkers["mutex"] != "invalid" {
+		t.Errorf("Expected = %+v", e)
+	}
+	if e := s.Expected("redis-naive"); e.Valid != "valid" || e.Why != "" {
+		t.Errorf("another backend's expectation = %+v", e)
+	}
+	for _, tc := range []struct{ entry, want string }{
+		{"{valid: either}", "needs a why"},
+		{"{valid: invalid, why: because}", "why is the reason for valid: either"},
+		{"{valid: maybe}", "(or either)"},
+	} {
+		if _, err := Parse([]byte(base+tc.entry+"\n"), "test"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.entry, err, tc.want)
+		}
+	}
+}

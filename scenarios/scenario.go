@@ -122,12 +122,24 @@ type Nemesis struct {
 	_      struct{} `yaml:"-"`
 }
 
+// Either is the expected verdict of a run that may come out valid or
+// invalid because the lock's own documented claim leaves the outcome open
+// (a race between the lock's signal and the server that its docs do not
+// decide): a valid run meets it, and so does an invalid one whose
+// checkers are as the expectation's Checkers say; an unknown run does not.
+// An Either expectation says why in Why.
+const Either = "either"
+
 // Expectation is an expected verdict, overall and per checker.
 type Expectation struct {
-	// Valid is valid, invalid or unknown.
+	// Valid is valid, invalid, unknown or Either.
 	Valid string `yaml:"valid,omitempty"`
-	// Checkers maps a checker name to its expected verdict.
+	// Checkers maps a checker name to its expected verdict (with Either:
+	// when the run is invalid).
 	Checkers map[string]string `yaml:"checkers,omitempty"`
+	// Why is the reason for an Either expectation, in words: what the
+	// claim leaves open. Required with Either, refused without it.
+	Why string `yaml:"why,omitempty"`
 }
 
 // Expect is a scenario's expectation: a default and per-backend overrides.
@@ -300,9 +312,9 @@ func (s *Scenario) KeyNames() []string {
 // default. An empty Valid means no expectation.
 func (s *Scenario) Expected(backend string) Expectation {
 	if f, ok := s.Expect.Fenced[backend]; ok && s.Fencing != "" && s.Fencing != "none" {
-		return Expectation{Valid: f.Valid, Checkers: maps.Clone(f.Checkers)}
+		return Expectation{Valid: f.Valid, Checkers: maps.Clone(f.Checkers), Why: f.Why}
 	}
-	e := Expectation{Valid: s.Expect.Valid, Checkers: map[string]string{}}
+	e := Expectation{Valid: s.Expect.Valid, Checkers: map[string]string{}, Why: s.Expect.Why}
 	for k, v := range s.Expect.Checkers {
 		e.Checkers[k] = v
 	}
@@ -312,7 +324,7 @@ func (s *Scenario) Expected(backend string) Expectation {
 	}
 	if ok {
 		if b.Valid != "" {
-			e.Valid = b.Valid
+			e.Valid, e.Why = b.Valid, b.Why
 			if len(b.Checkers) > 0 || b.Valid != s.Expect.Valid {
 				// A backend's own verdict replaces the default's per-checker detail.
 				e.Checkers = map[string]string{}

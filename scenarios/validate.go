@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -207,9 +208,14 @@ func plainName(n string) error {
 // validVerdicts checks an expectation found at path below `expect`.
 func validVerdicts(e Expectation, path []string) error {
 	at := func(p ...string) []string { return append(append([]string(nil), path...), p...) }
-	if e.Valid != "" {
+	switch {
+	case e.Valid == Either && strings.TrimSpace(e.Why) == "":
+		return &fieldError{field: "expect", path: at("valid"), msg: "valid: either needs a why: what the lock's claim leaves open"}
+	case e.Valid != Either && e.Why != "":
+		return &fieldError{field: "expect", path: at("why"), msg: "why is the reason for valid: either, and the verdict here is " + strconv.Quote(e.Valid)}
+	case e.Valid != "" && e.Valid != Either:
 		if _, err := checker.ParseValidity(e.Valid); err != nil {
-			return &fieldError{field: "expect", path: at("valid"), msg: err.Error()}
+			return &fieldError{field: "expect", path: at("valid"), msg: err.Error() + " (or either)"}
 		}
 	}
 	for c, v := range e.Checkers {

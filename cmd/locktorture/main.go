@@ -347,6 +347,11 @@ func printOutcome(w io.Writer, out *runner.Outcome) {
 // expectationText writes an expectation: its overall verdict, then each
 // checker's, as "invalid (fencing valid, lost-update valid)".
 func expectationText(e scenarios.Expectation) string {
+	if e.Valid == scenarios.Either {
+		// Either verdict: valid, or invalid with its checkers; and why.
+		inv := expectationText(scenarios.Expectation{Valid: checker.Invalid.String(), Checkers: e.Checkers})
+		return "either valid or " + inv + " — " + e.Why
+	}
 	if len(e.Checkers) == 0 {
 		return e.Valid
 	}
