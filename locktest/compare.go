@@ -240,6 +240,11 @@ func (c Comparison) options(t *testing.T, s Suite, id string) (runner.MatrixOpti
 		}
 		scs = append(scs, scenarios.FamilyScenarios(f)...)
 	}
+	for k := range c.Claims {
+		if !slices.Contains(scs, k) {
+			return runner.MatrixOptions{}, "", fmt.Errorf("Comparison.Claims: %q is no scenario of this comparison (%s)", k, strings.Join(scs, ", "))
+		}
+	}
 	beside, err := c.beside(s.kinds())
 	if err != nil {
 		return runner.MatrixOptions{}, "", err
@@ -379,7 +384,11 @@ func serversMissing(m *matrix.Matrix, row string) string {
 		if c.Verdict != matrix.VerdictError || !strings.Contains(c.Error, cluster.ErrMissingBinary.Error()) {
 			return ""
 		}
-		why = strings.ReplaceAll(firstLine(c.Error), " (make deps)", "")
+		why = firstLine(c.Error)
+		if i := strings.Index(why, cluster.ErrMissingBinary.Error()); i >= 0 {
+			why = why[i:] // not the backend's name again and again
+		}
+		why = strings.ReplaceAll(why, " (make deps)", "")
 	}
 	return why
 }

@@ -43,6 +43,8 @@ func TestCompareOptions(t *testing.T) {
 		{name: "beside unknown", c: Comparison{New: newLock, Beside: []string{"redis-tokn"}}, wantErr: `"redis-tokn" is no built-in backend`},
 		{name: "bad name", c: Comparison{New: newLock, Name: "my lock"}, wantErr: `Comparison.Name "my lock"`},
 		{name: "bad kind", c: Comparison{New: newLock, Kinds: []string{"mongo"}}, wantErr: `unknown kind of server "mongo"`},
+		{name: "claims", c: Comparison{New: newLock, Families: []string{"pause"}, Claims: map[string]Claim{"baseline": Safe, "pause": StaleHolderPossible}}, seeds: 1},
+		{name: "bad claims", c: Comparison{New: newLock, Families: []string{"pause"}, Claims: map[string]Claim{"kleppmann-pause": Safe}}, wantErr: `Comparison.Claims: "kleppmann-pause" is no scenario of this comparison (baseline, pause)`},
 		{name: "bad like", c: Comparison{New: newLock, Like: "redis-tokn"}, wantErr: "Comparison.Like"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,5 +114,40 @@ func TestChildID(t *testing.T) {
 		if got := childID(); got != tc.want {
 			t.Errorf("env %q, args %q: %q, want %q", tc.env, tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestComparisonExpectation: what a comparison's row is judged against,
+// family by family — Like's built-in expectation, else Claims', else
+// Claim's, else none — and the expected verdict its cells carry.
+func TestComparisonExpectation(t *testing.T) {
+	stale, safe := StaleHolderPossible, Safe
+	for _, tc := range []struct {
+		name     string
+		c        Comparison
+		scenario string
+		judged   bool
+		want     string
+	}{
+		{name: "no claim", c: Comparison{}, scenario: "pause"},
+		{name: "claims elsewhere", c: Comparison{Claims: map[string]Claim{"delay": Safe}}, scenario: "pause"},
+		{name: "safe", c: Comparison{Claim: &safe}, scenario: "pause", judged: true, want: "valid"},
+		{name: "stale certain", c: Comparison{Claim: &stale}, scenario: "pause", judged: true, want: "invalid"},
+		{name: "stale maybe", c: Comparison{Claim: &stale}, scenario: "delay", judged: true, want: "valid or invalid"},
+		{name: "stale, no fault past the lease", c: Comparison{Claim: &stale}, scenario: "baseline", judged: true, want: "valid"},
+		{name: "claims win", c: Comparison{Claim: &stale, Claims: map[string]Claim{"pause": Safe}}, scenario: "pause", judged: true, want: "valid"},
+		{name: "like", c: Comparison{Claim: &safe, Like: "pg-advisory"}, scenario: "pause", judged: true, want: "valid"},
+		{name: "like redis-token", c: Comparison{Like: "redis-token"}, scenario: "pause", judged: true, want: "invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := load(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok := tc.c.expectation(sc)
+			if ok != tc.judged || ok && expectedText(e) != tc.want {
+				t.Errorf("judged %v, expected %q; want %v, %q", ok, expectedText(e), tc.judged, tc.want)
+			}
+		})
 	}
 }

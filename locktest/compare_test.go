@@ -205,3 +205,22 @@ func TestCompareClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareSkipsWithoutServers runs TestCompareClaims's comparisons where
+// no server program is on PATH: the test skips, saying what to install.
+func TestCompareSkipsWithoutServers(t *testing.T) {
+	if os.Getenv(locktest.EnvServers) != "" {
+		t.Skip("servers are not local here")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCompareClaims$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCKTEST_COMPAREDEMO=1", locktest.EnvStore+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"--- SKIP: TestCompareClaims", "cannot run servers here: server program not found: redis-server is not on PATH; install the Debian package redis-server (or run them in containers: LOCKTEST_SERVERS=docker)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out)
+		}
+	}
+}
