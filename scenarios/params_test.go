@@ -79,8 +79,8 @@ func TestBuiltinsLoadWithTheirPlan(t *testing.T) {
 		"redlock-clock-jump": {
 			"partition process 0, servers [D E], topology cut at 0s for 1h0m0s",
 			"partition process 1, servers [A B], topology cut at 0s for 1h0m0s",
-			"partition process 1, topology isolate-client at 0s for 500ms",
-			"clock process 0, servers [C], jump 5s on acquire for 100ms",
+			"partition process 1, topology isolate-client at 0s for 2s",
+			"clock process 0, servers [C], jump 12s on acquire for 100ms",
 		},
 		"redlock-restart-delayed": {
 			"partition process 0, servers [D E], topology cut at 0s for 1h0m0s",
