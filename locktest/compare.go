@@ -34,7 +34,7 @@ type Comparison struct {
 	// other character made '-' ("TestMyLock").
 	Name string
 	// Families are compare's fault families to run (pause, partition,
-	// delay, ...: locktorture list families, docs/compare.md); empty:
+	// delay, ...: scenarios.Families, docs/compare.md); empty:
 	// every one. The no-fault baseline always runs: it gives each row's
 	// speed. A family the lock cannot take is not run, with the reason:
 	// one that selects other servers or abilities (renew-partition and
@@ -72,11 +72,15 @@ type Comparison struct {
 	// LOCKTEST_KEEP is set.
 	Store string
 	// Parallel is how many cells run at once, each on servers of its own
-	// (default 2, as compare's --parallel).
+	// (default 2, as compare's --parallel; 1 on the servers of a servers
+	// file, which the cells share).
 	Parallel int
 }
 
-// CompareResult is where a comparison went and what it found.
+// CompareResult is where a comparison went and what it found. In a client
+// process (the test binary re-executed to serve another Compare or Run
+// call of the same test) it is empty: code between two such calls must
+// not fail on it.
 type CompareResult struct {
 	// Dir is the comparison's directory: compare.html, compare.txt,
 	// compare.png, results.json, junit.xml and index.html, as an unsharded
@@ -124,7 +128,7 @@ func Compare(t *testing.T, c Comparison) *CompareResult {
 	if !installed() {
 		t.Fatal("locktest: Compare runs the lock's clients as processes of the test binary: add\n\tfunc TestMain(m *testing.M) { locktest.Main(m) }")
 	}
-	opt, name, err := c.options(t, s, id)
+	opt, name, err := c.options(t, s)
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
@@ -167,7 +171,7 @@ func Compare(t *testing.T, c Comparison) *CompareResult {
 	html := filepath.Join(out.Dir, reports.FileCompareHTML)
 	t.Logf("the comparison (%s):\n%s", opt.Command, reports.CompareTable(m))
 	t.Logf("compare.html: %s", html)
-	if c.Store == "" && os.Getenv(EnvStore) == "" {
+	if c.Store == "" && os.Getenv(EnvStore) == "" && !keepPassing() {
 		t.Logf("(in a temporary store, removed after the test unless it fails: %s=1, %s or Comparison.Store keeps it)", EnvKeep, EnvStore)
 	}
 	logBeside(t, m, name)
@@ -213,7 +217,7 @@ var (
 )
 
 // options are the comparison's matrix options and the row's name.
-func (c Comparison) options(t *testing.T, s Suite, id string) (runner.MatrixOptions, string, error) {
+func (c Comparison) options(t *testing.T, s Suite) (runner.MatrixOptions, string, error) {
 	if err := s.checkKinds(); err != nil {
 		return runner.MatrixOptions{}, "", err
 	}
@@ -259,11 +263,11 @@ func (c Comparison) options(t *testing.T, s Suite, id string) (runner.MatrixOpti
 		Parallel: c.Parallel, Compare: true, Prestart: true, // as compare's defaults
 		OneSeed: []string{"baseline"}, Durations: map[string]time.Duration{"baseline": compareBaseline},
 	}
-	if opt.Parallel <= 0 {
-		opt.Parallel = compareParallel
-	}
 	if err := serverOverrides(s, &opt); err != nil {
 		return runner.MatrixOptions{}, "", err
+	}
+	if opt.Parallel <= 0 {
+		opt.Parallel = compareParallel
 	}
 	if opt.Store == "" {
 		opt.Store = os.Getenv(EnvStore)
@@ -332,7 +336,7 @@ func (c Comparison) seeds() (int, error) {
 
 // serverOverrides sets where every cell's servers run: local (nothing to
 // say), docker with its images, or the servers a file names (one cell at
-// a time on them, as compare does).
+// a time on them unless told, as compare does).
 func serverOverrides(s Suite, opt *runner.MatrixOptions) error {
 	where := serversSetting(s)
 	images, err := s.images()
@@ -344,7 +348,9 @@ func serverOverrides(s Suite, opt *runner.MatrixOptions) error {
 	case strings.HasSuffix(where, ".yaml") || strings.HasSuffix(where, ".yml"):
 		opt.Overrides.Servers, opt.Overrides.ServersFile = ptr(cluster.ServersExternal), ptr(where)
 		opt.RunArgs = append(opt.RunArgs, "--servers", cluster.ServersExternal, "--servers-file", where)
-		opt.Parallel = 1
+		if opt.Parallel <= 0 {
+			opt.Parallel = 1
+		}
 	default:
 		opt.Overrides.Servers, opt.Overrides.Images = ptr(where), images
 		opt.RunArgs = append(opt.RunArgs, "--servers", where)

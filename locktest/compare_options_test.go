@@ -50,7 +50,7 @@ func TestCompareOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvSeeds, tc.seedsEnv)
 			t.Setenv(EnvStore, t.TempDir())
-			opt, row, err := tc.c.options(t, tc.c.suite(), "id")
+			opt, row, err := tc.c.options(t, tc.c.suite())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
