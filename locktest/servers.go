@@ -96,13 +96,20 @@ const envSharedPassword = "LOCKTEST_SHARED_PW_"
 var sharedPasswords int
 
 // serversFile is the servers file's document naming g's servers and what
-// they ask, each password in an environment variable of its own.
+// they ask, each password in an environment variable of its own: by the
+// kind registry, a kind named by a DSN gives its one string, any other its
+// list of addresses.
 func serversFile(g cluster.ServerSet) (map[string]any, error) {
 	doc := map[string]any{}
-	for _, kind := range []string{"redis", "etcd", "zookeeper"} {
+	for _, k := range cluster.Kinds() {
+		addrs := g.Servers[k.Name]
+		if k.DSN && len(addrs) > 0 {
+			doc[k.Name] = addrs[0]
+			continue
+		}
 		var list []any
-		for i, addr := range g.Servers[kind] {
-			user, pw := credentialsOf(g.Auth.For(kind, i))
+		for i, addr := range addrs {
+			user, pw := credentialsOf(g.Auth.For(k.Name, i))
 			if pw == "" {
 				list = append(list, addr)
 				continue
@@ -115,11 +122,8 @@ func serversFile(g cluster.ServerSet) (map[string]any, error) {
 			list = append(list, map[string]string{"addr": addr, "username": user, "password_env": env})
 		}
 		if len(list) > 0 {
-			doc[kind] = list
+			doc[k.Name] = list
 		}
-	}
-	if dsn := g.Servers["postgres"]; len(dsn) > 0 {
-		doc["postgres"] = dsn[0]
 	}
 	return doc, nil
 }
