@@ -384,6 +384,10 @@ func init() {
 		Leader:   true,
 		Packages: []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
 		Image:    "gcr.io/etcd-development/etcd:v3.5.17",
+
+		// topology: members cannot act on its members.
+		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
+
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
 			_, err := c.Etcd(ctx, EtcdOptions{Members: o.Members[etcdKind]})
 			return err

@@ -77,6 +77,10 @@ type Kind struct {
 	// Leader says its servers form an ensemble that elects a leader
 	// (Cluster.Leader): a server fault may name the `leader`.
 	Leader bool
+	// MembersUnlinked, for an ensemble whose members cannot each be cut
+	// off from the others through links of their own (topology: members),
+	// says why; "" when they can, or when it is no ensemble.
+	MembersUnlinked string
 	// Companions are the other programs its servers include, by the
 	// names their servers go by (redis: "sentinel", its Sentinels):
 	// ServerKind takes sentinel-0 for a server of this kind.

@@ -38,8 +38,10 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 	if s.External {
 		return keyErr("topology", "%s (topology members) needs servers the harness runs: someone else's members talk to one another over their own network, not through links (servers: external)", fault)
 	}
-	if slices.Contains(s.Kinds, "etcd") {
-		return keyErr("topology", "%s (topology members) does not apply to etcd: a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)", fault)
+	for _, name := range s.Kinds {
+		if k, ok := cluster.LookupKind(name); ok && k.MembersUnlinked != "" {
+			return keyErr("topology", "%s (topology members) does not apply to %s: %s", fault, name, k.MembersUnlinked)
+		}
 	}
 	if s.Members < 2 {
 		this := "this run's servers: none"
