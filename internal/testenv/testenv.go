@@ -20,22 +20,21 @@ func Missing(t testing.TB, what string) {
 	t.Skipf("%s not installed (make deps)", what)
 }
 
-// Has reports whether the program name is installed: on PATH, or (for
-// postgres, mariadbd, pgbouncer) where Debian's packages put it.
+// Has reports whether the program name is installed: on PATH, or where
+// Debian's packages put the servers' programs off PATH, the places the
+// harness looks too (/usr/sbin: pgbouncer, mariadbd;
+// /usr/lib/postgresql/*/bin: postgres, initdb).
 func Has(name string) bool {
+	if name == "" {
+		return false
+	}
 	if _, err := exec.LookPath(name); err == nil {
 		return true
 	}
-	switch name {
-	case "pgbouncer":
-		_, err := os.Stat("/usr/sbin/pgbouncer")
-		return err == nil
-	case "postgres":
-		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-		return len(m) > 0
-	case "mariadbd":
-		_, err := os.Stat("/usr/sbin/mariadbd")
-		return err == nil
+	for _, dir := range []string{"/usr/sbin", "/usr/lib/postgresql/*/bin"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, name)); len(m) > 0 {
+			return true
+		}
 	}
 	return false
 }
