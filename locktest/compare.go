@@ -48,7 +48,9 @@ type Comparison struct {
 	Beside []string
 	// Seeds is how many seeds each family runs with: its scenario's seed,
 	// seed+1, ... (default 1; LOCKTEST_SEEDS or -locktest.seeds wins).
-	// The baseline runs one.
+	// The baseline runs one. Run's LOCKTEST_SEED does not apply: the
+	// seeds are the families' own, as in locktorture compare, so the
+	// lock's cells and the built-in rows' ran with the same ones.
 	Seeds int
 	// Claim is what the lock promises under every family (nil: nothing);
 	// Claims, by scenario name ("pause", "failover-leader"), override it
