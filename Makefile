@@ -39,23 +39,14 @@ vet:
 ## --image all=locktorture-servers:<suite>; BARE=1: locktorture-bare:<suite> alone, the minbase
 ## root as debian:<suite> has it (the nightly job's test runs the job's steps in it); WITH_BARE=1: both
 SUITES ?= bookworm
-.PHONY: images images-if-docker
+.PHONY: images
 images: build
 	@SUITES="$(SUITES)" BARE="$(BARE)" WITH_BARE="$(WITH_BARE)" LOCKTORTURE=$(BIN) bash scripts/images.sh
 
-# The container tests run when a Docker engine answers (the image is built
-# first when missing); without one they skip, and this says so.
-images-if-docker:
-	@if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then \
-	  WITH_BARE=1 bash scripts/images.sh || echo "images: not built: the container tests will skip (or fail under CI)"; \
-	else \
-	  echo "images: no Docker engine answers: the container tests (--servers docker) will skip"; \
-	fi
-
-## test: unit and integration tests (real servers on loopback; in containers too when Docker answers)
-test: deps images-if-docker vet
-	$(GO) test -count=1 -timeout 45m ./...
-	cd examples/locktest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+## test: unit and integration tests (real servers on loopback; in containers too when Docker
+##   answers: the images are built beside vet and the tests, which wait for them: scripts/test.sh)
+test: deps
+	@GO="$(GO)" MAKE="$(MAKE)" bash scripts/test.sh
 
 ## findings: run every finding (locktorture list findings; docs/findings.md) over FINDINGS_SEEDS
 ##   seeds (default 3), say how often each reproduced, and fail when one did not reproduce on

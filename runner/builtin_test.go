@@ -37,12 +37,17 @@ func needs(t *testing.T, sc *scenarios.Scenario) {
 // TestBuiltinScenarios runs every canonical scenario with its own backend
 // and seed: each must give the verdict its file expects — overall and per
 // checker. A scenario that expects invalid proves the checkers can see.
+// The scenarios run two at a time.
 func TestBuiltinScenarios(t *testing.T) {
 	for _, name := range scenarios.BuiltinNames() {
 		if long[name] || families[name] {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			// Two at a time (go test's -parallel): each run has servers,
+			// ports and stores of its own, and its story is ordered by its
+			// steps, not by the machine's speed, as matrix --parallel's are.
+			t.Parallel()
 			sc, err := scenarios.Builtin(name)
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,11 @@ func inDocker() scenarios.Overrides {
 }
 
 // assertNoContainers checks that this process left no container or network.
+// dockerRuns keeps the container tests one at a time: they run in parallel
+// with nothing else (t.Parallel only puts them after the package's other
+// tests), and each checks that no container of this process is left.
+var dockerRuns sync.Mutex
+
 func assertNoContainers(t *testing.T) {
 	t.Helper()
 	ownerID, err := owner.ID()
@@ -37,6 +43,9 @@ func assertNoContainers(t *testing.T) {
 // record names the mode, the image and the servers' versions, and no
 // container or network is left.
 func TestScenariosInDocker(t *testing.T) {
+	t.Parallel() // after the package's other tests: make test may still be building the image
+	dockerRuns.Lock()
+	defer dockerRuns.Unlock()
 	testenv.RequireDocker(t, docker.LocalImage)
 	for _, c := range []struct{ scenario, backend string }{
 		{"kleppmann-pause", ""},
@@ -85,6 +94,9 @@ func TestScenariosInDocker(t *testing.T) {
 // failover nemesis has killed the primary's container: the run ends as
 // interrupted and leaves no container and no network.
 func TestInterruptedFailoverInDocker(t *testing.T) {
+	t.Parallel()
+	dockerRuns.Lock()
+	defer dockerRuns.Unlock()
 	testenv.RequireDocker(t, docker.LocalImage)
 	sc := builtin(t, "failover", inDocker())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -61,6 +61,7 @@ func containerState(t *testing.T, name string) string {
 // thaws the container and removes the run's keys, with no later run; the
 // journal is gone.
 func TestKill9InsideServerPause(t *testing.T) {
+	t.Parallel() // after the package's other tests: make test may still be building the image
 	testenv.Require(t, "redis-server", "redis-cli")
 	addr, name := someoneElsesRedis(t)
 	dir := t.TempDir()

@@ -5,7 +5,41 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
+
+// ImagesStatusEnv names the file through which `make test` (scripts/test.sh)
+// tells the tests about the image build it runs beside them: empty while
+// the build runs, then the build's exit status.
+const ImagesStatusEnv = "LOCKTORTURE_IMAGES_STATUS"
+
+// waitForImages waits while make test's image build, which runs beside the
+// tests, is still going, and returns how it ended: "" when no build is
+// running beside the tests (or it succeeded), else what to tell the test.
+func waitForImages(t testing.TB) string {
+	path := os.Getenv(ImagesStatusEnv)
+	if path == "" {
+		return ""
+	}
+	logged := false
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "" // the build's status file is gone: nothing to wait for
+		}
+		if st := strings.TrimSpace(string(b)); st != "" {
+			if st == "0" {
+				return ""
+			}
+			return "the image build beside the tests failed (exit " + st + "; its log is " + path + ".log)"
+		}
+		if !logged {
+			t.Logf("waiting for the image build make test runs beside the tests (%s)", path)
+			logged = true
+		}
+		time.Sleep(time.Second)
+	}
+}
 
 // dockerAnswers reports whether a Docker engine answers the docker CLI.
 func dockerAnswers() bool {
@@ -17,7 +51,10 @@ func dockerAnswers() bool {
 // (a machine without Docker runs no container test, CI or not). When one
 // answers but image (if not empty) is missing, t fails under CI — where
 // `make test` builds the image first — and skips otherwise, naming
-// `make images`.
+// `make images`. While `make test` builds the images beside the tests
+// (ImagesStatusEnv), it first waits for that build to end; a test that
+// needs an image calls t.Parallel first where it can, so that it waits
+// after its package's other tests, not before them.
 func RequireDocker(t testing.TB, image string) {
 	t.Helper()
 	if !dockerAnswers() {
@@ -25,6 +62,9 @@ func RequireDocker(t testing.TB, image string) {
 	}
 	if image == "" {
 		return
+	}
+	if why := waitForImages(t); why != "" && os.Getenv("CI") != "" {
+		t.Fatalf("image %s: %s", image, why)
 	}
 	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
 		if os.Getenv("CI") != "" {
