@@ -117,7 +117,7 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	}
 	defer cl.Close()
 	cl.EnableLinks()
-	opt.Progress("starting servers: " + strings.Join(orRedis(opt.Servers), ", "))
+	opt.Progress("starting servers: " + strings.Join(orDefaultKind(opt.Servers), ", "))
 	_, factory, err := backends.Lookup("exec")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
@@ -143,9 +143,10 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	return ck.rep, nil
 }
 
-func orRedis(kinds []string) []string {
+// orDefaultKind is kinds, or the default kind when none is named.
+func orDefaultKind(kinds []string) []string {
 	if len(kinds) == 0 {
-		return []string{"redis"}
+		return []string{cluster.DefaultKind}
 	}
 	return kinds
 }

@@ -87,6 +87,11 @@ type Kind struct {
 	Companions []string
 }
 
+// DefaultKind is the kind of server started where none is named
+// (exec.servers, client-check --servers, a locktest Suite's Kinds): one
+// redis-server.
+const DefaultKind = redisKind
+
 // StartOptions are a run's settings for the servers it starts.
 type StartOptions struct {
 	// Persistence asks Redis servers to keep their keys across a kill.

@@ -159,7 +159,7 @@ func isFile(name string) bool {
 // kinds are the lock's kinds of server.
 func (s Suite) kinds() []string {
 	if len(s.Kinds) == 0 {
-		return []string{"redis"}
+		return []string{cluster.DefaultKind}
 	}
 	return s.Kinds
 }

@@ -84,7 +84,7 @@ func (s *Scenario) ExecServers() []string {
 		return nil
 	}
 	if len(s.Exec.Servers) == 0 {
-		return []string{"redis"}
+		return []string{cluster.DefaultKind}
 	}
 	return s.Exec.Servers
 }

@@ -24,7 +24,7 @@ func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("client-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	execCmd := fs.String("exec", "", "the adapter: `COMMAND ARGS`, split as a shell splits plain and quoted words (required)")
-	servers := fs.String("servers", "redis", "comma-separated kinds of server to start for it, as exec.servers: "+strings.Join(cluster.KindNames(), ", "))
+	servers := fs.String("servers", cluster.DefaultKind, "comma-separated kinds of server to start for it, as exec.servers: "+strings.Join(cluster.KindNames(), ", "))
 	ttl := fs.Duration("ttl", 10*time.Second, "the open request's ttl_ms: long, so that a lock the adapter keeps is still there when the check looks")
 	timeout := fs.Duration("timeout", 300*time.Millisecond, "the open request's timeout_ms")
 	dir := fs.String("dir", "", "keep the adapter copies' and servers' logs in `DIR` (default: a temporary directory, removed)")
