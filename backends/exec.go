@@ -32,14 +32,8 @@ var errExecClient = errors.New("exec clients run as processes (client_mode: proc
 type execBackend struct{}
 
 func newExec(ctx context.Context, env Env) (Backend, error) {
-	kinds := env.ExecServers
-	if len(kinds) == 0 {
-		kinds = []string{"redis"}
-	}
-	for _, k := range kinds {
-		if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
-			return nil, fmt.Errorf("backends: exec: %w", err)
-		}
+	if err := env.Cluster.StartKinds(ctx, env.ExecServers, env.Servers); err != nil {
+		return nil, fmt.Errorf("backends: exec: %w", err)
 	}
 	return execBackend{}, nil
 }

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
 )
@@ -118,15 +117,9 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	defer cl.Close()
 	cl.EnableLinks()
 	opt.Progress("starting servers: " + strings.Join(orDefaultKind(opt.Servers), ", "))
-	_, factory, err := backends.Lookup("exec")
-	if err != nil {
+	if err := cl.StartKinds(ctx, opt.Servers, cluster.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
-	b, err := factory(ctx, backends.Env{Cluster: cl, TTL: opt.TTL, OpTimeout: opt.Timeout, ExecServers: opt.Servers})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
-	}
-	defer b.Close()
 	ck := &conformance{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{}, done: make(chan struct{}),
 		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6)}
 	defer close(ck.done)

@@ -181,6 +181,21 @@ func LookupKind(name string) (Kind, bool) {
 	return k, ok
 }
 
+// StartKinds starts the servers of the kinds named, each entry one more
+// server or the one ensemble (exec.servers); DefaultKind's when none is
+// named.
+func (c *Cluster) StartKinds(ctx context.Context, kinds []string, o StartOptions) error {
+	if len(kinds) == 0 {
+		kinds = []string{DefaultKind}
+	}
+	for _, k := range kinds {
+		if err := c.StartKind(ctx, k, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ServerKind is the kind of the server named name (redis-0, sentinel-1,
 // postgres, etcd-2): the registered kind whose name, or a companion's,
 // starts it, followed by nothing, '-', '_' or a digit (the longest such);

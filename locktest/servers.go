@@ -13,9 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/scenarios"
 )
 
 // Servers shared by the subtests of one test binary: started by the first
@@ -36,7 +34,7 @@ var (
 
 // sharedServers returns the servers file of the shared servers of kinds
 // in mode where, starting them on first use.
-func sharedServers(where string, kinds []string, images map[string]string, sc *scenarios.Scenario) (string, error) {
+func sharedServers(where string, kinds []string, images map[string]string) (string, error) {
 	ks := append([]string(nil), kinds...)
 	sort.Strings(ks)
 	key := fmt.Sprint(where, " ", strings.Join(ks, ","), " ", images)
@@ -47,11 +45,11 @@ func sharedServers(where string, kinds []string, images map[string]string, sc *s
 	}
 	s := &sharedSet{}
 	shared[key] = s
-	s.cl, s.file, s.err = startShared(where, kinds, images, sc)
+	s.cl, s.file, s.err = startShared(where, kinds, images)
 	return s.file, s.err
 }
 
-func startShared(where string, kinds []string, images map[string]string, sc *scenarios.Scenario) (*cluster.Cluster, string, error) {
+func startShared(where string, kinds []string, images map[string]string) (*cluster.Cluster, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Locked as every run's own servers are (and the CLI's): a lock that
@@ -60,15 +58,7 @@ func startShared(where string, kinds []string, images map[string]string, sc *sce
 	if err != nil {
 		return nil, "", err
 	}
-	_, factory, err := backends.Lookup(scenarios.ExecBackend)
-	if err == nil {
-		var b backends.Backend
-		b, err = factory(ctx, backends.Env{Cluster: cl, TTL: sc.TTL.D(), OpTimeout: sc.Timeout.D(), ExecServers: kinds})
-		if b != nil {
-			_ = b.Close()
-		}
-	}
-	if err != nil {
+	if err := cl.StartKinds(ctx, kinds, cluster.StartOptions{}); err != nil {
 		_ = cl.Close()
 		return nil, "", fmt.Errorf("starting the shared servers: %w", err)
 	}

@@ -292,7 +292,7 @@ func runScenario(t *testing.T, s Suite, name, id, parent string) *Result {
 	}
 	shared := ""
 	if isShareable(sc, where) && installed() { // Main stops shared servers
-		f, err := sharedServers(where, s.kinds(), images, sc)
+		f, err := sharedServers(where, s.kinds(), images)
 		if err != nil {
 			skipOrFail(t, err)
 		}
