@@ -21,9 +21,10 @@ type Library struct {
 	Name string
 	// Module is the Go module the package ships in, whose version Version
 	// reads ("github.com/redis/rueidis"); for a Python library, the module
-	// its adapter imports ("kazoo").
+	// its adapter imports ("kazoo"); for a Java library, its Maven
+	// "group:artifact" ("org.apache.curator:curator-recipes").
 	Module string
-	// Language is the library's language ("Go", "Python").
+	// Language is the library's language ("Go", "Python", "Java").
 	Language string
 	// Python, for a Python library, is its distribution's name
 	// ("kazoo", "etcd3"): Version asks PythonInterpreter for it.
@@ -31,7 +32,13 @@ type Library struct {
 	// Debian is the Debian package that ships a Python library
 	// ("python3-kazoo"): make deps installs it (Packages), and its version
 	// is the library's when the interpreter imports that package's module.
+	// For a Java library, the package that ships its Jar
+	// ("libcurator-recipes-java").
 	Debian string
+	// Jar, for a Java library, is the jar its adapter loads
+	// ("/usr/share/java/curator-recipes.jar"): Version reads the library's
+	// version from it (jarVersion).
+	Jar string
 }
 
 // Version is the library's module version as this program was built with
@@ -39,10 +46,14 @@ type Library struct {
 // replacement's), never written by hand: "unknown" when the program
 // carries no build information or does not link the module.
 // For a Python library (Python set), it is the version PythonInterpreter
-// imports, read at run time (pythonVersion).
+// imports, read at run time (pythonVersion); for a Java library (Jar set),
+// the version of the jar its adapter loads (jarVersion).
 func (l Library) Version() string {
 	if l.Python != "" {
 		return l.pythonVersion()
+	}
+	if l.Jar != "" {
+		return l.jarVersion()
 	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

@@ -30,6 +30,11 @@ type Program struct {
 	// User is set for a program of the user's (compare --exec NAME=...):
 	// the harness knows nothing of its lock, so it states no claim.
 	User bool
+	// Prepare, when set, readies the adapter before a run's clients start
+	// (curator compiles its Java source, once, into a cache): it runs when
+	// the row's servers are started, with no open request's 10 s waiting
+	// on it. An error stops the run, in one line.
+	Prepare func(ctx context.Context) error
 }
 
 var (
@@ -47,6 +52,11 @@ func registerProgram(info Info, p Program) {
 	programs[info.Name] = p
 	programsMu.Unlock()
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
+		if p.Prepare != nil {
+			if err := p.Prepare(ctx); err != nil {
+				return nil, fmt.Errorf("backends: %s: %w", info.Name, err)
+			}
+		}
 		for _, k := range info.Kinds {
 			if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
 				return nil, fmt.Errorf("backends: %s: %w", info.Name, err)

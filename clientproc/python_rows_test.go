@@ -22,6 +22,9 @@ import (
 func TestPythonAdaptersKeepTheProtocol(t *testing.T) {
 	servers := map[string][]string{"redis": {"redis-server"}, "zookeeper": {"java"}, "etcd": {"etcd"}, "postgres": {"postgres"}, "mariadb": {"mariadbd", "mariadb-install-db"}}
 	for _, name := range backends.ProgramNames() {
+		if info, _, _ := backends.Lookup(name); info.Library == nil || info.Library.Python == "" {
+			continue // not a Python row: curator's is TestCuratorAdapterKeepsTheProtocol
+		}
 		t.Run(name, func(t *testing.T) {
 			info, _, err := backends.Lookup(name)
 			if err != nil {

@@ -1,9 +1,11 @@
 // Package clients holds the client adapters that ship with locktorture
 // (clients/python: redis-py's Lock, kazoo's, python-etcd3's and tooz's,
-// the last three over lt_protocol.py; clients/go-example: a lock of the
-// user's own in Go). The built-in scenarios that run an adapter name it by
-// its path in this repository; Resolve finds it from anywhere, so those
-// scenarios run from any directory and from an installed binary.
+// the last three over lt_protocol.py; clients/java: Apache Curator's
+// InterProcessMutex, CuratorLock.java started by curator_lock.sh;
+// clients/go-example: a lock of the user's own in Go). The built-in
+// scenarios that run an adapter name it by its path in this repository;
+// Resolve finds it from anywhere, so those scenarios run from any
+// directory and from an installed binary.
 package clients
 
 import (
@@ -15,12 +17,13 @@ import (
 	"strings"
 )
 
-//go:embed python/redis_py_lock.py python/redis_py_try_lock.py python/lt_protocol.py python/kazoo_lock.py python/etcd3_lock.py python/tooz_lock.py
+//go:embed python/redis_py_lock.py python/redis_py_try_lock.py python/lt_protocol.py python/kazoo_lock.py python/etcd3_lock.py python/tooz_lock.py java/curator_lock.sh java/CuratorLock.java
 var adapters embed.FS
 
-// helpers are modules the adapters beside them import: written with any
+// helpers are modules the adapters beside them import (or, for
+// curator_lock.sh, the source it compiles and starts): written with any
 // adapter of their directory.
-var helpers = []string{"python/lt_protocol.py"}
+var helpers = []string{"python/lt_protocol.py", "java/CuratorLock.java"}
 
 // Resolve returns command with each argument that names a shipped adapter
 // by its repository path ("clients/python/redis_py_lock.py") and is not
