@@ -10,7 +10,7 @@ import (
 // Rails and Laravel take it: each client holds one session for its whole
 // life, takes the lock with GET_LOCK(name, 0) and gives it back with
 // RELEASE_LOCK(name), where name is the run's database and the key
-// (cluster.MariaDB.LockName).
+// (mariadb.MariaDB.LockName).
 //
 // Guarantees: the server holds the lock for as long as the session
 // lives, however long the client pauses. The lock lasts exactly as long

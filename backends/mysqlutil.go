@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 )
 
 // What the MariaDB backends share: the run's one server, a session per
@@ -64,7 +64,7 @@ func (t *MySQLTx) Abort() { t.aborted.Store(true) }
 // MySQLSetupResource creates the mysql resource's table with a row (value
 // 0, no fence, version 0) for each key; it runs once per server and set
 // of keys.
-func MySQLSetupResource(ctx context.Context, m *cluster.MariaDB, keys []string) error {
+func MySQLSetupResource(ctx context.Context, m *mariadb.MariaDB, keys []string) error {
 	return m.Setup(ctx, MySQLResourceTable+" "+keysID(keys),
 		"CREATE TABLE IF NOT EXISTS "+MySQLResourceTable+` (
 			`+"`key`"+` VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY,
@@ -75,7 +75,7 @@ func MySQLSetupResource(ctx context.Context, m *cluster.MariaDB, keys []string) 
 }
 
 // mysqlSetupLocks creates mysql-for-update's table with a row for each key.
-func mysqlSetupLocks(ctx context.Context, m *cluster.MariaDB, keys []string) error {
+func mysqlSetupLocks(ctx context.Context, m *mariadb.MariaDB, keys []string) error {
 	return m.Setup(ctx, mysqlLocksTable+" "+keysID(keys),
 		"CREATE TABLE IF NOT EXISTS "+mysqlLocksTable+" (`key` VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY) ENGINE=InnoDB",
 		"INSERT IGNORE INTO "+mysqlLocksTable+" (`key`) VALUES "+sqlValues(keys))
@@ -94,11 +94,11 @@ func sqlValues(keys []string) string {
 // one server, sets it up once with setup (nil: nothing), and gives each
 // client a session of its own that newClient wraps in the backend's way
 // of locking. It takes mysqlOptions.
-func registerMySQL(info Info, setup func(ctx context.Context, m *cluster.MariaDB, keys []string) error, newClient func(*mysqlSession) Client) {
+func registerMySQL(info Info, setup func(ctx context.Context, m *mariadb.MariaDB, keys []string) error, newClient func(*mysqlSession) Client) {
 	info.Servers, info.Kinds = "1 mariadb", []string{"mariadb"}
 	info.Options = func() Options { return &mysqlOptions{} }
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
-		m, err := env.Cluster.MariaDB(ctx)
+		m, err := mariadb.Start(ctx, env.Cluster)
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
@@ -114,7 +114,7 @@ func registerMySQL(info Info, setup func(ctx context.Context, m *cluster.MariaDB
 // mysqlBackend is a MariaDB backend (registerMySQL).
 type mysqlBackend struct {
 	env       Env
-	m         *cluster.MariaDB
+	m         *mariadb.MariaDB
 	newClient func(*mysqlSession) Client
 }
 
@@ -132,12 +132,12 @@ func (b *mysqlBackend) Close() error { return nil }
 
 // mysqlSession is one client process's session to the server, dialled
 // through the client's link. Its first statement takes the client's lock
-// (cluster.MariaDB.ClientLockName), held for the session's life. After
+// (mariadb.MariaDB.ClientLockName), held for the session's life. After
 // any error that may have left it in doubt it is closed (the server then
 // ends the session, rolling back its transaction and freeing its locks)
 // and the next operation dials again.
 type mysqlSession struct {
-	m      *cluster.MariaDB
+	m      *mariadb.MariaDB
 	db     *sql.DB
 	conn   *sql.Conn
 	client string // the client lock's name
@@ -145,7 +145,7 @@ type mysqlSession struct {
 }
 
 // newMySQLSession makes process p's session to m and connects it.
-func newMySQLSession(ctx context.Context, env Env, p int, m *cluster.MariaDB) (*mysqlSession, error) {
+func newMySQLSession(ctx context.Context, env Env, p int, m *mariadb.MariaDB) (*mysqlSession, error) {
 	cfg, err := m.Config(env.Cluster.ClientAddr(p, m))
 	if err != nil {
 		return nil, fmt.Errorf("backends: process %d: %w", p, err)

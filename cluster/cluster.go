@@ -102,7 +102,7 @@ type Cluster struct {
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
 	pgb      pgbouncerSlot // the PgBouncer in front of it, if any (pgbouncer.go)
 	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
-	once     kindLocks     // the starts of kinds with one server per run (startOnce)
+	once     kindLocks     // the starts of kinds with one server per run (StartOnce)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
 	caMu     sync.Mutex
@@ -135,7 +135,7 @@ func New(opt Options) (*Cluster, error) {
 	}
 	c := &Cluster{opt: opt, tmp: tmp, prov: prov}
 	if opt.Locked {
-		c.secret = newPassword()
+		c.secret = NewPassword()
 		secret.Register(c.secret)
 	}
 	return c, nil
@@ -152,8 +152,8 @@ func (c *Cluster) redisAuth() *Auth {
 	return &Auth{Username: RedisUser, Password: c.secret}
 }
 
-// provider is where the cluster's servers run (local when none was made).
-func (c *Cluster) provider() Provider {
+// Provider is where the cluster's servers run (local when none was made).
+func (c *Cluster) Provider() Provider {
 	if c.prov == nil {
 		return local.NewProvider(c.tmp)
 	}
@@ -166,16 +166,16 @@ func (c *Cluster) Mode() string {
 	if c.external != nil {
 		return ServersExternal
 	}
-	return c.provider().Mode()
+	return c.Provider().Mode()
 }
 
 // Images names the image each kind of server runs from (none when local).
-func (c *Cluster) Images() map[string]string { return c.provider().Images() }
+func (c *Cluster) Images() map[string]string { return c.Provider().Images() }
 
 // launch prepares a server's program through the provider and tracks it,
 // so Close stops it.
 func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
-	u, err := c.provider().Launch(ctx, s)
+	u, err := c.Provider().Launch(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -189,8 +189,8 @@ func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
 // TempDir is the cluster's private temporary directory, removed by Close.
 func (c *Cluster) TempDir() string { return c.tmp }
 
-// serversTLS reports whether the cluster starts its servers with TLS.
-func (c *Cluster) serversTLS() bool { return c.opt.TLS && c.external == nil }
+// ServersTLS reports whether the cluster starts its servers with TLS.
+func (c *Cluster) ServersTLS() bool { return c.opt.TLS && c.external == nil }
 
 // runCA is the run's certificate authority, made on first use in the
 // cluster's private temporary directory (removed with it by Close).
@@ -255,9 +255,9 @@ func (c *Cluster) Redis() []*Redis {
 	return append([]*Redis(nil), c.redis...)
 }
 
-// addServer lists s among the cluster's servers (StartRedis and the other
+// AddServer lists s among the cluster's servers (StartRedis and the other
 // starters call it), making it a target for server faults.
-func (c *Cluster) addServer(s Server) {
+func (c *Cluster) AddServer(s Server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.servers = append(c.servers, s)
@@ -373,7 +373,7 @@ func (c *Cluster) Close() error {
 		}()
 	}
 	wg.Wait()
-	if err := c.provider().Close(ctx); err != nil {
+	if err := c.Provider().Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(c.tmp); err != nil {

@@ -62,19 +62,19 @@ type ComposeService struct {
 	Profile string
 }
 
-// composePassword is the password of the standing cluster's PostgreSQL
+// ComposePassword is the password of the standing cluster's PostgreSQL
 // and MariaDB (and of the PgBouncer in front of that PostgreSQL): a test
 // cluster's, written in its files. Not the program's name: a password is
 // a secret, masked wherever the harness writes it, and "locktorture"
 // masked would blank every repeat command and path in the output.
-const composePassword = "standing-cluster-pw"
+const ComposePassword = "standing-cluster-pw"
 
 // composeContainer is the container name of service name.
 func composeContainer(name string) string { return "locktorture-" + name }
 
-// composeEntry is the servers file entry of a service's server at addr,
+// ComposeEntry is the servers file entry of a service's server at addr,
 // controlled through its container.
-func composeEntry(service, addr string) ServerEntry {
+func ComposeEntry(service, addr string) ServerEntry {
 	return ServerEntry{Addr: addr, Control: "docker", Container: composeContainer(service)}
 }
 
@@ -92,7 +92,7 @@ func programCompose(kind string, spec ProgramSpec) ComposeSpec {
 		return ComposeCluster{
 			Services: []ComposeService{{Name: name, Image: image,
 				Command: append([]string{spec.Program}, spec.Args("127.0.0.1", port, "/tmp")...)}},
-			Servers: map[string][]ServerEntry{kind: {composeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
+			Servers: map[string][]ServerEntry{kind: {ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
 		}
 	}}
 }

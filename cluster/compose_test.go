@@ -38,7 +38,6 @@ func TestComposeServesEveryKind(t *testing.T) {
 		{postgresKind, "postgres", 1},
 		{etcdKind, "etcd-2", 3},
 		{zookeeperKind, "zookeeper", 1},
-		{mariadbKind, "mariadb", 1},
 		{pgbouncerKind, "pgbouncer", 1},
 		{testProgramKind, testProgramKind + "-0", 1},
 	}

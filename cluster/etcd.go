@@ -44,7 +44,7 @@ type Etcd struct {
 // EtcdMember is one etcd member process. etcd fsyncs its log: a member
 // restarted after a kill comes back with everything it had acknowledged.
 type EtcdMember struct {
-	faultable
+	Faultable
 	peerPort int
 	dataDir  string
 	tlsArgs  []string // with TLS, its certificate's flags
@@ -53,7 +53,7 @@ type EtcdMember struct {
 // newEtcdMember is an etcd member at p (its client port).
 func newEtcdMember(p program) *EtcdMember {
 	p.kind = etcdKind
-	m := &EtcdMember{faultable: faultable{program: p}}
+	m := &EtcdMember{Faultable: Faultable{program: p}}
 	m.ready = m.health
 	return m
 }
@@ -93,7 +93,7 @@ func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
 
 // startEtcdEnsemble starts the run's own etcd of opt.Members members.
 func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
-	bin, err := c.provider().Program("etcd", "etcd-server")
+	bin, err := c.Provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
 	}
@@ -110,13 +110,13 @@ func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd
 func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*Etcd, error) {
 	e := &Etcd{}
 	var peers []string
-	pv := c.provider()
+	pv := c.Provider()
 	port := ports(pv, "etcd")
 	// With TLS the harness's and the clients' certificate names a user
 	// etcd does not have: it alone authenticates no one (etcd takes a
 	// certificate's name as the user), the run's password is still asked.
 	var clientFiles *TLSFiles
-	if c.serversTLS() {
+	if c.ServersTLS() {
 		var err error
 		if clientFiles, err = c.clientTLS("etcd-client", "locktorture"); err != nil {
 			return nil, err
@@ -182,9 +182,9 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		}
 		m.p = u
 	}
-	var all []*faultable
+	var all []*Faultable
 	for _, m := range e.members {
-		all = append(all, &m.faultable)
+		all = append(all, &m.Faultable)
 	}
 	if err := startMembers(ctx, all); err != nil {
 		return fail(err)
@@ -444,7 +444,7 @@ func etcdCompose(port int, image string) ComposeCluster {
 				"--initial-cluster-token", "locktorture", "--initial-cluster-state", "new"},
 			Healthcheck: []string{"CMD", "etcdctl", "--endpoints=" + url(client), "endpoint", "health"},
 			Retries:     60})
-		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], composeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
+		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
 	}
 	return cc
 }

@@ -177,7 +177,7 @@ func (e *Etcd) lock(ctx context.Context, tlsFiles *TLSFiles) error {
 		return err
 	}
 	defer cli.Close()
-	pw := newPassword()
+	pw := NewPassword()
 	secret.Register(pw)
 	steps := []struct {
 		what string

@@ -231,7 +231,7 @@ func kindOf(s Server) string {
 }
 
 // kindLocks serialise, per kind, the start of a kind that runs one server
-// per cluster (startOnce).
+// per cluster (StartOnce).
 type kindLocks struct{ m sync.Map }
 
 // lock takes kind's lock and returns its unlock.
@@ -242,10 +242,10 @@ func (l *kindLocks) lock(kind string) func() {
 	return mu.Unlock
 }
 
-// startOnce returns the cluster's one server of kind (of type T), starting
+// StartOnce returns the cluster's one server of kind (of type T), starting
 // it with start the first time: backends and resources that share the
 // server get the same one. A closed cluster starts nothing.
-func startOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, error) {
+func StartOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, error) {
 	defer c.once.lock(kind)()
 	var none T
 	c.mu.Lock()

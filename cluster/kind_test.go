@@ -106,7 +106,7 @@ func TestAKindIsOneFile(t *testing.T) {
 func TestServerKind(t *testing.T) {
 	want := map[string]string{ // a server's name: its kind
 		"redis-0": "redis", "redis": "redis", "sentinel-2": "redis",
-		"postgres": "postgres", "pgbouncer": "pgbouncer", "mariadb": "mariadb",
+		"postgres": "postgres", "pgbouncer": "pgbouncer",
 		"etcd-1": "etcd", "etcd1": "etcd", "zookeeper-0": "zookeeper",
 		"redisish": "", "mystery-0": "", "": "",
 		testProgramKind + "-0": testProgramKind,

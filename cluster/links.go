@@ -16,7 +16,7 @@ func (c *Cluster) EnableLinks() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.links == nil {
-		c.links = links.NewSet(c.provider().HarnessHost())
+		c.links = links.NewSet(c.Provider().HarnessHost())
 	}
 }
 

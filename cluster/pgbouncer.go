@@ -100,7 +100,7 @@ type pgbouncerSlot struct {
 // key (SCRAM pass-through). The server's own clients dial it through
 // their links; it dials the server directly.
 type PgBouncer struct {
-	faultable
+	Faultable
 	pg  *Postgres
 	opt PgBouncerOptions
 	// externalDSN is the connection string of one someone else runs.
@@ -169,10 +169,10 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	if pg.externalDSN != "" {
 		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", ErrStart, name)
 	}
-	if c.serversTLS() {
+	if c.ServersTLS() {
 		return nil, fmt.Errorf("%w: %s: security: tls (--tls) is not supported with a PgBouncer yet", ErrStart, name)
 	}
-	pv := c.provider()
+	pv := c.Provider()
 	secret, err := pg.roleSecret(ctx)
 	if err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 		if err != nil {
 			return nil, err
 		}
-		b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: name, host: host, port: port}}, pg: pg, opt: opt}
+		b := &PgBouncer{Faultable: Faultable{program: program{kind: pgbouncerKind, name: name, host: host, port: port}}, pg: pg, opt: opt}
 		b.ready = b.ping
 		ini := path.Join(dir, "pgbouncer.ini")
 		auth := path.Join(dir, "userlist.txt")
@@ -231,7 +231,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			return nil, err
 		}
 		if lastErr = waitUnit(ctx, name, b.p, b.ping); lastErr == nil {
-			c.addServer(b)
+			c.AddServer(b)
 			return b, nil
 		}
 		_ = b.p.Kill(ctx)
@@ -396,11 +396,11 @@ func (b *PgBouncer) Version(ctx context.Context) (string, error) {
 func (c *Cluster) adoptPgBouncer(dsn string, p program, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", ErrStart, redactDSN(dsn))
+		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", ErrStart, RedactDSN(dsn))
 	}
-	b := &PgBouncer{faultable: faultable{program: program{kind: pgbouncerKind, name: p.name, p: p.p, external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
+	b := &PgBouncer{Faultable: Faultable{program: program{kind: pgbouncerKind, name: p.name, p: p.p, external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
 	b.ready = b.ping
-	c.addServer(b)
+	c.AddServer(b)
 	return b, nil
 }
 
@@ -430,7 +430,7 @@ func init() {
 		CheckAddr: func(a string) error {
 			u, err := url.Parse(a)
 			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", redactDSN(a))
+				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", RedactDSN(a))
 			}
 			return nil
 		},
@@ -454,10 +454,10 @@ func pgbouncerCompose(port int, image string) ComposeCluster {
 		pgPort = k.Compose.Port
 	}
 	const dir = "/tmp/pgbouncer"
-	b := &PgBouncer{faultable: faultable{program: program{host: "127.0.0.1", port: port}},
-		pg: &Postgres{faultable: faultable{program: program{host: "127.0.0.1", port: pgPort}}}, opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
+	b := &PgBouncer{Faultable: Faultable{program: program{host: "127.0.0.1", port: port}},
+		pg: &Postgres{Faultable: Faultable{program: program{host: "127.0.0.1", port: pgPort}}}, opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
 	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
-		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, composePassword) + "EOF\n" +
+		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, ComposePassword) + "EOF\n" +
 		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"
 	p := strconv.Itoa(port)
 	return ComposeCluster{
@@ -465,9 +465,9 @@ func pgbouncerCompose(port int, image string) ComposeCluster {
 			Entrypoint: []string{"sh", "-c", script},
 			DependsOn:  []string{"postgres"},
 			Profile:    pgbouncerKind,
-			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + composePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
+			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + ComposePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
 				" -d " + pgbouncerClientsDB + " -Atc 'SELECT 1'"}}},
-		Servers: map[string][]ServerEntry{pgbouncerKind: {composeEntry(pgbouncerKind,
-			"postgres://"+postgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
+		Servers: map[string][]ServerEntry{pgbouncerKind: {ComposeEntry(pgbouncerKind,
+			"postgres://"+postgresUser+":"+ComposePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
 	}
 }

@@ -82,7 +82,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				}
 			}
 			if dsn := c.PostgresResourceDSN(pg); !strings.Contains(dsn, b.Addr()+"/"+pgbouncerResourceDB) {
-				t.Errorf("the resource dials %s, not its own pool of the PgBouncer at %s", redactDSN(dsn), b.Addr())
+				t.Errorf("the resource dials %s, not its own pool of the PgBouncer at %s", RedactDSN(dsn), b.Addr())
 			}
 			if v, err := b.Version(ctx); err != nil || !strings.HasPrefix(v, "1.") {
 				t.Errorf("Version: %q, %v", v, err)
@@ -91,7 +91,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 			for p := range conns {
 				dsn := c.PostgresClientDSN(pg, p)
 				if !strings.Contains(dsn, b.Addr()) {
-					t.Fatalf("client %d dials %s, not the PgBouncer at %s", p, redactDSN(dsn), b.Addr())
+					t.Fatalf("client %d dials %s, not the PgBouncer at %s", p, RedactDSN(dsn), b.Addr())
 				}
 				conn, err := pgx.Connect(ctx, dsn)
 				if err != nil {

@@ -34,9 +34,9 @@ const (
 	postgresDatabase = "locktorture"
 )
 
-// templateFormat changes whenever what the cached template holds changes,
+// TemplateFormat changes whenever what the cached template holds changes,
 // so an old cache is never used for a new layout.
-const templateFormat = "v2"
+const TemplateFormat = "v2"
 
 // PostgresOptions are the server settings of a run's PostgreSQL. The zero
 // value is a fast throwaway server: fsync and full_page_writes off. That
@@ -138,7 +138,7 @@ type postgresSlot struct {
 // Its pause and kill reach the postmaster and every backend; restarted
 // after a kill it runs crash recovery and comes back with its data.
 type Postgres struct {
-	faultable
+	Faultable
 	// externalDSN is the connection string of a server someone else runs.
 	externalDSN string
 	// password is the run's own password for postgresUser over TCP (set
@@ -197,26 +197,26 @@ func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Po
 	}
 	pg := newPostgres(program{name: p.name, p: p.p, external: u.Host}, opt, "")
 	pg.externalDSN = dsn
-	c.addServer(pg)
+	c.AddServer(pg)
 	return pg, nil
 }
 
-// machine is a provider whose servers are processes of the harness's own
+// Machine is a provider whose servers are processes of the harness's own
 // machine (cluster/local): a kind may then make their files itself, as
 // the system user they run as, and keep what it makes once between runs.
 // PostgreSQL's data directory is copied from such a template, made by
 // this machine's initdb; a provider without the ability (a container)
 // runs initdb where the server runs.
-type machine interface {
+type Machine interface {
 	Provider
 	RunAs(user, why, pkg string) (local.RunAs, error)
 	Template(ctx context.Context, key, scratch, note string, as local.RunAs, build func(ctx context.Context, dir string) (string, error)) (string, error)
 }
 
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	m, ok := c.provider().(machine)
+	m, ok := c.Provider().(Machine)
 	if !ok {
-		if c.serversTLS() {
+		if c.ServersTLS() {
 			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
 		}
 		return c.startPostgresInContainer(ctx, opt)
@@ -226,7 +226,7 @@ func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Post
 
 // startPostgresHere starts the run's PostgreSQL as a process of this
 // machine, its data directory a copy of the cached template.
-func (c *Cluster) startPostgresHere(ctx context.Context, m machine, opt PostgresOptions) (*Postgres, error) {
+func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	bins, err := findPostgres()
 	if err != nil {
@@ -324,7 +324,7 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m machine, opt Postgres
 			ready = func(ctx context.Context) error { return pg.setPassword(ctx, sockSetting) }
 		}
 		if lastErr = waitUnit(ctx, name, pg.p, ready); lastErr == nil {
-			c.addServer(pg)
+			c.AddServer(pg)
 			return pg, nil
 		}
 		_ = pg.p.Kill(ctx)
@@ -401,7 +401,7 @@ func PostgresApplication(p int) string { return "locktorture-" + links.ClientNam
 // newPostgres is a PostgreSQL server at p whose data is in dataDir.
 func newPostgres(p program, opt PostgresOptions, dataDir string) *Postgres {
 	p.kind = postgresKind
-	pg := &Postgres{faultable: faultable{program: p}, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
+	pg := &Postgres{Faultable: Faultable{program: p}, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
 	pg.ready = pg.ping
 	return pg
 }
@@ -454,7 +454,7 @@ func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	pw := newPassword()
+	pw := NewPassword()
 	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{postgresUser}.Sanitize()+" PASSWORD '"+pw+"'"); err != nil {
 		return fmt.Errorf("set the run's password: %w", err)
 	}
@@ -462,8 +462,8 @@ func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
 	return pg.ping(ctx)
 }
 
-// newPassword returns a random password (hex: safe in SQL and URLs).
-func newPassword() string {
+// NewPassword returns a random password (hex: safe in SQL and URLs).
+func NewPassword() string {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
@@ -542,17 +542,17 @@ func isFile(p string) bool {
 }
 
 // postgresRunAs is the system user PostgreSQL runs as on m.
-func postgresRunAs(m machine) (local.RunAs, error) {
+func postgresRunAs(m Machine) (local.RunAs, error) {
 	return m.RunAs("postgres", "PostgreSQL refuses to run as root", "postgresql")
 }
 
 // postgresTemplate returns a data directory made by initdb (with the
 // harness's role and database) for this PostgreSQL version, kept by m
 // between runs (the first run builds it in scratch, as the server's user).
-func postgresTemplate(ctx context.Context, m machine, bins pgBins, as local.RunAs, scratch string) (string, error) {
+func postgresTemplate(ctx context.Context, m Machine, bins pgBins, as local.RunAs, scratch string) (string, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(bins.postgres))
-	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), templateFormat)
+	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), TemplateFormat)
 	return m.Template(ctx, key, scratch, bins.postgres+" "+bins.version, as, func(ctx context.Context, build string) (string, error) {
 		data := filepath.Join(build, "data")
 		const what = "postgres template"
@@ -599,7 +599,7 @@ exec postgres -D "$D" "$@"
 // run as the image's postgres user, on the server's own address.
 func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
-	pv := c.provider()
+	pv := c.Provider()
 	dir, err := pv.Dir(name)
 	if err != nil {
 		return nil, err
@@ -614,7 +614,7 @@ func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOpti
 	}
 	data := path.Join(dir, "pgdata")
 	pg := newPostgres(program{name: name, host: host, port: port}, opt, data)
-	pg.password = newPassword()
+	pg.password = NewPassword()
 	args := append([]string{
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=*",
@@ -645,7 +645,7 @@ func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOpti
 	if err := waitUnitFor(ctx, name, pg.p, pg.ping, time.Minute); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c.addServer(pg)
+	c.AddServer(pg)
 	return pg, nil
 }
 
@@ -712,7 +712,7 @@ func init() {
 			dsn := e.Addr
 			schema := PostgresSchema(namespace)
 			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", errServerCheck, redactDSN(dsn), schema, err)
+				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", ErrServerCheck, RedactDSN(dsn), schema, err)
 			}
 			return withSearchPath(dsn, schema)
 		},
@@ -770,12 +770,12 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 `
 	return ComposeCluster{
 		Services: []ComposeService{{Name: "postgres", Image: image,
-			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": composePassword, "POSTGRES_DB": "locktorture"},
+			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": ComposePassword, "POSTGRES_DB": "locktorture"},
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{postgresKind: {composeEntry("postgres",
-			"postgres://"+postgresUser+":"+composePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
+		Servers: map[string][]ServerEntry{postgresKind: {ComposeEntry("postgres",
+			"postgres://"+postgresUser+":"+ComposePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
 	}
 }
 
@@ -785,7 +785,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 // server's ssl settings and the CA file clients check it against.
 // Without TLS: nothing.
 func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, error) {
-	if !c.serversTLS() {
+	if !c.ServersTLS() {
 		return nil, "", nil
 	}
 	files, ca, cert, key, err := c.serverTLS("postgres", dir, "127.0.0.1")

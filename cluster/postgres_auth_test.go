@@ -70,7 +70,7 @@ func TestPostgresTLS(t *testing.T) {
 	}
 	dsn := pg.DSN()
 	if !strings.Contains(dsn, "sslmode=verify-full") || !strings.Contains(dsn, "sslrootcert=") {
-		t.Fatalf("the run's DSN does not check the server: %s", redactDSN(dsn))
+		t.Fatalf("the run's DSN does not check the server: %s", RedactDSN(dsn))
 	}
 	var ssl bool
 	conn, err := pgx.Connect(ctx, dsn)

@@ -51,16 +51,30 @@ func (s *program) unit() Unit { return s.p }
 // the run found it).
 func (s *program) Stop(ctx context.Context) error { return s.p.Stop(ctx) }
 
-// faultable is a program that server faults act on: it pauses, dies and
+// Faultable is a program that server faults act on: it pauses, dies and
 // comes back. ready says whether it serves again after a restart.
-type faultable struct {
+type Faultable struct {
 	program
 	ready func(context.Context) error
 }
 
+// NewFaultable is a server of kind named name, not started yet
+// (Cluster.StartSpec starts it).
+func NewFaultable(kind, name string) Faultable {
+	return Faultable{program: program{kind: kind, name: name}}
+}
+
+// SetReady sets how the server says it serves: asked after a start and
+// after a restart.
+func (s *Faultable) SetReady(ready func(context.Context) error) { s.ready = ready }
+
+// SetExternal makes the server one someone else runs at addr (host:port),
+// which the harness dials.
+func (s *Faultable) SetExternal(addr string) { s.external = addr }
+
 // PID is the server's process id, or 0 when it is not running (or not a
 // local process).
-func (s *faultable) PID() int {
+func (s *Faultable) PID() int {
 	if p, ok := s.p.(*local.Proc); ok {
 		return p.PID()
 	}
@@ -68,24 +82,24 @@ func (s *faultable) PID() int {
 }
 
 // Running reports whether the server is up.
-func (s *faultable) Running() bool { return s.p.Running() }
+func (s *Faultable) Running() bool { return s.p.Running() }
 
 // Pause freezes the server (SIGSTOP to every process of it; in a
 // container, docker pause), as a stalled machine would be.
-func (s *faultable) Pause(ctx context.Context) error { return s.p.Pause(ctx) }
+func (s *Faultable) Pause(ctx context.Context) error { return s.p.Pause(ctx) }
 
 // Resume thaws a paused server.
-func (s *faultable) Resume(ctx context.Context) error { return s.p.Resume(ctx) }
+func (s *Faultable) Resume(ctx context.Context) error { return s.p.Resume(ctx) }
 
 // Kill ends the server with SIGKILL, as a crash would, and returns once
 // no process of it is left.
-func (s *faultable) Kill(ctx context.Context) error { return s.p.Kill(ctx) }
+func (s *Faultable) Kill(ctx context.Context) error { return s.p.Kill(ctx) }
 
 // Restart starts a killed or stopped server again on the same address
 // with the same files, and waits until it serves (a member of an
 // ensemble needs a quorum up). What it keeps is its kind's: see the kind's
 // type.
-func (s *faultable) Restart(ctx context.Context) error {
+func (s *Faultable) Restart(ctx context.Context) error {
 	return restartUnit(ctx, s.name, s.p, s.ready)
 }
 
@@ -115,7 +129,7 @@ type ProgramSpec struct {
 
 // Program is a server of a kind started by startProgram.
 type Program struct {
-	faultable
+	Faultable
 	version func(ctx context.Context, addr string) (string, error)
 }
 
@@ -141,11 +155,11 @@ func (c *Cluster) startProgram(ctx context.Context, spec ProgramSpec) (*Program,
 		}
 		return fmt.Sprintf("%s-%d", spec.Kind, n)
 	}
-	err := c.place(ctx, &s.faultable, name, placement{kind: spec.Kind, program: spec.Program, pkg: spec.Package, usual: spec.Port, args: spec.Args})
+	err := c.place(ctx, &s.Faultable, name, placement{kind: spec.Kind, program: spec.Program, pkg: spec.Package, usual: spec.Port, args: spec.Args})
 	if err != nil {
 		return nil, err
 	}
-	c.addServer(s)
+	c.AddServer(s)
 	return s, nil
 }
 
@@ -169,7 +183,7 @@ type placement struct {
 // control, its credentials); otherwise the program pl describes, started
 // by the provider and ready. A kind's starter calls it and never asks
 // which mode runs.
-func (c *Cluster) place(ctx context.Context, s *faultable, name func(n int) string, pl placement) error {
+func (c *Cluster) place(ctx context.Context, s *Faultable, name func(n int) string, pl placement) error {
 	if c.external != nil {
 		addr, n, err := c.external.next(pl.kind)
 		if err != nil {
@@ -197,12 +211,12 @@ func (c *Cluster) started(kind string) int {
 // startOne starts s (its name set) as pl's program on the kind's usual
 // port (a free one locally), with the command line pl gives, and waits
 // until s.ready.
-func (c *Cluster) startOne(ctx context.Context, s *faultable, pl placement) error {
-	bin, err := c.provider().Program(pl.program, pl.pkg)
+func (c *Cluster) startOne(ctx context.Context, s *Faultable, pl placement) error {
+	bin, err := c.Provider().Program(pl.program, pl.pkg)
 	if err != nil {
 		return err
 	}
-	return c.startSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
+	return c.StartSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
 		sp := Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}
 		if pl.prepare != nil {
 			if err := pl.prepare(&sp, host, port, dir); err != nil {
@@ -213,13 +227,13 @@ func (c *Cluster) startOne(ctx context.Context, s *faultable, pl placement) erro
 	})
 }
 
-// startSpec starts s (its name set) on the kind's usual port (a free one
+// StartSpec starts s (its name set) on the kind's usual port (a free one
 // locally) as the program spec describes for that host, port and
 // directory (its Name and LogPath are s's), and waits until s.ready. A
 // local free port can be taken by someone else before the server binds
 // it: where the provider says so, it tries again on another.
-func (c *Cluster) startSpec(ctx context.Context, s *faultable, usual int, spec func(host string, port int, dir string) (Spec, error)) error {
-	pv := c.provider()
+func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec func(host string, port int, dir string) (Spec, error)) error {
+	pv := c.Provider()
 	dir, err := pv.Dir(s.name)
 	if err != nil {
 		return err
@@ -286,7 +300,7 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 		v, members, err := attempt()
 		if err == nil {
 			for _, m := range members {
-				c.addServer(m)
+				c.AddServer(m)
 			}
 			return v, nil
 		}
@@ -315,7 +329,7 @@ func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T,
 	}
 	v, members := adopt(ps)
 	for _, m := range members {
-		c.addServer(m)
+		c.AddServer(m)
 	}
 	return v, nil
 }
@@ -340,6 +354,13 @@ func one[T any](c *Cluster, kind, name, missing string, adopt func(addr string, 
 	return adopt(p.external, p)
 }
 
+// One is one for a kind outside this package: adopt is given the
+// address the servers file names (a DSN) and the server someone else runs
+// as a Faultable (its kind, name, control and credentials set).
+func One[T any](c *Cluster, kind, name, missing string, adopt func(addr string, s Faultable) (T, error), start func() (T, error)) (T, error) {
+	return one(c, kind, name, missing, func(addr string, p program) (T, error) { return adopt(addr, Faultable{program: p}) }, start)
+}
+
 // ports hands out one attempt's ports from pv, refusing one the kernel
 // gave twice (each member has ports of its own).
 func ports(pv Provider, kind string) func(usual int) (int, error) {
@@ -357,7 +378,7 @@ func ports(pv Provider, kind string) func(usual int) (int, error) {
 // startMembers starts every member's unit, then waits until each is
 // ready: a member of an ensemble serves only once a quorum is up, so all
 // start first and are checked after.
-func startMembers(ctx context.Context, members []*faultable) error {
+func startMembers(ctx context.Context, members []*Faultable) error {
 	for _, m := range members {
 		if err := m.p.Start(ctx); err != nil {
 			return err

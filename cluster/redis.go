@@ -24,7 +24,7 @@ type RedisOptions struct {
 // Redis is one redis-server. Restarted after a kill, it comes back empty
 // unless it runs with persistence.
 type Redis struct {
-	faultable
+	Faultable
 	opt RedisOptions
 	// match limits ShortenTTLs to the keys matching it (a SCAN pattern;
 	// empty: every key): on a server someone else runs, the run's own.
@@ -42,7 +42,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	}
 	r.auth = c.redisAuth() // a server someone else runs: the file's (place)
 	bin, _ := RedisPrograms(c.opt.RedisProgram)
-	err := c.place(ctx, &r.faultable, name, placement{kind: redisKind, program: bin, pkg: bin, usual: 6379,
+	err := c.place(ctx, &r.Faultable, name, placement{kind: redisKind, program: bin, pkg: bin, usual: 6379,
 		args:    func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
 		prepare: func(sp *Spec, host string, port int, dir string) error { return c.secureRedis(r, sp, host, port, dir) }})
 	if err != nil {
@@ -52,7 +52,7 @@ func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, err
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
-	c.addServer(r)
+	c.AddServer(r)
 	return r, nil
 }
 
@@ -94,7 +94,7 @@ func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir str
 		sp.Files = append(sp.Files, File{Path: conf, Content: redisAuthConfig(r.auth), Mode: 0o600})
 		sp.Shell = redisStart // Redis 6.0: without what it does not know
 	}
-	if !c.serversTLS() {
+	if !c.ServersTLS() {
 		return nil
 	}
 	files, ca, cert, key, err := c.serverTLS(r.name, dir, host)
@@ -203,7 +203,7 @@ return n`
 // newRedis is a Redis server at p; match limits its ShortenTTLs.
 func newRedis(p program, opt RedisOptions, match string) *Redis {
 	p.kind = redisKind
-	r := &Redis{faultable: faultable{program: p}, opt: opt, match: match}
+	r := &Redis{Faultable: Faultable{program: p}, opt: opt, match: match}
 	r.ready = r.ping
 	return r
 }
@@ -376,14 +376,14 @@ func redisCompose(port int, image string) ComposeCluster {
 	for i := range 5 {
 		name := fmt.Sprintf("redis-%d", i)
 		cc.Services = append(cc.Services, server(name, port+i))
-		cc.Servers[redisKind] = append(cc.Servers[redisKind], composeEntry(name, addr(port+i)))
+		cc.Servers[redisKind] = append(cc.Servers[redisKind], ComposeEntry(name, addr(port+i)))
 	}
 	primary, replica := port+10, port+11
 	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))
 	rs.DependsOn = []string{"redis-primary"}
 	cc.Services = append(cc.Services, server("redis-primary", primary), rs)
 	cc.Sentinel = &SentinelEntry{Master: sentinelMaster, Servers: []ServerEntry{
-		composeEntry("redis-primary", addr(primary)), composeEntry("redis-replica", addr(replica))}}
+		ComposeEntry("redis-primary", addr(primary)), ComposeEntry("redis-replica", addr(replica))}}
 	for i := range 3 {
 		name, p := fmt.Sprintf("sentinel-%d", i), port+20+i
 		conf := fmt.Sprintf(`port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n`,
@@ -392,7 +392,7 @@ func redisCompose(port int, image string) ComposeCluster {
 			Entrypoint:  []string{"sh", "-c", "printf '" + conf + "' >/tmp/sentinel.conf && exec redis-sentinel /tmp/sentinel.conf"},
 			DependsOn:   []string{"redis-replica"},
 			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, sentinelMaster)}})
-		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, composeEntry(name, addr(p)))
+		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, ComposeEntry(name, addr(p)))
 	}
 	return cc
 }

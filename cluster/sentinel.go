@@ -136,7 +136,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 		return g, err
 	}
 	_, sentinel := RedisPrograms(c.opt.RedisProgram)
-	bin, err := c.provider().Program(sentinel, sentinel)
+	bin, err := c.Provider().Program(sentinel, sentinel)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	host, port, _ := net.SplitHostPort(upstream)
 	// The replica announces its own address (not the one its link to the
 	// primary comes from), so Sentinels name it as clients reach it.
-	replicaHost, err := c.provider().Host(ctx, "redis-replica")
+	replicaHost, err := c.Provider().Host(ctx, "redis-replica")
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func sentinelSeesReplica(name string, v any) error {
 }
 
 func (c *Cluster) startSentinel(ctx context.Context, bin, name string, primary *Redis) (*Sentinel, error) {
-	pv := c.provider()
+	pv := c.Provider()
 	dir, err := pv.Dir(name)
 	if err != nil {
 		return nil, err
@@ -260,7 +260,7 @@ sentinel parallel-syncs %s 1
 		mode = 0o600
 	}
 	var tlsFiles []File
-	if c.serversTLS() {
+	if c.ServersTLS() {
 		var ca, cert, key string
 		if tlsFiles, ca, cert, key, err = c.serverTLS(name, dir, host); err != nil {
 			return nil, err

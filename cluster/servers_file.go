@@ -30,10 +30,10 @@ const ServersExternal = provider.External
 // the user's input (exit 254).
 var errServersFile = errors.New("bad servers file")
 
-// errServerCheck is wrapped when a named server does not answer or is not
+// ErrServerCheck is wrapped when a named server does not answer or is not
 // what the file says (a replica named as a primary): the harness cannot
 // run (exit 255).
-var errServerCheck = errors.New("server check failed")
+var ErrServerCheck = errors.New("server check failed")
 
 // ServersFile is a servers file: the servers someone else runs that an
 // external run uses (docs/servers-file.md). Its keys are kinds of server
@@ -345,10 +345,10 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 			return bad(e.line, "%s %s: unknown control %q (docker)", kind, a, e.Control)
 		}
 		if err := e.resolve(dir); err != nil {
-			return bad(e.line, "%s %s: %v", kind, redactDSN(a), err)
+			return bad(e.line, "%s %s: %v", kind, RedactDSN(a), err)
 		}
 		if err := e.adapt(kind); err != nil {
-			return bad(e.line, "%s %s: %v", kind, redactDSN(a), err)
+			return bad(e.line, "%s %s: %v", kind, RedactDSN(a), err)
 		}
 		return nil
 	}
@@ -487,15 +487,15 @@ func (f *ServersFile) Uncontrolled(kinds []string, sentinel bool) []string {
 		}
 		for _, e := range es {
 			if e.Control == "" {
-				out = append(out, kind+" "+redactDSN(e.address()))
+				out = append(out, kind+" "+RedactDSN(e.address()))
 			}
 		}
 	}
 	return out
 }
 
-// redactDSN hides a DSN's password.
-func redactDSN(s string) string {
+// RedactDSN hides a DSN's password.
+func RedactDSN(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {
 		return s
@@ -510,7 +510,7 @@ func redactDSN(s string) string {
 // whether it answers and is what the file says (each kind's Check: a
 // Redis server is a primary, PostgreSQL takes a connection, etcd and
 // ZooKeeper answer; with sentinel, the Sentinels know the master). The
-// first problem is returned, wrapping errServerCheck and naming the
+// first problem is returned, wrapping ErrServerCheck and naming the
 // server.
 func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -524,7 +524,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		}
 		es := f.Servers[kind]
 		if len(es) == 0 {
-			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", errServerCheck, kind)
+			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", ErrServerCheck, kind)
 		}
 		k, ok := LookupKind(kind)
 		if !ok || k.Check == nil {
@@ -532,7 +532,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		}
 		for _, e := range endpoints(es) {
 			if err := k.Check(ctx, e); err != nil {
-				return fmt.Errorf("%w: %s %s: %w", errServerCheck, kind, redactDSN(e.Addr), err)
+				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, RedactDSN(e.Addr), err)
 			}
 		}
 	}
@@ -544,7 +544,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	s := f.Sentinel
 	if s == nil {
-		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", errServerCheck)
+		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
 	for _, e := range endpoints(s.Addrs) {
 		r, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master)
@@ -552,13 +552,13 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 			err = fmt.Errorf("it does not know a master named %q", s.Master)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: sentinel %s: %w", errServerCheck, e.Addr, err)
+			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.Addr, err)
 		}
 		// The master the Sentinels name must take the master's credentials.
 		if a, ok := r.([]any); ok && len(a) == 2 {
 			m := Endpoint{Addr: net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1])), Auth: s.masterAuth()}
 			if _, err := redisCall(ctx, m, "PING"); err != nil {
-				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", errServerCheck, m.Addr, e.Addr, err)
+				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
 			}
 		}
 	}

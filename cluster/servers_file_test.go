@@ -135,7 +135,7 @@ func TestServersFileCheck(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, errServerCheck) || !strings.Contains(err.Error(), tc.has) {
+			if err == nil || !errors.Is(err, ErrServerCheck) || !strings.Contains(err.Error(), tc.has) {
 				t.Fatalf("Check = %v, want ErrServerCheck naming %q", err, tc.has)
 			}
 		})

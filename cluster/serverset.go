@@ -220,7 +220,7 @@ func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Re
 	c.mu.Lock()
 	c.redis = append(c.redis, r)
 	c.mu.Unlock()
-	c.addServer(r)
+	c.AddServer(r)
 	return r
 }
 

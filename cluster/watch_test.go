@@ -9,9 +9,9 @@ import (
 
 // TestWatchExternalSkipsControlled: the watch of servers someone else
 // runs dials only those no fault can act on. A server a servers file
-// names by DSN with control: docker (MariaDB, PgBouncer, PostgreSQL) is
-// one a kill fault stops on purpose: it must not be reported as gone,
-// while an uncontrolled one that stops answering is.
+// names by DSN with control: docker (PgBouncer, PostgreSQL; MariaDB
+// alike) is one a kill fault stops on purpose: it must not be reported as
+// gone, while an uncontrolled one that stops answering is.
 func TestWatchExternalSkipsControlled(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -19,13 +19,11 @@ func TestWatchExternalSkipsControlled(t *testing.T) {
 	}
 	closed := l.Addr().String() // nothing listens there once closed
 	l.Close()
-	mariadb := "mariadb://u:p@" + closed + "/db"
 	pgbouncer := "postgres://u:p@" + closed + "/db"
 	postgres := "postgres://u:p@" + closed + "/db?sslmode=disable"
 	c := NewExternal(ServerSet{
-		Servers: map[string][]string{mariadbKind: {mariadb}, pgbouncerKind: {pgbouncer}, postgresKind: {postgres}, redisKind: {closed}},
-		Controls: map[string]string{mariadb: "locktorture-mariadb", pgbouncer: "locktorture-pgbouncer",
-			postgres: "locktorture-postgres"},
+		Servers:  map[string][]string{pgbouncerKind: {pgbouncer}, postgresKind: {postgres}, redisKind: {closed}},
+		Controls: map[string]string{pgbouncer: "locktorture-pgbouncer", postgres: "locktorture-postgres"},
 	})
 	defer c.Close()
 	given := func(kind string) program {
@@ -36,9 +34,6 @@ func TestWatchExternalSkipsControlled(t *testing.T) {
 		return ps[0]
 	}
 	// The controlled ones first: each tick dials them before the Redis.
-	if _, err := c.adoptMariaDB(mariadb, given(mariadbKind)); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.adoptPgBouncer(pgbouncer, given(pgbouncerKind), nil, PgBouncerOptions{}); err != nil {
 		t.Fatal(err)
 	}

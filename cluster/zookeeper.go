@@ -60,7 +60,7 @@ type ZooKeeper struct {
 // Its transaction log is written but not fsynced: a member restarted after
 // a process crash keeps it, after a machine crash it would not.
 type ZooKeeperMember struct {
-	faultable
+	Faultable
 	id           int // myid, from 1
 	quorumPort   int
 	electionPort int
@@ -143,12 +143,12 @@ func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeep
 // startZooKeeperEnsemble starts the run's own ZooKeeper of opt.Members
 // members.
 func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
-	if c.serversTLS() {
+	if c.ServersTLS() {
 		// ZooKeeper 3.8 speaks TLS only through Netty with Java key
 		// stores, and go-zookeeper not at all: not done yet.
 		return nil, fmt.Errorf("%w: zookeeper: security: tls (--tls) is not supported for the run's own ZooKeeper; its znodes are protected by a digest user of the run's own instead", ErrStart)
 	}
-	pv := c.provider()
+	pv := c.Provider()
 	bin, err := pv.Program("java", "default-jre-headless")
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 // startZooKeeper makes one attempt at starting the members.
 func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	z := &ZooKeeper{}
-	pv := c.provider()
+	pv := c.Provider()
 	port := ports(pv, "zookeeper")
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
@@ -233,9 +233,9 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		}
 		m.p = u
 	}
-	var all []*faultable
+	var all []*Faultable
 	for _, m := range z.members {
-		all = append(all, &m.faultable)
+		all = append(all, &m.Faultable)
 	}
 	if err := startMembers(ctx, all); err != nil {
 		return fail(err)
@@ -253,7 +253,7 @@ const ZooKeeperUser = "locktorture"
 // server-wide password: anyone may still connect and make znodes of
 // their own, but not read, change or delete the run's).
 func (z *ZooKeeper) lock() {
-	pw := newPassword()
+	pw := NewPassword()
 	digest := ZooKeeperUser + ":" + pw
 	secret.Register(pw)
 	secret.Register(digest)
@@ -416,7 +416,7 @@ func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
 // newZooKeeperMember is the member with myid id at p (its client port).
 func newZooKeeperMember(p program, id int) *ZooKeeperMember {
 	p.kind = zookeeperKind
-	m := &ZooKeeperMember{faultable: faultable{program: p}, id: id}
+	m := &ZooKeeperMember{Faultable: Faultable{program: p}, id: id}
 	m.ready = m.serving
 	return m
 }
@@ -613,6 +613,6 @@ exec zkServer.sh start-foreground /tmp/zoo.cfg
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + " && echo ruok >&3 && grep -q imok <&3"},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{zookeeperKind: {composeEntry("zookeeper", "127.0.0.1:"+p)}},
+		Servers: map[string][]ServerEntry{zookeeperKind: {ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
 	}
 }

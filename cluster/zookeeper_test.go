@@ -217,9 +217,9 @@ func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 // every member of three names all three, with its own client port.
 func TestZooKeeperConfig(t *testing.T) {
 	ms := []*ZooKeeperMember{
-		{faultable: faultable{program: program{host: "127.0.0.1", port: 1}}, id: 1, quorumPort: 2, electionPort: 3, dataDir: "/d1"},
-		{faultable: faultable{program: program{host: "127.0.0.1", port: 4}}, id: 2, quorumPort: 5, electionPort: 6, dataDir: "/d2"},
-		{faultable: faultable{program: program{host: "127.0.0.1", port: 7}}, id: 3, quorumPort: 8, electionPort: 9, dataDir: "/d3"},
+		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 1}}, id: 1, quorumPort: 2, electionPort: 3, dataDir: "/d1"},
+		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 4}}, id: 2, quorumPort: 5, electionPort: 6, dataDir: "/d2"},
+		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 7}}, id: 3, quorumPort: 8, electionPort: 9, dataDir: "/d3"},
 	}
 	one := zookeeperConfig(ms[0], ms[:1])
 	if strings.Contains(one, "server.") || !strings.Contains(one, "clientPort=1\n") || !strings.Contains(one, "admin.enableServer=false") {

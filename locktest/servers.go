@@ -14,6 +14,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/cluster"
+	// Every kind of server, registered with cluster's registry.
+	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 )
 
 // Servers shared by the subtests of one test binary: started by the first

@@ -1,6 +1,11 @@
 package nemesis
 
-import "testing"
+import (
+	"testing"
+
+	// Every kind of server, registered with cluster's registry.
+	_ "github.com/locktorture/locktorture/cluster/kinds/all"
+)
 
 // TestKindsFromRegistry: the kinds a fault applies to come from the kind
 // registry — kill-session to every kind whose servers end sessions, a

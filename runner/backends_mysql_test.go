@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -23,7 +24,7 @@ import (
 var sharedMariaDB struct {
 	once sync.Once
 	c    *cluster.Cluster
-	m    *cluster.MariaDB
+	m    *mariadb.MariaDB
 	dir  string
 	file string
 	err  error
@@ -31,7 +32,7 @@ var sharedMariaDB struct {
 
 // mariadbServersFile starts the shared MariaDB (the first call) and
 // returns a servers file naming it by its DSN, and the server.
-func mariadbServersFile(t *testing.T) (string, *cluster.MariaDB) {
+func mariadbServersFile(t *testing.T) (string, *mariadb.MariaDB) {
 	t.Helper()
 	testenv.Require(t, "mariadbd", "mariadb-install-db")
 	s := &sharedMariaDB
@@ -42,7 +43,7 @@ func mariadbServersFile(t *testing.T) (string, *cluster.MariaDB) {
 		if s.c, s.err = cluster.New(cluster.Options{TempDir: s.dir}); s.err != nil {
 			return
 		}
-		if s.m, s.err = s.c.MariaDB(context.Background()); s.err != nil {
+		if s.m, s.err = mariadb.Start(context.Background(), s.c); s.err != nil {
 			return
 		}
 		s.file = filepath.Join(s.dir, "servers.yaml")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/owner"
 )
@@ -85,7 +86,7 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
 	}
 	if slices.Contains(kinds, "mariadb") {
-		r.lg.Printf("external servers: MariaDB database %s", cluster.MariaDBDatabaseOf(ns))
+		r.lg.Printf("external servers: MariaDB database %s", mariadb.DatabaseOf(ns))
 	}
 	return cluster.NewExternal(g), nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 )
 
 // resourceMySQL is a row per key in the run's MariaDB.
@@ -50,7 +51,7 @@ func newMySQLResource(ctx context.Context, env ResourceEnv) (*mysqlResource, err
 	if err := ValidFencing(env.Fencing); err != nil {
 		return nil, err
 	}
-	m, err := env.Cluster.MariaDB(ctx)
+	m, err := mariadb.Start(ctx, env.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("workload: mysql resource: %w", err)
 	}

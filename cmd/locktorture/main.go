@@ -27,6 +27,8 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	// Every kind of server, registered with cluster's registry.
+	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 	"github.com/locktorture/locktorture/internal/shell"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/nemesis"

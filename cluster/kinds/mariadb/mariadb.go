@@ -1,4 +1,4 @@
-package cluster
+package mariadb
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/secret"
@@ -51,7 +52,7 @@ const mariadbKind = "mariadb"
 // second (innodb_flush_log_at_trx_commit=2): a killed server keeps them;
 // only an operating system crash could lose the last second.
 type MariaDB struct {
-	faultable
+	cluster.Faultable
 	dsn mariadbDSN
 
 	setupMu sync.Mutex
@@ -65,7 +66,7 @@ type MariaDB struct {
 type mariadbDSN struct {
 	user, password, database string
 	params                   url.Values
-	auth                     *Auth
+	auth                     *cluster.Auth
 	server                   string
 }
 
@@ -76,7 +77,7 @@ type mariadbDSN struct {
 func parseMariaDBDSN(s string) (mariadbDSN, string, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "mariadb" && u.Scheme != "mysql") || u.Host == "" {
-		return mariadbDSN{}, "", fmt.Errorf("%q is not a DSN (mariadb://user:password@host:3306/database)", redactDSN(s))
+		return mariadbDSN{}, "", fmt.Errorf("%q is not a DSN (mariadb://user:password@host:3306/database)", cluster.RedactDSN(s))
 	}
 	if u.Port() == "" {
 		u.Host += ":3306"
@@ -128,13 +129,14 @@ func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-// MariaDB starts the run's MariaDB the first time it is called and returns
-// the same server afterwards; on a cluster of servers someone else runs,
-// it hands out the one named.
-func (c *Cluster) MariaDB(ctx context.Context) (*MariaDB, error) {
-	return startOnce(c, mariadbKind, func() (*MariaDB, error) {
-		return one(c, mariadbKind, "mariadb", "the backend wants MariaDB, but the servers file names none", c.adoptMariaDB,
-			func() (*MariaDB, error) { return c.startMariaDB(ctx) })
+// Start starts c's MariaDB the first time it is called and returns the
+// same server afterwards; on a cluster of servers someone else runs, it
+// hands out the one named.
+func Start(ctx context.Context, c *cluster.Cluster) (*MariaDB, error) {
+	return cluster.StartOnce(c, mariadbKind, func() (*MariaDB, error) {
+		return cluster.One(c, mariadbKind, "mariadb", "the backend wants MariaDB, but the servers file names none",
+			func(dsn string, s cluster.Faultable) (*MariaDB, error) { return adopt(c, dsn, s) },
+			func() (*MariaDB, error) { return start(ctx, c) })
 	})
 }
 
@@ -164,12 +166,12 @@ exec "$S" --no-defaults --datadir="$D" --tmpdir="$T" "$@"
 // server: small, and commits flushed once a second.
 const mariadbInnoDB = "--innodb-buffer-pool-size=16M --innodb-log-file-size=8M --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0"
 
-// startMariaDB starts the run's MariaDB through the provider.
-func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
-	if c.serversTLS() {
-		return nil, fmt.Errorf("%w: mariadb: security: tls (--tls) is not supported for the run's own MariaDB yet; its sessions log in with the run's own password", ErrStart)
+// start starts c's MariaDB through its provider.
+func start(ctx context.Context, c *cluster.Cluster) (*MariaDB, error) {
+	if c.ServersTLS() {
+		return nil, fmt.Errorf("%w: mariadb: security: tls (--tls) is not supported for the run's own MariaDB yet; its sessions log in with the run's own password", cluster.ErrStart)
 	}
-	pv := c.provider()
+	pv := c.Provider()
 	server, err := pv.Program("mariadbd", "mariadb-server", "/usr/sbin")
 	if err != nil {
 		return nil, err
@@ -178,35 +180,35 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{dsn: mariadbDSN{user: mariadbUser, password: newPassword(), database: mariadbDatabase}, setups: map[string]bool{}}
+	m := &MariaDB{Faultable: cluster.NewFaultable(mariadbKind, "mariadb"),
+		dsn: mariadbDSN{user: mariadbUser, password: cluster.NewPassword(), database: mariadbDatabase}, setups: map[string]bool{}}
 	secret.Register(m.dsn.password)
-	m.kind, m.name = mariadbKind, "mariadb"
-	m.ready = m.ping
+	m.SetReady(m.ping)
 	init := "CREATE USER IF NOT EXISTS '" + mariadbUser + "'@'%' IDENTIFIED BY '" + m.dsn.password + "';\n" +
 		"GRANT ALL PRIVILEGES ON *.* TO '" + mariadbUser + "'@'%';\n" +
 		"CREATE DATABASE IF NOT EXISTS " + mariadbDatabase + ";\n"
 	// On this machine the data directory is a copy of one install kept
 	// between runs (mariadbTemplate): mariadb-install-db takes most of a
 	// start-up, and every install is the same.
-	tmpl, as, err := c.mariadbTemplate(ctx, install, server)
+	tmpl, as, err := template(ctx, c, install, server)
 	if err != nil {
 		return nil, err
 	}
-	err = c.startSpec(ctx, &m.faultable, 3306, func(host string, port int, dir string) (Spec, error) {
+	err = c.StartSpec(ctx, &m.Faultable, 3306, func(host string, port int, dir string) (cluster.Spec, error) {
 		if tmpl != "" {
 			data := path.Join(dir, "data")
 			if err := os.RemoveAll(data); err != nil {
-				return Spec{}, fmt.Errorf("cluster: mariadb: %w", err)
+				return cluster.Spec{}, fmt.Errorf("cluster: mariadb: %w", err)
 			}
 			if err := local.CopyTree(tmpl, data, as); err != nil {
-				return Spec{}, fmt.Errorf("cluster: mariadb: copy the template: %w", err)
+				return cluster.Spec{}, fmt.Errorf("cluster: mariadb: copy the template: %w", err)
 			}
 		}
 		// A socket of its own (the system's may be in use), unless its
 		// path is too long for a socket address: then an abstract one.
 		sock := path.Join(dir, "mariadbd.sock")
 		if len(sock) > 100 {
-			sock = "@locktorture-mariadb-" + newPassword()[:12]
+			sock = "@locktorture-mariadb-" + cluster.NewPassword()[:12]
 		}
 		args := append([]string{install, server,
 			"--port=" + strconv.Itoa(port),
@@ -219,17 +221,17 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 			// METADATA_LOCK_INFO: who holds which GET_LOCK lock (KillSessions).
 			"--plugin-load-add=metadata_lock_info",
 		}, strings.Fields(mariadbInnoDB)...)
-		return Spec{Kind: mariadbKind, Program: path.Join(dir, "data"), Args: args, Shell: mariadbFirstStart, Dir: dir, User: "mysql",
-			Files: []File{{Path: path.Join(dir, "init.sql"), Content: []byte(init), Mode: 0o644}}}, nil
+		return cluster.Spec{Kind: mariadbKind, Program: path.Join(dir, "data"), Args: args, Shell: mariadbFirstStart, Dir: dir, User: "mysql",
+			Files: []cluster.File{{Path: path.Join(dir, "init.sql"), Content: []byte(init), Mode: 0o644}}}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.addServer(m)
+	c.AddServer(m)
 	return m, nil
 }
 
-// mariadbTemplate returns, on a provider whose servers run on this
+// template returns, on a provider whose servers run on this
 // machine, a data directory made by mariadb-install-db as
 // mariadbFirstStart makes it (system tables, no test database, root by
 // unix socket only, the same InnoDB settings), kept between runs, and the
@@ -237,8 +239,8 @@ func (c *Cluster) startMariaDB(ctx context.Context) (*MariaDB, error) {
 // the server's first start installs. The template's key names the
 // programs (path, size and time: a new package makes a new one) and the
 // settings.
-func (c *Cluster) mariadbTemplate(ctx context.Context, install, server string) (string, local.RunAs, error) {
-	m, ok := c.provider().(machine)
+func template(ctx context.Context, c *cluster.Cluster, install, server string) (string, local.RunAs, error) {
+	m, ok := c.Provider().(cluster.Machine)
 	if !ok {
 		return "", local.RunAs{}, nil
 	}
@@ -255,13 +257,13 @@ func (c *Cluster) mariadbTemplate(ctx context.Context, install, server string) (
 		_, _ = fmt.Fprintf(h, "%s %d %d\n", p, st.Size(), st.ModTime().UnixNano())
 	}
 	_, _ = h.Write([]byte(mariadbInnoDB))
-	key := fmt.Sprintf("mariadb-template-%08x-%s", h.Sum32(), templateFormat)
-	scratch := filepath.Join(c.tmp, "mariadb-template")
+	key := fmt.Sprintf("mariadb-template-%08x-%s", h.Sum32(), cluster.TemplateFormat)
+	scratch := filepath.Join(c.TempDir(), "mariadb-template")
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return "", local.RunAs{}, fmt.Errorf("cluster: mariadb: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	if err := as.Reach(c.tmp, scratch); err != nil {
+	if err := as.Reach(c.TempDir(), scratch); err != nil {
 		return "", local.RunAs{}, err
 	}
 	tmpl, err := m.Template(ctx, key, scratch, server, as, func(ctx context.Context, build string) (string, error) {
@@ -285,23 +287,23 @@ func (c *Cluster) mariadbTemplate(ctx context.Context, install, server string) (
 	return tmpl, as, nil
 }
 
-// adoptMariaDB is the MariaDB someone else runs at dsn, with p's
-// credentials (a servers file's, replacing the DSN's).
-func (c *Cluster) adoptMariaDB(dsn string, p program) (*MariaDB, error) {
+// adopt is the MariaDB someone else runs at dsn, as s (with its
+// credentials: a servers file's, replacing the DSN's).
+func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable) (*MariaDB, error) {
 	d, addr, err := parseMariaDBDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w: the external MariaDB: %w", ErrStart, err)
+		return nil, fmt.Errorf("cluster: %w: the external MariaDB: %w", cluster.ErrStart, err)
 	}
-	d.auth, d.server = p.auth, addr
-	m := &MariaDB{dsn: d, setups: map[string]bool{}}
-	m.kind, m.name, m.external, m.p = mariadbKind, p.name, addr, p.p
-	m.ready = m.ping
-	c.addServer(m)
+	d.auth, d.server = s.Auth(), addr
+	m := &MariaDB{Faultable: s, dsn: d, setups: map[string]bool{}}
+	m.SetExternal(addr)
+	m.SetReady(m.ping)
+	c.AddServer(m)
 	return m, nil
 }
 
-// Auth is what the servers file adds to the server's DSN (nil: nothing).
-func (m *MariaDB) Auth() *Auth { return m.dsn.auth }
+// cluster.Auth is what the servers file adds to the server's DSN (nil: nothing).
+func (m *MariaDB) Auth() *cluster.Auth { return m.dsn.auth }
 
 // database is the database the run's tables live in.
 func (m *MariaDB) database() string { return m.dsn.database }
@@ -490,61 +492,61 @@ func scanRows(ctx context.Context, db *sql.DB, row func(int64, string), query st
 }
 
 // endpointDSN is a servers file's MariaDB: its DSN and credentials.
-func endpointDSN(e Endpoint) (mariadbDSN, string, error) {
+func endpointDSN(e cluster.Endpoint) (mariadbDSN, string, error) {
 	d, addr, err := parseMariaDBDSN(e.Addr)
 	d.auth, d.server = e.Auth, addr
 	return d, addr, err
 }
 
-// MariaDBDatabaseOf is the database of an external run of namespace.
-func MariaDBDatabaseOf(namespace string) string { return "locktorture_" + namespace }
+// DatabaseOf is the database of an external run of namespace.
+func DatabaseOf(namespace string) string { return "locktorture_" + namespace }
 
 func init() {
-	RegisterKind(Kind{
+	cluster.RegisterKind(cluster.Kind{
 		Name:     mariadbKind,
 		Sessions: true,
 		Packages: []string{"mariadb-server"},
 		Image:    "mariadb:11.4",
 		DSN:      true,
-		Start: func(ctx context.Context, c *Cluster, _ StartOptions) error {
-			_, err := c.MariaDB(ctx)
+		Start: func(ctx context.Context, c *cluster.Cluster, _ cluster.StartOptions) error {
+			_, err := Start(ctx, c)
 			return err
 		},
-		Compose: &ComposeSpec{Port: 17060, Services: mariadbCompose},
+		Compose: &cluster.ComposeSpec{Port: 17060, Services: mariadbCompose},
 		CheckAddr: func(a string) error {
 			_, _, err := parseMariaDBDSN(a)
 			return err
 		},
-		Check: func(ctx context.Context, e Endpoint) error {
+		Check: func(ctx context.Context, e cluster.Endpoint) error {
 			d, addr, err := endpointDSN(e)
 			if err != nil {
 				return err
 			}
 			return pingMariaDB(ctx, d, addr)
 		},
-		Prepare: func(ctx context.Context, e Endpoint, namespace string) (string, error) {
+		Prepare: func(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
 			dsn := e.Addr
 			d, addr, err := endpointDSN(e)
 			if err != nil {
 				return "", err
 			}
-			db := MariaDBDatabaseOf(namespace)
+			db := DatabaseOf(namespace)
 			m := &MariaDB{dsn: d}
-			m.external = addr
+			m.SetExternal(addr)
 			if err := m.exec(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
-				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", errServerCheck, redactDSN(dsn), db, err)
+				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), db, err)
 			}
 			d.database = db
 			return d.url(addr), nil
 		},
-		Cleanup: func(ctx context.Context, dsns []Endpoint, namespace string) error {
+		Cleanup: func(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
 			d, addr, err := endpointDSN(dsns[0])
 			if err != nil {
 				return err
 			}
-			db := MariaDBDatabaseOf(namespace)
+			db := DatabaseOf(namespace)
 			m := &MariaDB{dsn: d}
-			m.external = addr
+			m.SetExternal(addr)
 			if err := m.exec(ctx, "DROP DATABASE IF EXISTS `"+db+"`"); err != nil {
 				return fmt.Errorf("mariadb: drop the run's database %s: %w", db, err)
 			}
@@ -558,7 +560,7 @@ func init() {
 // one with Debian's packages alike: mariadbd drops root for the mysql
 // user itself), the user locktorture with the password locktorture, and
 // the database locktorture.
-func mariadbCompose(port int, image string) ComposeCluster {
+func mariadbCompose(port int, image string) cluster.ComposeCluster {
 	p := strconv.Itoa(port)
 	script := `D=/var/lib/locktorture-mariadb
 if [ ! -d $D/mysql ]; then
@@ -567,13 +569,13 @@ fi
 printf "CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s';\nGRANT ALL PRIVILEGES ON *.* TO '%s'@'%%';\nCREATE DATABASE IF NOT EXISTS %s;\n" "$MARIADB_USER" "$MARIADB_PASSWORD" "$MARIADB_USER" "$MARIADB_DATABASE" >/tmp/init.sql
 exec mariadbd --no-defaults --user=mysql --datadir=$D --port=` + p + ` --bind-address=127.0.0.1 --socket=/tmp/mariadbd.sock --skip-name-resolve --init-file=/tmp/init.sql --plugin-load-add=metadata_lock_info
 `
-	return ComposeCluster{
-		Services: []ComposeService{{Name: "mariadb", Image: image,
-			Environment: map[string]string{"MARIADB_USER": "locktorture", "MARIADB_PASSWORD": composePassword, "MARIADB_DATABASE": "locktorture"},
+	return cluster.ComposeCluster{
+		Services: []cluster.ComposeService{{Name: "mariadb", Image: image,
+			Environment: map[string]string{"MARIADB_USER": "locktorture", "MARIADB_PASSWORD": cluster.ComposePassword, "MARIADB_DATABASE": "locktorture"},
 			Entrypoint:  []string{"sh", "-c", script},
-			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -p" + composePassword + " --silent"},
+			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -p" + cluster.ComposePassword + " --silent"},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{mariadbKind: {composeEntry("mariadb",
-			"mariadb://locktorture:"+composePassword+"@127.0.0.1:"+p+"/locktorture")}},
+		Servers: map[string][]cluster.ServerEntry{mariadbKind: {cluster.ComposeEntry("mariadb",
+			"mariadb://locktorture:"+cluster.ComposePassword+"@127.0.0.1:"+p+"/locktorture")}},
 	}
 }

@@ -1,15 +1,18 @@
-package cluster
+package mariadb
 
 import (
 	"context"
 	"database/sql"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -50,12 +53,12 @@ func TestMariaDB(t *testing.T) {
 	// removes every #sql temporary file there, another install's too; a
 	// narrow window, so this does not catch it every time), and neither
 	// may count a start-up exit as a server that died.
-	var cs [2]*Cluster
+	var cs [2]*cluster.Cluster
 	var ms [2]*MariaDB
 	errs := make(chan error, 2)
 	begin := time.Now()
 	for i := range cs {
-		c, err := New(Options{TempDir: t.TempDir()})
+		c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +66,7 @@ func TestMariaDB(t *testing.T) {
 		cs[i] = c
 		go func() {
 			var err error
-			ms[i], err = c.MariaDB(ctx)
+			ms[i], err = Start(ctx, c)
 			errs <- err
 		}()
 	}
@@ -79,14 +82,14 @@ func TestMariaDB(t *testing.T) {
 		}
 	}
 	c, m := cs[0], ms[0]
-	if again, err := c.MariaDB(ctx); err != nil || again != m {
+	if again, err := Start(ctx, c); err != nil || again != m {
 		t.Fatalf("a second MariaDB call: %v, %v (want the same server)", again, err)
 	}
 	if v, err := c.ServerVersion(ctx, m); err != nil || !strings.Contains(v, "MariaDB") {
 		t.Fatalf("version %q, %v", v, err)
 	}
 	if os.Geteuid() == 0 {
-		b, err := os.ReadFile("/proc/" + fmtInt(m.PID()) + "/status")
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(m.PID()) + "/status")
 		if err != nil || !strings.Contains(string(b), "Uid:\t") || strings.Contains(string(b), "Uid:\t0\t") {
 			t.Fatalf("mariadbd runs as root (or cannot be read): %v\n%s", err, b)
 		}
@@ -153,7 +156,7 @@ func TestMariaDB(t *testing.T) {
 
 	t.Run("servers file", func(t *testing.T) {
 		dsn := m.ClientAddress(m.Addr(), -1)
-		f, err := parseServersFile([]byte("mariadb: "+dsn+"\n"), "s.yaml")
+		f, err := serversFile(t, []byte("mariadb: "+dsn+"\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,11 +167,11 @@ func TestMariaDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ext, err := NewExternal(g).MariaDB(ctx)
+		ext, err := Start(ctx, cluster.NewExternal(g))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ext.database() != MariaDBDatabaseOf("ltmaria") || ext.Addr() != m.Addr() {
+		if ext.database() != DatabaseOf("ltmaria") || ext.Addr() != m.Addr() {
 			t.Fatalf("external: database %s at %s", ext.database(), ext.Addr())
 		}
 		if err := ext.Setup(ctx, "x", "CREATE TABLE x (k INT)"); err != nil {
@@ -182,7 +185,7 @@ func TestMariaDB(t *testing.T) {
 		}
 		// The servers file's username and password_env replace the DSN's.
 		t.Setenv("LT_TEST_MARIADB_PW", m.dsn.password)
-		f, err = parseServersFile([]byte("mariadb: {dsn: \"mariadb://nobody:wrong@"+m.Addr()+"/\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		f, err = serversFile(t, []byte("mariadb: {dsn: \"mariadb://nobody:wrong@"+m.Addr()+"/\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,15 +193,48 @@ func TestMariaDB(t *testing.T) {
 			t.Fatalf("with the file's credentials: %v", err)
 		}
 		t.Setenv("LT_TEST_MARIADB_PW", "wrong-password")
-		f, err = parseServersFile([]byte("mariadb: {dsn: \"mariadb://"+m.Addr()+"\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
+		f, err = serversFile(t, []byte("mariadb: {dsn: \"mariadb://"+m.Addr()+"\", username: "+mariadbUser+", password_env: LT_TEST_MARIADB_PW}\n"), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Check(ctx, []string{mariadbKind}, false); err == nil || strings.Contains(err.Error(), "wrong-password") {
 			t.Fatalf("a wrong password: %v", err)
 		}
-		if _, err := parseServersFile([]byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {
+		if _, err := serversFile(t, []byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {
 			t.Fatal("a mariadb server named by host:port was taken for a DSN")
 		}
 	})
+}
+
+// serversFile is the servers file b says, read from a file as a user's is.
+func serversFile(t *testing.T, b []byte, name string) (*cluster.ServersFile, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cluster.LoadServersFile(path)
+}
+
+// TestMariaDBKind: the kind registers itself (a server named mariadb is
+// of it) and the standing cluster serves it: one service, named once in
+// compose.servers.yaml by a DSN controlled through its container.
+func TestMariaDBKind(t *testing.T) {
+	if k, ok := cluster.ServerKind("mariadb"); !ok || k != mariadbKind {
+		t.Fatalf("ServerKind(mariadb) = %q, %v", k, ok)
+	}
+	compose, servers, err := cluster.ComposeFiles(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(compose, "container_name: locktorture-mariadb") {
+		t.Errorf("no mariadb service in docker-compose.yml:\n%s", compose)
+	}
+	f, err := serversFile(t, []byte(servers), "compose.servers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Servers[mariadbKind]; len(got) != 1 || got[0].Control != "docker" || got[0].Container != "locktorture-mariadb" {
+		t.Errorf("mariadb in compose.servers.yaml: %+v", got)
+	}
 }
