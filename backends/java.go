@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,10 +30,35 @@ func init() {
 		Lease:        true,
 		Library:      &Library{Name: "Apache Curator", Module: "org.apache.curator:curator-recipes", Jar: CuratorJar, Debian: "libcurator-recipes-java", Language: "Java"},
 		RenewsItself: true,
+		Options:      func() Options { return &CuratorOptions{} },
 	}, Program{Command: []string{"/bin/sh", "clients/java/curator_lock.sh"}, Prepare: prepareCurator})
 	// The adapter is compiled at its first start: a JDK, not only the JRE
 	// the ZooKeeper servers run on.
 	clientPackages["curator"] = []string{"default-jdk-headless"}
+}
+
+// CuratorOptions are the curator row's settings (backend_options:
+// {curator: {wait_ms: 1400}}), sent to its adapter as the open request's
+// options, by the same keys.
+type CuratorOptions struct {
+	// WaitMS is how long, in milliseconds, each acquire waits in line for
+	// the lock, as InterProcessMutex.acquire(maxWait, unit) does: its node
+	// stays, watching the one before it, and is granted when that one
+	// goes. Zero, the default, tries once (the client protocol's acquire).
+	WaitMS int `yaml:"wait_ms"`
+}
+
+// Validate refuses a wait the answer could not come back within: the
+// adapter answers info at 80% of the request's timeout, so a wait must
+// stay within 70% of it (as the adapter bounds its other calls).
+func (o *CuratorOptions) Validate(env Env) error {
+	if o.WaitMS < 0 {
+		return fmt.Errorf("wait_ms %d: 0 (try once) or more", o.WaitMS)
+	}
+	if limit := env.OpTimeout * 7 / 10; env.OpTimeout > 0 && time.Duration(o.WaitMS)*time.Millisecond > limit {
+		return fmt.Errorf("wait_ms %d: at most 70%% of the timeout (%s), so that the answer comes before the harness gives up on the request", o.WaitMS, limit)
+	}
+	return nil
 }
 
 // CuratorJar is the jar of Curator's recipes the curator row's adapter

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestCuratorRow: the curator row is a program row over ZooKeeper, a lease
@@ -104,5 +107,31 @@ func TestCuratorVersion(t *testing.T) {
 	info, _, _ := Lookup("curator")
 	if got := info.Library.Version(); got != strings.TrimSpace(string(want)) {
 		t.Errorf("version %q, want %q", got, want)
+	}
+}
+
+// TestCuratorOptions: the curator row takes wait_ms (how long an acquire
+// waits in line), refuses a negative one and one the answer could not come
+// back within (over 70% of the timeout), and sends it to the adapter by
+// the same key.
+func TestCuratorOptions(t *testing.T) {
+	info, _, err := Lookup("curator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := info.Options()
+	if keys := OptionKeys(o); !slices.Equal(keys, []string{"wait_ms"}) {
+		t.Fatalf("keys %v", keys)
+	}
+	env := Env{OpTimeout: 2 * time.Second}
+	for wait, ok := range map[int]bool{0: true, 1400: true, 1401: false, -1: false} {
+		err := (&CuratorOptions{WaitMS: wait}).Validate(env)
+		if (err == nil) != ok {
+			t.Errorf("wait_ms %d: %v", wait, err)
+		}
+	}
+	b, err := yaml.Marshal(&CuratorOptions{WaitMS: 1400})
+	if err != nil || strings.TrimSpace(string(b)) != "wait_ms: 1400" {
+		t.Errorf("sent as %q (%v)", b, err)
 	}
 }

@@ -10,6 +10,7 @@
 package findings
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -41,8 +42,16 @@ type Finding struct {
 	// Breaks says what breaks, in a few words.
 	Breaks string
 	// Scenario is the built-in scenario that shows it, run on Backend
-	// (with Fencing, when set, as --fencing would).
+	// (with Fencing, when set, as --fencing would); with File set, the
+	// name of that file's scenario.
 	Scenario string
+	// File, when set, names the finding's own scenario file under
+	// findings/scenarios (built into the program): its family's scenario
+	// shaped so that the story holds by construction on a loaded machine.
+	// It is no built-in: matrix and the built-in scenarios' tests judge
+	// each built-in by its expectation, and a finding against its claim
+	// keeps an expectation its runs contradict.
+	File string
 	Backend  string
 	Fencing  string
 	// Seeds are the seeds it is known to reproduce with; the first is
@@ -119,11 +128,21 @@ var registry = []Finding{
 		Upstream: "https://github.com/samuel/go-zookeeper/issues/20",
 	},
 	{
+		ID: "curator-kill-session", Library: "Apache Curator (ZooKeeper Java client)", Package: "libcurator-recipes-java",
+		Breaks:   "its session closed, the holder hears SUSPENDED 100ms after the drop, while ZooKeeper grants the next at once: double grant",
+		Scenario: "curator-kill-session", File: "curator-kill-session.yaml", Backend: "curator", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+	},
+	{
 		ID: "tooz-redis-renew-delay", Library: "tooz (redis driver)", Package: "python3-tooz",
 		Breaks:   "slow replies: the heartbeat lets the lock's key expire, the failed reacquire is only logged: stale holder",
 		Scenario: "renew-delay", Backend: "tooz-redis", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 	},
 }
+
+// files holds the findings' own scenario files (Finding.File).
+//
+//go:embed scenarios/*.yaml
+var files embed.FS
 
 // All returns every finding, in the docs' order.
 func All() []Finding { return slices.Clone(registry) }
@@ -175,7 +194,7 @@ func (f Finding) Line() string {
 func (f Finding) Load(seed int64) (*scenarios.Scenario, error) { return f.scenario(seed) }
 
 func (f Finding) scenario(seed int64) (*scenarios.Scenario, error) {
-	sc, err := scenarios.Builtin(f.Scenario)
+	sc, err := f.load()
 	if err != nil {
 		return nil, fmt.Errorf("finding %s: %w", f.ID, err)
 	}
@@ -193,6 +212,28 @@ func (f Finding) scenario(seed int64) (*scenarios.Scenario, error) {
 		return nil, fmt.Errorf("finding %s: %w", f.ID, err)
 	}
 	return sc, nil
+}
+
+// load reads the finding's scenario: its own file, or the built-in.
+func (f Finding) load() (*scenarios.Scenario, error) {
+	if f.File == "" {
+		return scenarios.Builtin(f.Scenario)
+	}
+	data, err := files.ReadFile("scenarios/" + f.File)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.Parse(data, f.ScenarioPath())
+}
+
+// ScenarioPath is where the finding's own scenario file is in the
+// repository (findings/scenarios/...), for `run --scenario-file`; "" for
+// a finding that runs a built-in.
+func (f Finding) ScenarioPath() string {
+	if f.File == "" {
+		return ""
+	}
+	return "findings/scenarios/" + f.File
 }
 
 // Reproduced reports whether a run of the finding shows it again: the run

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // TestDocsListTheRegistry: docs/findings.md has one "## id" heading per
@@ -100,5 +101,43 @@ func TestSignal(t *testing.T) {
 	ops[2] = history.Op{Process: 0, Type: history.Invoke, F: history.Release, Key: "k0", Time: 3_000_000_000}
 	if got := Signal(ops, ov); !strings.Contains(got, "never told client 0") || !strings.Contains(got, "1.00s after") {
 		t.Errorf("never: %q", got)
+	}
+}
+
+// TestOwnScenarioFiles: a finding with a scenario file of its own names a
+// file in findings/scenarios (the path repro prints for run
+// --scenario-file), whose scenario has the finding's Scenario as its name
+// and is no built-in; every file there is some finding's.
+func TestOwnScenarioFiles(t *testing.T) {
+	used := map[string]bool{}
+	for _, f := range All() {
+		if f.File == "" {
+			if f.ScenarioPath() != "" {
+				t.Errorf("%s: a path %q without a file", f.ID, f.ScenarioPath())
+			}
+			continue
+		}
+		used[f.File] = true
+		if _, err := os.Stat("../" + f.ScenarioPath()); err != nil {
+			t.Errorf("%s: %v", f.ID, err)
+		}
+		if _, err := scenarios.Builtin(f.Scenario); err == nil {
+			t.Errorf("%s: %s is also a built-in", f.ID, f.Scenario)
+		}
+		sc, err := f.Load(0)
+		if err != nil {
+			t.Errorf("%s: %v", f.ID, err)
+		} else if sc.Name != f.Scenario {
+			t.Errorf("%s: the file's scenario is %q, not %q", f.ID, sc.Name, f.Scenario)
+		}
+	}
+	ents, err := os.ReadDir("scenarios")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !used[e.Name()] {
+			t.Errorf("findings/scenarios/%s: no finding runs it", e.Name())
+		}
 	}
 }

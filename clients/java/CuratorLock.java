@@ -40,6 +40,13 @@
  * Lease: the session timeout ZooKeeper negotiated (asked for: ttl_ms) less
  * what the acquire took. No fence (the recipe exposes none).
  *
+ * Options (the open request's "options", backend_options: {curator: ...}):
+ * wait_ms, how long each acquire waits in line for the lock, as
+ * acquire(maxWait, unit) does (its node stays, watching the one before it;
+ * at the end of the wait Curator deletes it and the answer is fail, busy).
+ * 0, the default, tries once. It is held below 70% of timeout_ms, so that
+ * the answer comes before the harness gives up on the request.
+ *
  * InterProcessMutex belongs to the thread that acquired it (release() from
  * another thread throws IllegalMonitorStateException): each key's calls run
  * in a worker thread of that key's own (open's in one of its own), as an
@@ -94,6 +101,7 @@ public final class CuratorLock {
     CuratorFramework client;
     int ttlMs = 1000;
     volatile long timeoutMs = 500;
+    long waitMs; // options.wait_ms: how long an acquire waits in line (0: try once)
     final Map<String, InterProcessMutex> mutexes = new ConcurrentHashMap<>(); // key -> mutex, kept across acquisitions
     final Set<String> held = ConcurrentHashMap.newKeySet(); // keys this client holds
     final Set<String> lostSent = ConcurrentHashMap.newKeySet(); // held keys already said lost
@@ -112,6 +120,7 @@ public final class CuratorLock {
         ttlMs = (int) num(req.get("ttl_ms"), 1000);
         timeoutMs = (long) num(req.get("timeout_ms"), 500);
         int bound = Math.max(50, (int) (num(req.get("timeout_ms"), 500) * 0.7));
+        waitMs = Math.max(0, Math.min((long) num(map(req.get("options")).get("wait_ms"), 0), bound));
         CuratorFrameworkFactory.Builder b = CuratorFrameworkFactory.builder()
             .connectString(String.join(",", addrs))
             .sessionTimeoutMs(ttlMs)
@@ -151,7 +160,7 @@ public final class CuratorLock {
             warm.release();
         }
         log("open: process " + req.get("process") + ", zookeeper " + String.join(",", addrs) + ", session timeout "
-            + sessionMs() + "ms (asked " + ttlMs + "ms), curator " + curatorVersion() + ", java " + System.getProperty("java.version"));
+            + sessionMs() + "ms (asked " + ttlMs + "ms), acquire waits " + waitMs + "ms, curator " + curatorVersion() + ", java " + System.getProperty("java.version"));
         Map<String, Object> r = reply("ok");
         r.put("abilities", new ArrayList<Object>());
         return r;
@@ -181,14 +190,14 @@ public final class CuratorLock {
     Map<String, Object> acquire(String key) throws Exception {
         InterProcessMutex m = mutex(key);
         long start = System.nanoTime();
-        if (m.acquire(0, TimeUnit.MILLISECONDS)) {
+        if (m.acquire(waitMs, TimeUnit.MILLISECONDS)) {
             lostSent.remove(key);
             held.add(key);
             long took = (System.nanoTime() - start) / 1_000_000;
             return reply("ok", "lease_ms", Math.max(sessionMs() - took, 0));
         }
-        // false: another's node comes first, and ours was deleted again
-        // (a delete that failed would have thrown: info).
+        // false: another's node comes first (still, after wait_ms), and ours
+        // was deleted again (a delete that failed would have thrown: info).
         return reply("fail", "error", "busy");
     }
 

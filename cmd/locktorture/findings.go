@@ -73,7 +73,12 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		opt.Log = stderr
 	}
 	fmt.Fprintf(stdout, "finding %s: %s %s — %s\n", f.ID, f.Library, f.Version(), f.Breaks)
-	fmt.Fprintf(stdout, "run:      locktorture run --scenario %s --backend %s%s --seed %d\n", f.Scenario, f.Backend, fencingFlag(f.Fencing), sc.Seed)
+	if p := f.ScenarioPath(); p != "" {
+		// The finding's own file (from the repository's root).
+		fmt.Fprintf(stdout, "run:      locktorture run --scenario-file %s --seed %d\n", p, sc.Seed)
+	} else {
+		fmt.Fprintf(stdout, "run:      locktorture run --scenario %s --backend %s%s --seed %d\n", f.Scenario, f.Backend, fencingFlag(f.Fencing), sc.Seed)
+	}
 	out, err := runner.Run(ctx, sc, opt)
 	if out != nil {
 		printOutcome(stdout, out)
