@@ -14,6 +14,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -86,12 +87,12 @@ type EtcdConn struct {
 
 type etcdBackend struct {
 	env  Env
-	etcd *cluster.Etcd
+	etcd *etcd.Etcd
 	ttl  int64 // lease TTL in whole seconds
 }
 
 func newEtcd(ctx context.Context, env Env) (Backend, error) {
-	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.Servers.Members["etcd"]})
+	e, err := etcd.Start(ctx, env.Cluster, etcd.EtcdOptions{Members: env.Servers.Members["etcd"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -109,7 +110,7 @@ func etcdLeaseSeconds(ttl time.Duration) int64 {
 }
 
 // newEtcdClient dials every member through the client's own links.
-func newEtcdClient(c *cluster.Cluster, e *cluster.Etcd, process int, timeout time.Duration) (*clientv3.Client, error) {
+func newEtcdClient(c *cluster.Cluster, e *etcd.Etcd, process int, timeout time.Duration) (*clientv3.Client, error) {
 	var eps []string
 	for _, m := range e.Members() {
 		eps = append(eps, c.ClientAddr(process, m))

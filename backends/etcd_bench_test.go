@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
 
@@ -43,7 +44,7 @@ func benchBareEtcd(b *testing.B) {
 		}
 	}()
 	ctx := context.Background()
-	e, err := cl.Etcd(ctx, cluster.EtcdOptions{})
+	e, err := etcd.Start(ctx, cl, etcd.EtcdOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/locktorture/locktorture/clientsim"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 )
 
 // etcd-concurrency is etcd's own lock as its client library ships it and
@@ -60,11 +60,11 @@ const etcdConcurrencyPrefix = "locktorture/concurrency/"
 
 type etcdConcurrencyBackend struct {
 	env  Env
-	etcd *cluster.Etcd
+	etcd *etcd.Etcd
 }
 
 func newEtcdConcurrency(ctx context.Context, env Env) (Backend, error) {
-	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{Members: env.Servers.Members["etcd"]})
+	e, err := etcd.Start(ctx, env.Cluster, etcd.EtcdOptions{Members: env.Servers.Members["etcd"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -41,8 +41,8 @@ var (
 	ErrMissingBinary = local.ErrMissingBinary
 	// ErrStart is wrapped when a server does not come up.
 	ErrStart = local.ErrStart
-	// errClosed is returned when starting a server on a closed cluster.
-	errClosed = errors.New("cluster is closed")
+	// ErrClosed is returned when starting a server on a closed cluster.
+	ErrClosed = errors.New("cluster is closed")
 )
 
 // Options configure a Cluster.
@@ -98,7 +98,7 @@ type Cluster struct {
 	servers  []Server
 	links    *links.Set
 	sentinel *SentinelGroup
-	etcd     etcdSlot      // the run's etcd, started once (etcd.go)
+	groups   sync.Map      // kind -> *groupSlot: the run's one group of servers of a kind (Group)
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
 	pgb      pgbouncerSlot // the PgBouncer in front of it, if any (pgbouncer.go)
 	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
@@ -172,9 +172,9 @@ func (c *Cluster) Mode() string {
 // Images names the image each kind of server runs from (none when local).
 func (c *Cluster) Images() map[string]string { return c.Provider().Images() }
 
-// launch prepares a server's program through the provider and tracks it,
+// Launch prepares a server's program through the provider and tracks it,
 // so Close stops it.
-func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
+func (c *Cluster) Launch(ctx context.Context, s Spec) (Unit, error) {
 	u, err := c.Provider().Launch(ctx, s)
 	if err != nil {
 		return nil, err
@@ -185,6 +185,9 @@ func (c *Cluster) launch(ctx context.Context, s Spec) (Unit, error) {
 	}
 	return u, nil
 }
+
+// LogPath is the log file of the server called name.
+func (c *Cluster) LogPath(name string) string { return filepath.Join(c.opt.LogDir, name+".log") }
 
 // TempDir is the cluster's private temporary directory, removed by Close.
 func (c *Cluster) TempDir() string { return c.tmp }
@@ -207,11 +210,11 @@ func (c *Cluster) runCA() (*runca.CA, error) {
 	return c.ca, nil
 }
 
-// serverTLS signs a certificate for the server called name at host (its
+// ServerTLS signs a certificate for the server called name at host (its
 // address: an IP, or a container's) and returns the files the server
 // reads, written where it runs under dir (mode 0600), and their paths
 // there: the CA, its certificate and its key.
-func (c *Cluster) serverTLS(name, dir string, hosts ...string) (files []File, ca, cert, key string, err error) {
+func (c *Cluster) ServerTLS(name, dir string, hosts ...string) (files []File, ca, cert, key string, err error) {
 	a, err := c.runCA()
 	if err != nil {
 		return nil, "", "", "", err
@@ -229,10 +232,10 @@ func (c *Cluster) serverTLS(name, dir string, hosts ...string) (files []File, ca
 	return files, ca, cert, key, nil
 }
 
-// clientTLS signs a client certificate for user and returns the TLS files
+// ClientTLS signs a client certificate for user and returns the TLS files
 // the harness and the run's clients use (in the cluster's private
 // temporary directory).
-func (c *Cluster) clientTLS(name, user string) (*TLSFiles, error) {
+func (c *Cluster) ClientTLS(name, user string) (*TLSFiles, error) {
 	a, err := c.runCA()
 	if err != nil {
 		return nil, err
@@ -318,7 +321,7 @@ func (c *Cluster) track(u Unit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return errClosed
+		return ErrClosed
 	}
 	u.OnDeath(c.serverDied)
 	c.units = append(c.units, u)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -40,7 +39,7 @@ func TestRedisLifecycle(t *testing.T) {
 	if err := r.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if state := procState(t, r.PID()); state != "T" {
+	if state := testenv.ProcState(t, r.PID()); state != "T" {
 		t.Errorf("paused server in state %q, want T", state)
 	}
 	if err := r.Resume(ctx); err != nil {
@@ -76,7 +75,7 @@ func TestRedisLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := c.StartRedis(ctx, RedisOptions{}); !errors.Is(err, errClosed) {
+	if _, err := c.StartRedis(ctx, RedisOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("start on a closed cluster: %v", err)
 	}
 }
@@ -95,15 +94,6 @@ func TestMissingBinaryNamesPackage(t *testing.T) {
 	if want := "install the Debian package redis-server"; !contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
 	}
-}
-
-func procState(t *testing.T, pid int) string {
-	t.Helper()
-	out, err := exec.Command("ps", "-o", "state=", "-p", itoa(pid)).Output()
-	if err != nil {
-		t.Fatalf("ps: %v", err)
-	}
-	return string(out[:1])
 }
 
 func itoa(n int) string { return fmtInt(n) }

@@ -36,7 +36,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 	}{
 		{redisKind, "redis-0", 5},
 		{postgresKind, "postgres", 1},
-		{etcdKind, "etcd-2", 3},
+		{"etcd", "etcd-2", 3},
 		{zookeeperKind, "zookeeper", 1},
 		{pgbouncerKind, "pgbouncer", 1},
 		{testProgramKind, testProgramKind + "-0", 1},

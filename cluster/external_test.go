@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -15,9 +14,10 @@ import (
 
 // TestExternalCleanupTouchesOnlyTheRun: on servers someone else runs, the
 // run's namespace is all that Cleanup removes — the owner's keys, another
-// run's keys and tables outside the run's schema are all still there.
+// run's keys and tables outside the run's schema are all still there
+// (etcd's: its package's TestExternalCleanup).
 func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
-	testenv.Require(t, "redis-server", "etcd", "postgres")
+	testenv.Require(t, "redis-server", "postgres")
 	ctx := context.Background()
 	c, err := New(Options{})
 	if err != nil {
@@ -28,29 +28,12 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := c.Etcd(ctx, EtcdOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	pg, err := c.Postgres(ctx, PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The run's etcd asks for its root user's password, as a locked one
-	// someone else runs would.
-	t.Setenv("LT_TEST_ETCD_PW", e.Members()[0].Auth().Password)
-	t.Setenv("LT_TEST_ETCD_WRONG", "guess")
-	etcdFile := "redis: [%s]\netcd: [{addr: %s, username: root, password_env: %s}]\npostgres: %s\n"
-	wrong, err := parseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_WRONG", pg.DSN()), "s.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds := []string{"redis", "etcd", "postgres"}
-	err = wrong.Check(ctx, kinds, false)
-	if want := "etcd " + e.Endpoints()[0] + ": refused: "; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("a wrong etcd password: %v, want one line with %q", err, want)
-	}
-	f, err := parseServersFile(fmt.Appendf(nil, etcdFile, r.Addr(), e.Endpoints()[0], "LT_TEST_ETCD_PW", pg.DSN()), "s.yaml")
+	kinds := []string{"redis", "postgres"}
+	f, err := parseServersFile(fmt.Appendf(nil, "redis: [%s]\npostgres: %s\n", r.Addr(), pg.DSN()), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +46,6 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	for _, k := range theirs {
 		mustRedis(t, r.Addr(), "SET", k, "mine")
 	}
-	etcdPut(t, e.Members()[0], "app/config", "v")
-	etcdPut(t, e.Members()[0], "locktorture/lock/lt00000000:k0", "other run")
 	if err := pgExec(ctx, pg.DSN(), "CREATE TABLE mine (x int); INSERT INTO mine VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +62,6 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	for _, k := range ours {
 		mustRedis(t, r.Addr(), "SET", k, "run")
 	}
-	etcdPut(t, e.Members()[0], "locktorture/lock/"+ns+":k0/694d", "")
-	etcdPut(t, e.Members()[0], "locktorture/value/"+ns+":k1", "3")
 	if err := pgExec(ctx, g.Addrs("postgres")[0], "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,15 +77,6 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	for _, k := range theirs {
 		if v, _ := redisCall(ctx, r.endpoint(), "GET", k); v != "mine" {
 			t.Errorf("the owner's key %s is gone (%v)", k, v)
-		}
-	}
-	keys := etcdKeys(t, e.Members()[0])
-	if !slices.Contains(keys, "app/config") || !slices.Contains(keys, "locktorture/lock/lt00000000:k0") {
-		t.Errorf("the owner's etcd keys are gone: %v", keys)
-	}
-	for _, k := range keys {
-		if strings.Contains(k, ns) {
-			t.Errorf("the run's etcd key %s is still there", k)
 		}
 	}
 	conn, err := pgx.Connect(ctx, pg.DSN())
@@ -128,11 +98,6 @@ func mustRedis(t *testing.T, addr string, args ...string) {
 	if _, err := redisCall(context.Background(), Endpoint{Addr: addr}, args...); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func etcdPut(t *testing.T, m *EtcdMember, k, v string) {
-	t.Helper()
-	put(t, context.Background(), m, k, v)
 }
 
 // TestExternalCleanupZooKeeper: the run's znodes go; the owner's and

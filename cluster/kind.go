@@ -252,7 +252,7 @@ func StartOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, e
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return none, errClosed
+		return none, ErrClosed
 	}
 	for _, s := range c.Servers() {
 		if t, ok := s.(T); ok && kindOf(s) == kind {
@@ -260,4 +260,65 @@ func StartOnce[T Server](c *Cluster, kind string, start func() (T, error)) (T, e
 		}
 	}
 	return start()
+}
+
+// groupSlot holds the run's one group of servers of a kind.
+type groupSlot struct {
+	mu sync.Mutex
+	v  any
+}
+
+// slot is kind's group slot.
+func (c *Cluster) slot(kind string) *groupSlot {
+	v, _ := c.groups.LoadOrStore(kind, &groupSlot{})
+	return v.(*groupSlot)
+}
+
+// Group is the run's one group of servers of kind (an ensemble: etcd's
+// cluster), kept by the cluster: keep is called under the kind's lock
+// with the group kept so far (ok false before one) and returns the group
+// to keep (an error keeps what was). What a kept group does beyond its
+// servers is said by interfaces: ending sessions (KillSessions:
+// Cluster.SessionKillers) and naming its leader (Leading: Cluster.Leader).
+func Group[T any](c *Cluster, kind string, keep func(cur T, ok bool) (T, error)) (T, error) {
+	s := c.slot(kind)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.v.(T)
+	v, err := keep(cur, ok)
+	if err != nil {
+		var none T
+		return none, err
+	}
+	s.v = v
+	return v, nil
+}
+
+// keptGroups are the groups kept (Group), in the order of their kinds'
+// names.
+func (c *Cluster) keptGroups() []any {
+	var kinds []string
+	c.groups.Range(func(k, _ any) bool {
+		kinds = append(kinds, k.(string))
+		return true
+	})
+	sort.Strings(kinds)
+	var out []any
+	for _, k := range kinds {
+		s := c.slot(k)
+		s.mu.Lock()
+		if s.v != nil {
+			out = append(out, s.v)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// Leading is a group of servers that elects a leader among them
+// (Cluster.Leader asks it).
+type Leading interface {
+	// LeaderServer is the member that leads, or an error when none
+	// answers with a leader.
+	LeaderServer(ctx context.Context) (Server, error)
 }

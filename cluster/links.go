@@ -103,7 +103,7 @@ func (c *Cluster) Link(from string, s Server) (*links.Link, error) {
 	}
 	l, err := ls.Get(from+"->"+s.Name(), from, s, s.Addr())
 	if errors.Is(err, links.ErrClosed) {
-		err = fmt.Errorf("%w: %w", errClosed, err)
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return l, err
 }
@@ -229,27 +229,34 @@ func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
 // only member of a one-member one. An error when the run has neither, or
 // when no member answers with a leader (an election under way).
 func (c *Cluster) Leader(ctx context.Context) (Server, error) {
-	c.etcd.mu.Lock()
-	e := c.etcd.e
-	c.etcd.mu.Unlock()
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	switch {
-	case e != nil && z != nil:
-		return nil, errors.New("cluster: the run has both etcd and ZooKeeper: which leader is meant is not said")
-	case e != nil:
-		m, err := e.Leader(ctx)
-		if err != nil {
-			return nil, err
+	var leading []Leading
+	for _, g := range c.keptGroups() {
+		if l, ok := g.(Leading); ok {
+			leading = append(leading, l)
 		}
-		return m, nil
-	case z != nil:
-		m, err := z.Leader(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
 	}
-	return nil, errors.New("cluster: the run has no ensemble with a leader (etcd or ZooKeeper)")
+	c.zk.mu.Lock()
+	if z := c.zk.z; z != nil {
+		leading = append(leading, zkLeading{z})
+	}
+	c.zk.mu.Unlock()
+	switch len(leading) {
+	case 0:
+		return nil, errors.New("cluster: the run has no ensemble with a leader (etcd or ZooKeeper)")
+	case 1:
+		return leading[0].LeaderServer(ctx)
+	}
+	return nil, errors.New("cluster: the run has both etcd and ZooKeeper: which leader is meant is not said")
+}
+
+// zkLeading is the ZooKeeper ensemble as a Leading group.
+type zkLeading struct{ z *ZooKeeper }
+
+// LeaderServer is the ensemble's leader.
+func (l zkLeading) LeaderServer(ctx context.Context) (Server, error) {
+	m, err := l.z.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }

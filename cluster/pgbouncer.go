@@ -205,7 +205,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 		b.ready = b.ping
 		ini := path.Join(dir, "pgbouncer.ini")
 		auth := path.Join(dir, "userlist.txt")
-		b.p, err = c.launch(ctx, Spec{
+		b.p, err = c.Launch(ctx, Spec{
 			Name:    name,
 			Kind:    pgbouncerKind,
 			Program: bin,
@@ -230,7 +230,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 		if err := b.p.Start(ctx); err != nil {
 			return nil, err
 		}
-		if lastErr = waitUnit(ctx, name, b.p, b.ping); lastErr == nil {
+		if lastErr = WaitUnit(ctx, name, b.p, b.ping); lastErr == nil {
 			c.AddServer(b)
 			return b, nil
 		}

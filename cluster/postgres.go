@@ -165,7 +165,7 @@ func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres,
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
 	if pg := c.pg.pg; pg != nil {
 		if !opt.isZero() && !reflect.DeepEqual(opt, pg.opt) {
@@ -302,7 +302,7 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 			"-c", "logging_collector=off",
 			"-c", "log_line_prefix=%m [%p] %q%a ",
 		}, append(tlsArgs, opt.args()...)...)
-		pg.p, err = c.launch(ctx, Spec{
+		pg.p, err = c.Launch(ctx, Spec{
 			Name:       name,
 			Kind:       "postgres",
 			Program:    bins.postgres,
@@ -323,7 +323,7 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 		if sockSetting != "" {
 			ready = func(ctx context.Context) error { return pg.setPassword(ctx, sockSetting) }
 		}
-		if lastErr = waitUnit(ctx, name, pg.p, ready); lastErr == nil {
+		if lastErr = WaitUnit(ctx, name, pg.p, ready); lastErr == nil {
 			c.AddServer(pg)
 			return pg, nil
 		}
@@ -623,7 +623,7 @@ func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOpti
 		"-c", "logging_collector=off",
 		"-c", "log_line_prefix=%m [%p] %q%a ",
 	}, opt.args()...)
-	pg.p, err = c.launch(ctx, Spec{
+	pg.p, err = c.Launch(ctx, Spec{
 		Name:       name,
 		Kind:       "postgres",
 		Program:    data,
@@ -788,7 +788,7 @@ func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, err
 	if !c.ServersTLS() {
 		return nil, "", nil
 	}
-	files, ca, cert, key, err := c.serverTLS("postgres", dir, "127.0.0.1")
+	files, ca, cert, key, err := c.ServerTLS("postgres", dir, "127.0.0.1")
 	if err != nil {
 		return nil, "", err
 	}

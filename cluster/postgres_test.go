@@ -112,7 +112,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	if err := pg.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if state := procState(t, pg.PID()); state != "T" {
+	if state := testenv.ProcState(t, pg.PID()); state != "T" {
 		t.Errorf("paused server in state %q, want T", state)
 	}
 	for _, k := range local.Children(pg.PID()) {
@@ -181,7 +181,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, errClosed) {
+	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Postgres on a closed cluster: %v", err)
 	}
 }

@@ -68,6 +68,22 @@ func NewFaultable(kind, name string) Faultable {
 // after a restart.
 func (s *Faultable) SetReady(ready func(context.Context) error) { s.ready = ready }
 
+// SetAddr sets where the server listens: host and the port its clients
+// dial.
+func (s *Faultable) SetAddr(host string, port int) { s.host, s.port = host, port }
+
+// Host is the host the server listens on ("" for one someone else runs).
+func (s *Faultable) Host() string { return s.host }
+
+// SetAuth sets what the server asks its clients to prove.
+func (s *Faultable) SetAuth(a *Auth) { s.auth = a }
+
+// Unit is what runs the server (nil before it is launched).
+func (s *Faultable) Unit() Unit { return s.p }
+
+// SetUnit sets what runs the server (Cluster.Launch's unit).
+func (s *Faultable) SetUnit(u Unit) { s.p = u }
+
 // SetExternal makes the server one someone else runs at addr (host:port),
 // which the harness dials.
 func (s *Faultable) SetExternal(addr string) { s.external = addr }
@@ -255,7 +271,7 @@ func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec f
 			return err
 		}
 		sp.Name, sp.LogPath = s.name, filepath.Join(c.opt.LogDir, s.name+".log")
-		s.p, err = c.launch(ctx, sp)
+		s.p, err = c.Launch(ctx, sp)
 		if err != nil {
 			return err
 		}
@@ -265,7 +281,7 @@ func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec f
 		if err := s.p.Start(ctx); err != nil {
 			return err
 		}
-		if lastErr = waitUnit(ctx, s.name, s.p, s.ready); lastErr == nil {
+		if lastErr = WaitUnit(ctx, s.name, s.p, s.ready); lastErr == nil {
 			s.p.OnDeath(c.serverDied)
 			select {
 			case <-s.p.Exited():
@@ -289,12 +305,12 @@ type portRacer interface {
 	PortsRace() bool
 }
 
-// startEnsemble starts an ensemble (etcd, ZooKeeper) with attempt, which
+// StartEnsemble starts an ensemble (etcd, ZooKeeper) with attempt, which
 // starts every member anew and returns them: a free port can be taken
 // between asking and binding, so it starts over (fresh ports, empty
 // directories) up to three times. The members of the attempt that serves
 // are listed among the cluster's servers.
-func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []Server, error)) (T, error) {
+func StartEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []Server, error)) (T, error) {
 	var lastErr error
 	for range 3 {
 		v, members, err := attempt()
@@ -305,7 +321,7 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 			return v, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil || errors.Is(err, errClosed) {
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			break
 		}
 	}
@@ -315,7 +331,7 @@ func startEnsemble[T any](ctx context.Context, c *Cluster, attempt func() (T, []
 
 // ensemble is an ensemble of kind (what, in words): on a cluster of
 // servers someone else runs, every member named there, each made by adopt
-// from its program; otherwise the members start starts (startEnsemble).
+// from its program; otherwise the members start starts (StartEnsemble).
 // The members are listed among the cluster's servers. A kind calls it
 // and never asks which mode runs.
 func ensemble[T any](c *Cluster, kind, what string, adopt func(ps []program) (T, []Server), start func() (T, error)) (T, error) {
@@ -361,9 +377,9 @@ func One[T any](c *Cluster, kind, name, missing string, adopt func(addr string, 
 	return one(c, kind, name, missing, func(addr string, p program) (T, error) { return adopt(addr, Faultable{program: p}) }, start)
 }
 
-// ports hands out one attempt's ports from pv, refusing one the kernel
+// Ports hands out one attempt's ports from pv, refusing one the kernel
 // gave twice (each member has ports of its own).
-func ports(pv Provider, kind string) func(usual int) (int, error) {
+func Ports(pv Provider, kind string) func(usual int) (int, error) {
 	used := map[int]bool{}
 	return func(usual int) (int, error) {
 		p, err := pv.Port(usual)
@@ -375,17 +391,17 @@ func ports(pv Provider, kind string) func(usual int) (int, error) {
 	}
 }
 
-// startMembers starts every member's unit, then waits until each is
+// StartMembers starts every member's unit, then waits until each is
 // ready: a member of an ensemble serves only once a quorum is up, so all
 // start first and are checked after.
-func startMembers(ctx context.Context, members []*Faultable) error {
+func StartMembers(ctx context.Context, members []*Faultable) error {
 	for _, m := range members {
 		if err := m.p.Start(ctx); err != nil {
 			return err
 		}
 	}
 	for _, m := range members {
-		if err := waitUnit(ctx, m.name, m.p, m.ready); err != nil {
+		if err := WaitUnit(ctx, m.name, m.p, m.ready); err != nil {
 			return err
 		}
 	}
@@ -414,6 +430,20 @@ func keptEnsemble[T any](c *Cluster, slot *T, running int, kind, what string, as
 	return v, nil
 }
 
+// KeptEnsemble is keptEnsemble for a kind outside this package: slot is
+// the ensemble kept so far (nil before one), adopt is given the members a
+// servers file names as Faultables of kind.
+func KeptEnsemble[T any](c *Cluster, slot T, running int, kind, what string, asked, max int, adopt func(ms []Faultable) (T, []Server), start func(n int) (T, error)) (T, error) {
+	return keptEnsemble(c, &slot, running, kind, what, asked, max, func(ps []program) (T, []Server) {
+		ms := make([]Faultable, len(ps))
+		for i, p := range ps {
+			p.kind = kind
+			ms[i] = Faultable{program: p}
+		}
+		return adopt(ms)
+	}, start)
+}
+
 // ensembleSize is how many members a start-once ensemble of kind is to
 // have: when one runs already (running members), that one's — asking for
 // another count is an error —; on an external cluster, whatever was
@@ -425,7 +455,7 @@ func (c *Cluster) ensembleSize(kind string, running, asked, max int) (int, error
 	c.mu.Unlock()
 	switch {
 	case closed:
-		return 0, errClosed
+		return 0, ErrClosed
 	case running > 0:
 		if asked != 0 && asked != running {
 			return 0, fmt.Errorf("cluster: %s already runs with %d members, not %d", kind, running, asked)

@@ -130,19 +130,19 @@ func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Co
 	if err := u.Start(ctx); err != nil {
 		return err
 	}
-	if err := waitUnit(ctx, name, u, ready); err != nil {
+	if err := WaitUnit(ctx, name, u, ready); err != nil {
 		return fmt.Errorf("cluster: restart: %w", err)
 	}
 	return nil
 }
 
-// waitUnit polls ready until it succeeds, the unit exits, or ctx ends
+// WaitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
-func waitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
+func WaitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
 	return waitUnitFor(ctx, name, u, ready, 15*time.Second)
 }
 
-// waitUnitFor is waitUnit allowing limit for a unit that is not a local
+// waitUnitFor is WaitUnit allowing limit for a unit that is not a local
 // process (a container whose first start does more than start a server).
 func waitUnitFor(ctx context.Context, name string, u Unit, ready func(context.Context) error, limit time.Duration) error {
 	if p, ok := u.(*local.Proc); ok {

@@ -97,7 +97,7 @@ func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir str
 	if !c.ServersTLS() {
 		return nil
 	}
-	files, ca, cert, key, err := c.serverTLS(r.name, dir, host)
+	files, ca, cert, key, err := c.ServerTLS(r.name, dir, host)
 	if err != nil {
 		return err
 	}

@@ -262,7 +262,7 @@ sentinel parallel-syncs %s 1
 	var tlsFiles []File
 	if c.ServersTLS() {
 		var ca, cert, key string
-		if tlsFiles, ca, cert, key, err = c.serverTLS(name, dir, host); err != nil {
+		if tlsFiles, ca, cert, key, err = c.ServerTLS(name, dir, host); err != nil {
 			return nil, err
 		}
 		a := redisTLSArgs(port, ca, cert, key)
@@ -274,7 +274,7 @@ sentinel parallel-syncs %s 1
 		}
 		mode = 0o600
 	}
-	s.p, err = c.launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir, Shell: redisShell(primary.auth != nil),
+	s.p, err = c.Launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir, Shell: redisShell(primary.auth != nil),
 		Files:   append([]File{{Path: conf, Content: []byte(text), Mode: mode}}, tlsFiles...),
 		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
 	if err != nil {
@@ -283,7 +283,7 @@ sentinel parallel-syncs %s 1
 	if err := s.p.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := waitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.endpoint()) }); err != nil {
+	if err := WaitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.endpoint()) }); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return s, nil

@@ -3,13 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster/links"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // sessionKiller is a server (or a replicated group of them) that can end
@@ -33,11 +29,11 @@ func (c *Cluster) SessionKillers() []sessionKiller {
 			out = append(out, k)
 		}
 	}
-	c.etcd.mu.Lock()
-	if c.etcd.e != nil {
-		out = append(out, c.etcd.e)
+	for _, g := range c.keptGroups() {
+		if k, ok := g.(sessionKiller); ok {
+			out = append(out, k)
+		}
 	}
-	c.etcd.mu.Unlock()
 	c.zk.mu.Lock()
 	if c.zk.z != nil {
 		out = append(out, c.zk.z)
@@ -127,66 +123,6 @@ func (r *Redis) KillSessions(ctx context.Context, clients []int) ([]map[string]a
 		}
 		killed, _ := n.(int64)
 		out = append(out, map[string]any{"server": r.Name(), "client": strings.TrimPrefix(name, "locktorture-"), "id": f["id"], "killed": killed == 1})
-	}
-	return out, nil
-}
-
-// KillSessions has etcd revoke the session leases that hold locks: under
-// each lock prefix (a key's parent path), the key with the lowest create
-// revision owns the lock (etcd's concurrency Mutex), and its lease is
-// revoked, which deletes the key. Which lease is whose is not visible
-// to the server, so the clients named are not used: the holders' leases
-// are revoked.
-func (e *Etcd) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
-	ms := e.Members()
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("etcd: no member")
-	}
-	var lastErr error
-	for _, m := range ms {
-		out, err := m.revokeHolders(ctx)
-		if err == nil {
-			return out, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-// revokeHolders lists every key bound to a lease and revokes the lease of
-// the oldest key under each parent path.
-func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error) {
-	keys, cli, err := m.leasedKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	oldest := map[string]leaseKey{}
-	for _, kv := range keys {
-		parent := kv.key
-		if i := strings.LastIndexByte(kv.key, '/'); i >= 0 {
-			parent = kv.key[:i]
-		}
-		if h, ok := oldest[parent]; !ok || kv.rev < h.rev {
-			oldest[parent] = kv
-		}
-	}
-	parents := make([]string, 0, len(oldest))
-	for p := range oldest {
-		parents = append(parents, p)
-	}
-	sort.Strings(parents)
-	var out []map[string]any
-	for _, p := range parents {
-		h := oldest[p]
-		lease := strconv.FormatInt(h.lease, 10)
-		cctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-		_, err := cli.Revoke(cctx, clientv3.LeaseID(h.lease))
-		cancel()
-		if err != nil {
-			return out, fmt.Errorf("%s: revoke lease %s: %s", m.name, lease, etcdRefusal(err))
-		}
-		out = append(out, map[string]any{"key": h.key, "lease": lease, "revoked": true})
 	}
 	return out, nil
 }

@@ -159,7 +159,7 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 			return nil, err
 		}
 	}
-	return startEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
+	return StartEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
 		z, err := c.startZooKeeper(ctx, bin, opt)
 		if err != nil {
 			return nil, nil, err
@@ -172,7 +172,7 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	z := &ZooKeeper{}
 	pv := c.Provider()
-	port := ports(pv, "zookeeper")
+	port := Ports(pv, "zookeeper")
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
 		m := newZooKeeperMember(program{name: name}, i+1)
@@ -218,7 +218,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		args = append(args, "-Djava.io.tmpdir="+m.dataDir)
 		args = append(args, opt.JVMArgs...)
 		args = append(args, "-cp", strings.Join(append(slices.Clone(zookeeperJars), zookeeper34Jars...), ":"), zookeeperMain, cfg)
-		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
+		u, err := c.Launch(ctx, Spec{Name: m.name, Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
 			Files: []File{
 				{Path: cfg, Content: []byte(zookeeperConfig(m, z.members))},
 				{Path: path.Join(m.dataDir, "myid"), Content: []byte(strconv.Itoa(m.id) + "\n")},
@@ -237,7 +237,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 	for _, m := range z.members {
 		all = append(all, &m.Faultable)
 	}
-	if err := startMembers(ctx, all); err != nil {
+	if err := StartMembers(ctx, all); err != nil {
 		return fail(err)
 	}
 	z.lock()

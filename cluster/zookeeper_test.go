@@ -128,7 +128,7 @@ func TestZooKeeper(t *testing.T) {
 			if err := victim.Pause(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if st := procState(t, victim.PID()); st != "T" {
+			if st := testenv.ProcState(t, victim.PID()); st != "T" {
 				t.Errorf("paused member in state %q, want T", st)
 			}
 			if _, err := victim.Mode(ctx); err == nil {
@@ -137,7 +137,7 @@ func TestZooKeeper(t *testing.T) {
 			if err := victim.Resume(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitUnit(ctx, victim.name, victim.p, victim.serving); err != nil {
+			if err := WaitUnit(ctx, victim.name, victim.p, victim.serving); err != nil {
 				t.Fatalf("after resume: %v", err)
 			}
 
@@ -193,7 +193,7 @@ func TestZooKeeper(t *testing.T) {
 					t.Errorf("%s log %s: %d bytes, %v", m.Name(), m.LogPath(), len(b), err)
 				}
 			}
-			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); !errors.Is(err, errClosed) {
+			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); !errors.Is(err, ErrClosed) {
 				t.Errorf("zookeeper on a closed cluster: %v", err)
 			}
 		})

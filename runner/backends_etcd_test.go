@@ -13,6 +13,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/scenarios"
@@ -78,7 +79,7 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e *cluster.Etcd
+	var e *etcd.Etcd
 	defer func() {
 		// A 3-member Close waits out a leadership hand-off to a member
 		// that is stopping too (TestEtcdThree covers it): crash them first.
@@ -92,7 +93,7 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 		}
 		assertNothingLeft(t, tmp)
 	}()
-	e, err = cl.Etcd(ctx, cluster.EtcdOptions{Members: 3})
+	e, err = etcd.Start(ctx, cl, etcd.EtcdOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -39,7 +40,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 		return c
 	}
 	withTLS, plain := theirs(true), theirs(false) // ZooKeeper speaks no TLS here
-	e, err := withTLS.Etcd(ctx, cluster.EtcdOptions{})
+	e, err := etcd.Start(ctx, withTLS, etcd.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 )
 
 // resourceEtcd is a value per key stored in the run's etcd.
@@ -60,7 +60,7 @@ type etcdResource struct {
 }
 
 func newEtcdResource(ctx context.Context, env ResourceEnv) (Resource, error) {
-	e, err := env.Cluster.Etcd(ctx, cluster.EtcdOptions{})
+	e, err := etcd.Start(ctx, env.Cluster, etcd.EtcdOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("etcd resource: %w", err)
 	}

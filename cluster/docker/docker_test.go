@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
@@ -116,7 +117,7 @@ func TestSentinelPostgresEtcdInContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := c.Etcd(ctx, cluster.EtcdOptions{Members: 3})
+	e, err := etcd.Start(ctx, c, etcd.EtcdOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@
 package all
 
 import (
+	// etcd (etcd).
+	_ "github.com/locktorture/locktorture/cluster/kinds/etcd"
 	// MariaDB (mariadb).
 	_ "github.com/locktorture/locktorture/cluster/kinds/mariadb"
 )

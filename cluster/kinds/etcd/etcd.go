@@ -1,4 +1,4 @@
-package cluster
+package etcd
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // EtcdOptions configure the run's etcd.
@@ -29,7 +30,7 @@ type EtcdOptions struct {
 
 // Etcd is the run's etcd cluster (Debian's etcd-server 3.4): one or more
 // members on 127.0.0.1, each with its own data directory under the
-// cluster's TempDir and its own free client and peer ports. A Cluster
+// cluster's TempDir and its own free client and peer ports. A cluster.Cluster
 // starts at most one Etcd; the lock backend and the etcd resource share it.
 //
 // The members run with fast settings for tests: a 50 ms heartbeat and a
@@ -44,61 +45,63 @@ type Etcd struct {
 // EtcdMember is one etcd member process. etcd fsyncs its log: a member
 // restarted after a kill comes back with everything it had acknowledged.
 type EtcdMember struct {
-	Faultable
+	cluster.Faultable
 	peerPort int
 	dataDir  string
 	tlsArgs  []string // with TLS, its certificate's flags
 }
 
-// newEtcdMember is an etcd member at p (its client port).
-func newEtcdMember(p program) *EtcdMember {
-	p.kind = etcdKind
-	m := &EtcdMember{Faultable: Faultable{program: p}}
-	m.ready = m.health
+// newEtcdMember is an etcd member as s.
+func newEtcdMember(s cluster.Faultable) *EtcdMember {
+	m := &EtcdMember{Faultable: s}
+	m.SetReady(m.health)
 	return m
 }
 
-// etcdSlot holds a Cluster's etcd, started once.
-type etcdSlot struct {
-	mu sync.Mutex
-	e  *Etcd
+// endpointMember is the member someone else runs at e, with e's
+// credentials.
+func endpointMember(e cluster.Endpoint) *EtcdMember {
+	s := cluster.NewFaultable(etcdKind, "etcd "+e.Addr)
+	s.SetExternal(e.Addr)
+	s.SetAuth(e.Auth)
+	return newEtcdMember(s)
 }
 
 // maxEtcdMembers bounds EtcdOptions.Members.
 const maxEtcdMembers = 7
 
-// Etcd returns the run's etcd, starting it on first use and waiting until
+// Start returns c's etcd, starting it on first use and waiting until
 // every member answers a health check (a leader exists and a read through
 // raft succeeds). Later calls return the same cluster; asking for a
 // different member count than the running one is an error. A missing etcd
 // program names the Debian package etcd-server.
-func (c *Cluster) Etcd(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
-	c.etcd.mu.Lock()
-	defer c.etcd.mu.Unlock()
-	running := 0
-	if c.etcd.e != nil {
-		running = len(c.etcd.e.members)
-	}
-	return keptEnsemble(c, &c.etcd.e, running, etcdKind, "etcd", opt.Members, maxEtcdMembers, func(ps []program) (*Etcd, []Server) {
-		e := &Etcd{}
-		for _, p := range ps {
-			e.members = append(e.members, newEtcdMember(p))
+func Start(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, error) {
+	return cluster.Group(c, etcdKind, func(cur *Etcd, ok bool) (*Etcd, error) {
+		running := 0
+		if ok {
+			running = len(cur.members)
 		}
-		return e, e.memberServers()
-	}, func(n int) (*Etcd, error) {
-		opt.Members = n
-		return c.startEtcdEnsemble(ctx, opt)
+		return cluster.KeptEnsemble(c, cur, running, etcdKind, "etcd", opt.Members, maxEtcdMembers, func(ms []cluster.Faultable) (*Etcd, []cluster.Server) {
+			e := &Etcd{}
+			for _, s := range ms {
+				e.members = append(e.members, newEtcdMember(s))
+			}
+			return e, e.memberServers()
+		}, func(n int) (*Etcd, error) {
+			opt.Members = n
+			return startEnsemble(ctx, c, opt)
+		})
 	})
 }
 
-// startEtcdEnsemble starts the run's own etcd of opt.Members members.
-func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd, error) {
+// startEnsemble starts c's own etcd of opt.Members members.
+func startEnsemble(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, error) {
 	bin, err := c.Provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
 	}
-	return startEnsemble(ctx, c, func() (*Etcd, []Server, error) {
-		e, err := c.startEtcd(ctx, bin, opt)
+	return cluster.StartEnsemble(ctx, c, func() (*Etcd, []cluster.Server, error) {
+		e, err := start(ctx, c, bin, opt)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -106,23 +109,23 @@ func (c *Cluster) startEtcdEnsemble(ctx context.Context, opt EtcdOptions) (*Etcd
 	})
 }
 
-// startEtcd makes one attempt at starting the members.
-func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*Etcd, error) {
+// start makes one attempt at starting c's members.
+func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions) (*Etcd, error) {
 	e := &Etcd{}
 	var peers []string
 	pv := c.Provider()
-	port := ports(pv, "etcd")
+	port := cluster.Ports(pv, "etcd")
 	// With TLS the harness's and the clients' certificate names a user
 	// etcd does not have: it alone authenticates no one (etcd takes a
 	// certificate's name as the user), the run's password is still asked.
-	var clientFiles *TLSFiles
+	var clientFiles *cluster.TLSFiles
 	if c.ServersTLS() {
 		var err error
-		if clientFiles, err = c.clientTLS("etcd-client", "locktorture"); err != nil {
+		if clientFiles, err = c.ClientTLS("etcd-client", "locktorture"); err != nil {
 			return nil, err
 		}
 	}
-	tlsFiles := map[*EtcdMember][]File{}
+	tlsFiles := map[*EtcdMember][]cluster.File{}
 	for i := range opt.Members {
 		cp, err := port(2379)
 		if err != nil {
@@ -141,11 +144,13 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		m := newEtcdMember(program{name: name, host: host, port: cp})
+		s := cluster.NewFaultable(etcdKind, name)
+		s.SetAddr(host, cp)
+		m := newEtcdMember(s)
 		m.peerPort, m.dataDir = pp, path.Join(dir, "data")
 		if clientFiles != nil {
-			m.auth = &Auth{TLS: clientFiles}
-			files, ca, cert, key, err := c.serverTLS(name, dir, host)
+			m.SetAuth(&cluster.Auth{TLS: clientFiles})
+			files, ca, cert, key, err := c.ServerTLS(name, dir, host)
 			if err != nil {
 				return nil, err
 			}
@@ -162,17 +167,17 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 	token := "locktorture-" + hex.EncodeToString(b[:])
 	fail := func(err error) (*Etcd, error) {
 		for _, m := range e.members {
-			if m.p != nil {
-				_ = m.p.Kill(ctx)
-				_ = m.p.Stop(ctx) // closes the log
+			if u := m.Unit(); u != nil {
+				_ = u.Kill(ctx)
+				_ = u.Stop(ctx) // closes the log
 			}
 		}
 		return nil, err
 	}
 	for _, m := range e.members {
-		u, err := c.launch(ctx, Spec{Name: m.name, Kind: "etcd", Program: bin, Shell: etcdStart,
+		u, err := c.Launch(ctx, cluster.Spec{Name: m.Name(), Kind: "etcd", Program: bin, Shell: etcdStart,
 			Args: etcdArgs(m, strings.Join(peers, ","), token, opt.Args), Dir: path.Dir(m.dataDir), Files: tlsFiles[m],
-			LogPath: filepath.Join(c.opt.LogDir, m.name+".log"),
+			LogPath: c.LogPath(m.Name()),
 			// Stopped for good, a member's data goes with the run: on a
 			// SIGTERM a member cut from its quorum went on campaigning
 			// until the 3s stop timeout killed it anyway.
@@ -180,13 +185,13 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 		if err != nil {
 			return fail(err)
 		}
-		m.p = u
+		m.SetUnit(u)
 	}
-	var all []*Faultable
+	var all []*cluster.Faultable
 	for _, m := range e.members {
 		all = append(all, &m.Faultable)
 	}
-	if err := startMembers(ctx, all); err != nil {
+	if err := cluster.StartMembers(ctx, all); err != nil {
 		return fail(err)
 	}
 	if err := e.lock(ctx, clientFiles); err != nil {
@@ -198,7 +203,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, opt EtcdOptions) (*
 // etcdArgs are one member's command line.
 func etcdArgs(m *EtcdMember, initialCluster, token string, extra []string) []string {
 	args := []string{
-		"--name", m.name,
+		"--name", m.Name(),
 		"--data-dir", m.dataDir,
 		"--listen-client-urls", m.clientURL(),
 		"--advertise-client-urls", m.clientURL(),
@@ -242,8 +247,8 @@ func etcdTLSArgs(ca, cert, key string) []string {
 func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
 
 // memberServers returns the members as Servers, for Cluster.ClientAddr.
-func (e *Etcd) memberServers() []Server {
-	out := make([]Server, len(e.members))
+func (e *Etcd) memberServers() []cluster.Server {
+	out := make([]cluster.Server, len(e.members))
 	for i, m := range e.members {
 		out[i] = m
 	}
@@ -270,7 +275,7 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 			continue
 		}
 		if st.Leader == 0 {
-			errs = append(errs, fmt.Errorf("%s: no leader", m.name))
+			errs = append(errs, fmt.Errorf("%s: no leader", m.Name()))
 			continue
 		}
 		for _, o := range e.members {
@@ -278,14 +283,24 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 				return o, nil
 			}
 		}
-		errs = append(errs, fmt.Errorf("%s: leader %x is not among the members that answer", m.name, st.Leader))
+		errs = append(errs, fmt.Errorf("%s: leader %x is not among the members that answer", m.Name(), st.Leader))
 	}
 	return nil, fmt.Errorf("etcd: no leader: %w", errors.Join(errs...))
 }
 
+// LeaderServer is Leader as a cluster.Server (cluster.Leading: a server
+// fault's leader).
+func (e *Etcd) LeaderServer(ctx context.Context) (cluster.Server, error) {
+	m, err := e.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // peerAddr is the member's peer (raft) address, host:port.
 func (m *EtcdMember) peerAddr() string {
-	return hostPort("", m.host, m.peerPort)
+	return net.JoinHostPort(m.Host(), strconv.Itoa(m.peerPort))
 }
 
 func (m *EtcdMember) clientURL() string { return m.scheme() + "://" + m.Addr() }
@@ -293,7 +308,7 @@ func (m *EtcdMember) peerURL() string   { return m.scheme() + "://" + m.peerAddr
 
 // scheme is https when the member speaks TLS.
 func (m *EtcdMember) scheme() string {
-	if m.auth != nil && m.auth.TLS != nil {
+	if a := m.Auth(); a != nil && a.TLS != nil {
 		return "https"
 	}
 	return "http"
@@ -322,7 +337,7 @@ func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return etcdHTTP(ctx, hc, m.name, m.clientURL(), method, path, body, 1<<16)
+	return etcdHTTP(ctx, hc, m.Name(), m.clientURL(), method, path, body, 1<<16)
 }
 
 // etcdHTTP sends one request to an etcd member's HTTP API at base and
@@ -359,10 +374,10 @@ func (m *EtcdMember) health(ctx context.Context) error {
 		Health string `json:"health"`
 	}
 	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("%s /health: %w", m.name, err)
+		return fmt.Errorf("%s /health: %w", m.Name(), err)
 	}
 	if h.Health != "true" {
-		return fmt.Errorf("%s: unhealthy: %s", m.name, strings.TrimSpace(string(b)))
+		return fmt.Errorf("%s: unhealthy: %s", m.Name(), strings.TrimSpace(string(b)))
 	}
 	return nil
 }
@@ -377,8 +392,8 @@ func (m *EtcdMember) id(ctx context.Context) (uint64, error) {
 const etcdKind = "etcd"
 
 func init() {
-	RegisterKind(Kind{
-		TLS:      []string{ServersLocal, ServersDocker},
+	cluster.RegisterKind(cluster.Kind{
+		TLS:      []string{cluster.ServersLocal, cluster.ServersDocker},
 		Name:     etcdKind,
 		Sessions: true,
 		Leader:   true,
@@ -388,15 +403,15 @@ func init() {
 		// topology: members cannot act on its members.
 		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
 
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
-			_, err := c.Etcd(ctx, EtcdOptions{Members: o.Members[etcdKind]})
+		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
+			_, err := Start(ctx, c, EtcdOptions{Members: o.Members[etcdKind]})
 			return err
 		},
-		Check: func(ctx context.Context, e Endpoint) error {
-			return newEtcdMember(program{name: "etcd " + e.Addr, external: e.Addr, auth: e.Auth}).check(ctx)
+		Check: func(ctx context.Context, e cluster.Endpoint) error {
+			return endpointMember(e).check(ctx)
 		},
-		Compose: &ComposeSpec{Port: 17040, Services: etcdCompose},
-		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
+		Compose: &cluster.ComposeSpec{Port: 17040, Services: etcdCompose},
+		Cleanup: func(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
 			var errs []error
 			for _, e := range servers {
 				a := e.Addr
@@ -427,16 +442,16 @@ func (m *EtcdMember) Version(ctx context.Context) (string, error) {
 }
 
 // etcdCompose is etcd in the standing cluster: a 3-member ensemble.
-func etcdCompose(port int, image string) ComposeCluster {
+func etcdCompose(port int, image string) cluster.ComposeCluster {
 	url := func(p int) string { return "http://127.0.0.1:" + strconv.Itoa(p) }
 	var initial []string
 	for i := range 3 {
 		initial = append(initial, fmt.Sprintf("e%d=%s", i, url(port+2*i+1)))
 	}
-	cc := ComposeCluster{Servers: map[string][]ServerEntry{}}
+	cc := cluster.ComposeCluster{Servers: map[string][]cluster.ServerEntry{}}
 	for i := range 3 {
 		name, client, peer := fmt.Sprintf("etcd-%d", i), port+2*i, port+2*i+1
-		cc.Services = append(cc.Services, ComposeService{Name: name, Image: image,
+		cc.Services = append(cc.Services, cluster.ComposeService{Name: name, Image: image,
 			Command: []string{"etcd", "--name", fmt.Sprintf("e%d", i), "--data-dir", fmt.Sprintf("/tmp/etcd-e%d", i),
 				"--listen-client-urls", url(client), "--advertise-client-urls", url(client),
 				"--listen-peer-urls", url(peer), "--initial-advertise-peer-urls", url(peer),
@@ -444,7 +459,7 @@ func etcdCompose(port int, image string) ComposeCluster {
 				"--initial-cluster-token", "locktorture", "--initial-cluster-state", "new"},
 			Healthcheck: []string{"CMD", "etcdctl", "--endpoints=" + url(client), "endpoint", "health"},
 			Retries:     60})
-		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
+		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], cluster.ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
 	}
 	return cc
 }

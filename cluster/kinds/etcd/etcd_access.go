@@ -1,4 +1,4 @@
-package cluster
+package etcd
 
 import (
 	"context"
@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/secret"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -40,7 +43,7 @@ func (e *Etcd) ClientConfig(endpoints []string, dialTimeout time.Duration) (clie
 	if len(e.members) == 0 {
 		return cfg, nil
 	}
-	a := e.members[0].auth
+	a := e.members[0].Auth()
 	if a == nil {
 		return cfg, nil
 	}
@@ -67,7 +70,7 @@ func (e *Etcd) hosts() []string {
 // etcdTLS is the TLS client configuration of a (nil: plain), checking the
 // server's certificate against the name a gives, else against any of
 // hosts.
-func etcdTLS(a *Auth, hosts []string) (*tls.Config, error) {
+func etcdTLS(a *cluster.Auth, hosts []string) (*tls.Config, error) {
 	if a == nil || a.TLS == nil {
 		return nil, nil
 	}
@@ -119,11 +122,11 @@ func firstOr(l []string, def string) string {
 // quorum: a status needs none).
 func (m *EtcdMember) dial(withUser bool) (*clientv3.Client, error) {
 	cfg := clientv3.Config{Endpoints: []string{m.Addr()}, DialTimeout: etcdCallTimeout, Logger: zap.NewNop()}
-	if a := m.auth; a != nil {
+	if a := m.Auth(); a != nil {
 		h, _, _ := net.SplitHostPort(m.Addr())
 		t, err := etcdTLS(a, []string{h})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.name, err)
+			return nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 		cfg.TLS = t
 		if withUser {
@@ -132,7 +135,7 @@ func (m *EtcdMember) dial(withUser bool) (*clientv3.Client, error) {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", m.name, etcdRefusal(err))
+		return nil, fmt.Errorf("%s: %s", m.Name(), etcdRefusal(err))
 	}
 	return cli, nil
 }
@@ -152,13 +155,13 @@ func etcdRefusal(err error) string {
 // httpClient is the member's HTTP client (/health, /version): TLS with
 // its credentials' files when it asks for them.
 func (m *EtcdMember) httpClient() (*http.Client, error) {
-	if m.auth == nil || m.auth.TLS == nil {
+	if m.Auth() == nil || m.Auth().TLS == nil {
 		return httpClient, nil
 	}
 	h, _, _ := net.SplitHostPort(m.Addr())
-	t, err := etcdTLS(m.auth, []string{h})
+	t, err := etcdTLS(m.Auth(), []string{h})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.name, err)
+		return nil, fmt.Errorf("%s: %w", m.Name(), err)
 	}
 	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: t}}, nil
 }
@@ -168,16 +171,16 @@ func (m *EtcdMember) httpClient() (*http.Client, error) {
 // asks for it (in addition to a client certificate with TLS), so no other
 // user of the machine can read or write its keys; the harness and the
 // run's clients are given it.
-func (e *Etcd) lock(ctx context.Context, tlsFiles *TLSFiles) error {
+func (e *Etcd) lock(ctx context.Context, tlsFiles *cluster.TLSFiles) error {
 	for _, m := range e.members {
-		m.auth = &Auth{TLS: tlsFiles}
+		m.SetAuth(&cluster.Auth{TLS: tlsFiles})
 	}
 	cli, err := e.members[0].dial(false)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	pw := NewPassword()
+	pw := cluster.NewPassword()
 	secret.Register(pw)
 	steps := []struct {
 		what string
@@ -196,11 +199,11 @@ func (e *Etcd) lock(ctx context.Context, tlsFiles *TLSFiles) error {
 		err := s.do(cctx)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%w: etcd: %s: %s", ErrStart, s.what, etcdRefusal(err))
+			return fmt.Errorf("%w: etcd: %s: %s", cluster.ErrStart, s.what, etcdRefusal(err))
 		}
 	}
 	for _, m := range e.members {
-		m.auth = &Auth{Username: etcdRootUser, Password: pw, TLS: tlsFiles}
+		m.SetAuth(&cluster.Auth{Username: etcdRootUser, Password: pw, TLS: tlsFiles})
 	}
 	return nil
 }
@@ -216,18 +219,18 @@ func (m *EtcdMember) status(ctx context.Context) (EtcdStatus, error) {
 	defer cancel()
 	r, err := cli.Status(ctx, m.Addr())
 	if err != nil {
-		return EtcdStatus{}, fmt.Errorf("%s status: %s", m.name, etcdRefusal(err))
+		return EtcdStatus{}, fmt.Errorf("%s status: %s", m.Name(), etcdRefusal(err))
 	}
 	if r.Header == nil || r.Header.MemberId == 0 {
-		return EtcdStatus{}, fmt.Errorf("%s status: no member id", m.name)
+		return EtcdStatus{}, fmt.Errorf("%s status: no member id", m.Name())
 	}
 	return EtcdStatus{ID: r.Header.MemberId, Leader: r.Leader, RaftTerm: r.RaftTerm}, nil
 }
 
 // etcdDeleteHolding deletes the keys under prefix that hold part, on the
 // etcd member at e, with its credentials.
-func etcdDeleteHolding(ctx context.Context, e Endpoint, prefix, part string) error {
-	m := newEtcdMember(program{name: "etcd " + e.Addr, external: e.Addr, auth: e.Auth})
+func etcdDeleteHolding(ctx context.Context, e cluster.Endpoint, prefix, part string) error {
+	m := endpointMember(e)
 	cli, err := m.dial(true)
 	if err != nil {
 		return err
@@ -268,7 +271,7 @@ func (m *EtcdMember) leasedKeys(ctx context.Context) ([]leaseKey, *clientv3.Clie
 	r, err := cli.Get(cctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 	if err != nil {
 		cli.Close()
-		return nil, nil, fmt.Errorf("%s: range: %s", m.name, etcdRefusal(err))
+		return nil, nil, fmt.Errorf("%s: range: %s", m.Name(), etcdRefusal(err))
 	}
 	var out []leaseKey
 	for _, kv := range r.Kvs {
@@ -288,7 +291,7 @@ func (m *EtcdMember) check(ctx context.Context) error {
 	}
 	cli, err := m.dial(true)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), m.name+": "))
+		return errors.New(strings.TrimPrefix(err.Error(), m.Name()+": "))
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
@@ -297,4 +300,64 @@ func (m *EtcdMember) check(ctx context.Context) error {
 		return errors.New(etcdRefusal(err))
 	}
 	return nil
+}
+
+// KillSessions has etcd revoke the session leases that hold locks: under
+// each lock prefix (a key's parent path), the key with the lowest create
+// revision owns the lock (etcd's concurrency Mutex), and its lease is
+// revoked, which deletes the key. Which lease is whose is not visible
+// to the server, so the clients named are not used: the holders' leases
+// are revoked.
+func (e *Etcd) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	ms := e.Members()
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("etcd: no member")
+	}
+	var lastErr error
+	for _, m := range ms {
+		out, err := m.revokeHolders(ctx)
+		if err == nil {
+			return out, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// revokeHolders lists every key bound to a lease and revokes the lease of
+// the oldest key under each parent path.
+func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error) {
+	keys, cli, err := m.leasedKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	oldest := map[string]leaseKey{}
+	for _, kv := range keys {
+		parent := kv.key
+		if i := strings.LastIndexByte(kv.key, '/'); i >= 0 {
+			parent = kv.key[:i]
+		}
+		if h, ok := oldest[parent]; !ok || kv.rev < h.rev {
+			oldest[parent] = kv
+		}
+	}
+	parents := make([]string, 0, len(oldest))
+	for p := range oldest {
+		parents = append(parents, p)
+	}
+	sort.Strings(parents)
+	var out []map[string]any
+	for _, p := range parents {
+		h := oldest[p]
+		lease := strconv.FormatInt(h.lease, 10)
+		cctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+		_, err := cli.Revoke(cctx, clientv3.LeaseID(h.lease))
+		cancel()
+		if err != nil {
+			return out, fmt.Errorf("%s: revoke lease %s: %s", m.Name(), lease, etcdRefusal(err))
+		}
+		out = append(out, map[string]any{"key": h.key, "lease": lease, "revoked": true})
+	}
+	return out, nil
 }

@@ -1,13 +1,15 @@
-package cluster
+package etcd
 
 import (
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -26,12 +28,12 @@ func TestEtcdSingle(t *testing.T) {
 	requireEtcd(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, err := New(Options{TempDir: tmp})
+	c, err := cluster.New(cluster.Options{TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Etcd(ctx, EtcdOptions{})
+	e, err := Start(ctx, c, EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +44,11 @@ func TestEtcdSingle(t *testing.T) {
 		t.Fatalf("leak check does not see the one member: %v", left)
 	}
 	// Started once: the backend and the resource get the same etcd.
-	again, err := c.Etcd(ctx, EtcdOptions{})
+	again, err := Start(ctx, c, EtcdOptions{})
 	if err != nil || again != e {
 		t.Fatalf("second call: %p %v, want the running etcd %p", again, err, e)
 	}
-	if _, err := c.Etcd(ctx, EtcdOptions{Members: 3}); err == nil {
+	if _, err := Start(ctx, c, EtcdOptions{Members: 3}); err == nil {
 		t.Error("asking for 3 members while 1 runs should fail")
 	}
 	m := e.Members()[0]
@@ -60,6 +62,11 @@ func TestEtcdSingle(t *testing.T) {
 	if l, err := c.Leader(ctx); err != nil || l.Name() != m.Name() {
 		t.Errorf("cluster leader %v, %v", l, err)
 	}
+	// kill-session asks the etcd once, not each member: the cluster keeps
+	// it as the kind's group.
+	if ks := c.SessionKillers(); len(ks) != 1 || any(ks[0]) != any(e) {
+		t.Errorf("session killers %v, want the etcd", ks)
+	}
 	checkEtcdLocked(t, ctx, e)
 	// A value written must survive a crash.
 	put(t, ctx, m, "key", "value")
@@ -68,7 +75,7 @@ func TestEtcdSingle(t *testing.T) {
 	if err := m.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if state := procState(t, m.PID()); state != "T" {
+	if state := testenv.ProcState(t, m.PID()); state != "T" {
 		t.Errorf("paused member in state %q, want T", state)
 	}
 	if err := m.health(ctx); err == nil {
@@ -117,7 +124,7 @@ func TestEtcdSingle(t *testing.T) {
 			t.Errorf("log %s: %v", logPath, err)
 		}
 	}
-	if _, err := c.Etcd(ctx, EtcdOptions{}); !errors.Is(err, errClosed) {
+	if _, err := Start(ctx, c, EtcdOptions{}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("etcd on a closed cluster: %v", err)
 	}
 }
@@ -129,12 +136,12 @@ func TestEtcdThree(t *testing.T) {
 	requireEtcd(t)
 	ctx := context.Background()
 	tmp, logs := t.TempDir(), t.TempDir()
-	c, err := New(Options{TempDir: tmp, LogDir: logs})
+	c, err := cluster.New(cluster.Options{TempDir: tmp, LogDir: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Etcd(ctx, EtcdOptions{Members: 3})
+	e, err := Start(ctx, c, EtcdOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +188,7 @@ func TestEtcdThree(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	if err := waitUnit(ctx, rest[0].name, rest[0].p, rest[0].health); err != nil {
+	if err := cluster.WaitUnit(ctx, rest[0].Name(), rest[0].Unit(), rest[0].health); err != nil {
 		t.Fatalf("the two members left have no leader: %v", err)
 	}
 	if l, err := e.Leader(ctx); err != nil || l == leader {
@@ -216,14 +223,14 @@ func TestEtcdThree(t *testing.T) {
 
 func TestEtcdMissingBinaryNamesPackage(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	c, err := New(Options{TempDir: t.TempDir()})
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.Etcd(context.Background(), EtcdOptions{})
-	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "etcd-server") {
-		t.Errorf("want ErrMissingBinary naming etcd-server, got %v", err)
+	_, err = Start(context.Background(), c, EtcdOptions{})
+	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "etcd-server") {
+		t.Errorf("want cluster.ErrMissingBinary naming etcd-server, got %v", err)
 	}
 }
 
@@ -318,17 +325,8 @@ func checkEtcdLocked(t *testing.T, ctx context.Context, e *Etcd) {
 // run's password: the harness's client works; plain HTTP, and TLS
 // without a client certificate, do not. The CA's files go with Close.
 func TestEtcdTLS(t *testing.T) {
-	requireEtcd(t)
 	ctx := context.Background()
-	c, err := New(Options{TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Etcd(ctx, EtcdOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, e := startEtcd(t, cluster.Options{TLS: true})
 	checkEtcdLocked(t, ctx, e)
 	m := e.Members()[0]
 	if !strings.HasPrefix(m.clientURL(), "https://") {
@@ -342,8 +340,8 @@ func TestEtcdTLS(t *testing.T) {
 		t.Error("the member answers plain HTTP")
 	}
 	a := m.Auth()
-	noCert := &Auth{Username: a.Username, Password: a.Password, TLS: &TLSFiles{CA: a.TLS.CA}}
-	stranger := newEtcdMember(program{name: "stranger", external: m.Addr(), auth: noCert})
+	noCert := &cluster.Auth{Username: a.Username, Password: a.Password, TLS: &cluster.TLSFiles{CA: a.TLS.CA}}
+	stranger := endpointMember(cluster.Endpoint{Addr: m.Addr(), Auth: noCert})
 	if err := stranger.health(ctx); err == nil {
 		t.Error("the member answers TLS without a client certificate")
 	}
@@ -360,4 +358,75 @@ func TestEtcdTLS(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the CA's files outlive the run: %v", err)
 	}
+}
+
+// TestExternalCleanup: on an etcd someone else runs (the run's own,
+// locked, named with its root user's password), a wrong password is
+// refused in one line, and Cleanup removes the run's namespace alone —
+// the owner's keys and another run's are still there.
+func TestExternalCleanup(t *testing.T) {
+	ctx := context.Background()
+	_, e := startEtcd(t, cluster.Options{})
+	t.Setenv("LT_TEST_ETCD_PW", e.Members()[0].Auth().Password)
+	t.Setenv("LT_TEST_ETCD_WRONG", "guess")
+	file := func(env string) *cluster.ServersFile {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "s.yaml")
+		text := "etcd: [{addr: " + e.Endpoints()[0] + ", username: root, password_env: " + env + "}]\n"
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := cluster.LoadServersFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	kinds := []string{etcdKind}
+	err := file("LT_TEST_ETCD_WRONG").Check(ctx, kinds, false)
+	if want := "etcd " + e.Endpoints()[0] + ": refused: "; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a wrong etcd password: %v, want one line with %q", err, want)
+	}
+	f := file("LT_TEST_ETCD_PW")
+	if err := f.Check(ctx, kinds, false); err != nil {
+		t.Fatal(err)
+	}
+	ns := cluster.NewNamespace()
+	m := e.Members()[0]
+	put(t, ctx, m, "app/config", "v")
+	put(t, ctx, m, "locktorture/lock/lt00000000:k0", "other run")
+	if _, err := f.Prepare(ctx, ns, kinds); err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, m, "locktorture/lock/"+ns+":k0/694d", "")
+	put(t, ctx, m, "locktorture/value/"+ns+":k1", "3")
+	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+		t.Fatal(err)
+	}
+	keys := etcdKeys(t, m)
+	if !slices.Contains(keys, "app/config") || !slices.Contains(keys, "locktorture/lock/lt00000000:k0") {
+		t.Errorf("the owner's etcd keys are gone: %v", keys)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, ns) {
+			t.Errorf("the run's etcd key %s is still there", k)
+		}
+	}
+}
+
+// startEtcd starts a one-member etcd on a cluster of opt's, closed when
+// the test ends (it skips without etcd).
+func startEtcd(t *testing.T, opt cluster.Options) (*cluster.Cluster, *Etcd) {
+	t.Helper()
+	requireEtcd(t)
+	c, err := cluster.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	e, err := Start(context.Background(), c, EtcdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, e
 }

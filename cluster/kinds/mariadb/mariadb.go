@@ -30,7 +30,7 @@ const (
 	mariadbUser = "locktorture"
 	// mariadbDatabase is the database backends and resources use on a
 	// server the harness starts (on someone else's, a database of the
-	// run's own: MariaDBDatabaseOf).
+	// run's own: DatabaseOf).
 	mariadbDatabase = "locktorture"
 )
 
