@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // zk-lock is go-zookeeper's own lock, github.com/go-zookeeper/zk's
@@ -59,11 +60,11 @@ const zkLockRoot = "/locktorture-zklock"
 
 type zkLockBackend struct {
 	env Env
-	zk  *cluster.ZooKeeper
+	zk  *zookeeper.ZooKeeper
 }
 
 func newZKLock(ctx context.Context, env Env) (Backend, error) {
-	z, err := env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
+	z, err := zookeeper.Start(ctx, env.Cluster, zookeeper.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -106,7 +107,7 @@ func (b *zkLockBackend) Client(ctx context.Context, ce ClientEnv) (Client, error
 				for range events { // the library closes it with the conn
 				}
 			}()
-			if err := cluster.ZooKeeperAddAuth(conn, c.auth); err != nil {
+			if err := zookeeper.ZooKeeperAddAuth(conn, c.auth); err != nil {
 				_ = c.Close()
 				return nil, fmt.Errorf("zk-lock: client %d: %w", ce.Process, err)
 			}
@@ -134,7 +135,7 @@ type zkLockClient struct {
 
 func (c *zkLockClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
-	l := zk.NewLock(c.conn, zkLockRoot+"/"+key, cluster.ZooKeeperACL(c.auth, false))
+	l := zk.NewLock(c.conn, zkLockRoot+"/"+key, zookeeper.ZooKeeperACL(c.auth, false))
 	_, err := zkCall(ctx, func() (struct{}, error) { return struct{}{}, l.Lock() }, func(struct{}) {
 		// Granted after the acquire gave up: nobody holds it.
 		_ = l.Unlock()

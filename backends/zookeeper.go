@@ -19,6 +19,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // zookeeper is ZooKeeper's lock recipe (what Curator's InterProcessMutex
@@ -82,11 +83,11 @@ const zooKeeperLockRoot = "/locktorture"
 
 type zkBackend struct {
 	env Env
-	zk  *cluster.ZooKeeper
+	zk  *zookeeper.ZooKeeper
 }
 
 func newZooKeeper(ctx context.Context, env Env) (Backend, error) {
-	z, err := env.Cluster.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
+	z, err := zookeeper.Start(ctx, env.Cluster, zookeeper.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -139,7 +140,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	select {
 	case <-c.session:
 		// go-zookeeper sends the credentials again on every reconnect.
-		if err := cluster.ZooKeeperAddAuth(conn, c.auth); err != nil {
+		if err := zookeeper.ZooKeeperAddAuth(conn, c.auth); err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("zookeeper client %d: %w", ce.Process, err)
 		}
@@ -270,7 +271,7 @@ func (c *zkClient) parent(ctx context.Context, key string) (string, error) {
 		return p, nil
 	}
 	for _, n := range []string{zooKeeperLockRoot, p} {
-		acl := cluster.ZooKeeperACL(c.auth, n == zooKeeperLockRoot)
+		acl := zookeeper.ZooKeeperACL(c.auth, n == zooKeeperLockRoot)
 		_, err := zkCall(ctx, func() (string, error) { return c.conn.Create(n, nil, 0, acl) }, nil)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return "", err
@@ -310,7 +311,7 @@ func (c *zkClient) create(ctx context.Context, parent string) (string, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		p, err := c.conn.Create(prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, cluster.ZooKeeperACL(c.auth, false))
+		p, err := c.conn.Create(prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zookeeper.ZooKeeperACL(c.auth, false))
 		c.mu.Lock()
 		if err == nil || zkCertain(err) {
 			delete(c.unsure, prefix)

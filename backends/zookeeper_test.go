@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -245,11 +246,11 @@ func TestZooKeeperPartitionSuspends(t *testing.T) {
 func checkZooKeeperLocked(t *testing.T, cl *cluster.Cluster, c Client) {
 	t.Helper()
 	ctx := guard(t)
-	z, err := cl.ZooKeeper(ctx, cluster.ZooKeeperOptions{})
+	z, err := zookeeper.Start(ctx, cl, zookeeper.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := z.Auth(); a == nil || a.Scheme != "digest" || !strings.HasPrefix(a.Digest, cluster.ZooKeeperUser+":") {
+	if a := z.Auth(); a == nil || a.Scheme != "digest" || !strings.HasPrefix(a.Digest, zookeeper.ZooKeeperUser+":") {
 		t.Fatalf("the run's ZooKeeper has no digest user: %+v", a)
 	}
 	g, err := c.Acquire(ctx, "k")

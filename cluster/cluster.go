@@ -101,7 +101,6 @@ type Cluster struct {
 	groups   sync.Map      // kind -> *groupSlot: the run's one group of servers of a kind (Group)
 	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
 	pgb      pgbouncerSlot // the PgBouncer in front of it, if any (pgbouncer.go)
-	zk       zookeeperSlot // the run's ZooKeeper ensemble, started once (zookeeper.go)
 	once     kindLocks     // the starts of kinds with one server per run (StartOnce)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)

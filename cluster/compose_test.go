@@ -37,7 +37,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 		{redisKind, "redis-0", 5},
 		{postgresKind, "postgres", 1},
 		{"etcd", "etcd-2", 3},
-		{zookeeperKind, "zookeeper", 1},
+		{"zookeeper", "zookeeper", 1},
 		{pgbouncerKind, "pgbouncer", 1},
 		{testProgramKind, testProgramKind + "-0", 1},
 	}

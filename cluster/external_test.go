@@ -3,10 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -97,47 +95,5 @@ func mustRedis(t *testing.T, addr string, args ...string) {
 	t.Helper()
 	if _, err := redisCall(context.Background(), Endpoint{Addr: addr}, args...); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestExternalCleanupZooKeeper: the run's znodes go; the owner's and
-// another run's stay.
-func TestExternalCleanupZooKeeper(t *testing.T) {
-	testenv.Require(t, "java")
-	ctx := context.Background()
-	c, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	z, err := c.ZooKeeper(ctx, ZooKeeperOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := z.Members()[0].Addr()
-	f, err := parseServersFile([]byte("zookeeper: ["+addr+"]\n"), "s.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := NewNamespace()
-	conn := zkConnect(t, addr)
-	for _, p := range []string{"/app", "/locktorture", "/locktorture/k0", "/locktorture/lt00000000:k0", "/locktorture/" + ns + ":k0", "/locktorture/" + ns + ":k0/lock-0000000001", "/locktorture/" + ns + ":k11"} {
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatalf("create %s: %v", p, err)
-		}
-	}
-	if err := f.Cleanup(ctx, ns, []string{"zookeeper"}); err != nil {
-		t.Fatal(err)
-	}
-	kids, _, err := conn.Children("/locktorture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(kids)
-	if want := []string{"k0", "lt00000000:k0"}; !slices.Equal(kids, want) {
-		t.Errorf("/locktorture holds %v after the cleanup, want %v", kids, want)
-	}
-	if ok, _, _ := conn.Exists("/app"); !ok {
-		t.Error("the owner's /app is gone")
 	}
 }

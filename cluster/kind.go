@@ -81,6 +81,11 @@ type Kind struct {
 	// off from the others through links of their own (topology: members),
 	// says why; "" when they can, or when it is no ensemble.
 	MembersUnlinked string
+	// Credentials turns the username, password and TLS files a servers
+	// file gives for a server of this kind into what its clients take
+	// (ZooKeeper: a digest), or says why they cannot be used. Nil: they
+	// are taken as given.
+	Credentials func(a *Auth) (*Auth, error)
 	// Companions are the other programs its servers include, by the
 	// names their servers go by (redis: "sentinel", its Sentinels):
 	// ServerKind takes sentinel-0 for a server of this kind.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster/links"
@@ -20,8 +19,8 @@ func (c *Cluster) EnableLinks() {
 	}
 }
 
-// linksEnabled reports whether client traffic goes through links.
-func (c *Cluster) linksEnabled() bool { return c.linkSet() != nil }
+// LinksEnabled reports whether client traffic goes through links.
+func (c *Cluster) LinksEnabled() bool { return c.linkSet() != nil }
 
 // linkSet is the cluster's links, nil when not enabled.
 func (c *Cluster) linkSet() *links.Set {
@@ -115,10 +114,10 @@ func (c *Cluster) closeLinks() {
 	}
 }
 
-// peerLink returns the link that carries member from's traffic to to's
+// PeerLink returns the link that carries member from's traffic to to's
 // port named port (upstream is that port's address), made on first use
 // where servers can dial it; nil when links are not enabled.
-func (c *Cluster) peerLink(from, to Server, port, upstream string) (*links.Link, error) {
+func (c *Cluster) PeerLink(from, to Server, port, upstream string) (*links.Link, error) {
 	ls := c.linkSet()
 	if ls == nil {
 		return nil, nil
@@ -126,8 +125,8 @@ func (c *Cluster) peerLink(from, to Server, port, upstream string) (*links.Link,
 	return ls.Patient(from.Name()+"->"+to.Name()+"/"+port, from.Name(), to, upstream)
 }
 
-// dropLinks stops links made for servers that did not start.
-func (c *Cluster) dropLinks(made []*links.Link) {
+// DropLinks stops links made for servers that did not start.
+func (c *Cluster) DropLinks(made []*links.Link) {
 	if ls := c.linkSet(); ls != nil {
 		ls.Drop(made)
 	}
@@ -143,84 +142,38 @@ func (c *Cluster) dropLinks(made []*links.Link) {
 // every member must agree on, and peers dial the URLs the cluster's
 // membership records).
 func (c *Cluster) PeerLinks(from, to Server) []*links.Link {
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	if z == nil {
-		return nil
+	for _, g := range c.keptGroups() {
+		if p, ok := g.(Peered); ok {
+			if ls := p.PeerLinks(from.Name(), to.Name()); ls != nil {
+				return ls
+			}
+		}
 	}
-	return z.peers[from.Name()+"->"+to.Name()]
+	return nil
 }
 
 // Peers returns the servers whose traffic to one another goes through
 // links (see PeerLinks), in start order; none when there are none.
 func (c *Cluster) Peers() []Server {
-	c.zk.mu.Lock()
-	z := c.zk.z
-	c.zk.mu.Unlock()
-	if z == nil || len(z.peers) == 0 {
-		return nil
-	}
-	return z.memberServers()
-}
-
-// zookeeperPeerLinks makes the links between the members of z (before
-// they start: each member's zoo.cfg names the others at its links' address)
-// and sets each member's view of the others; nothing without links or with
-// one member. On an error, the links made are stopped.
-func (c *Cluster) zookeeperPeerLinks(z *ZooKeeper) error {
-	if len(z.members) < 2 || !c.linksEnabled() {
-		return nil
-	}
-	z.peers = map[string][]*links.Link{}
-	var made []*links.Link
-	fail := func(err error) error {
-		c.dropLinks(made)
-		z.peers = nil
-		for _, m := range z.members {
-			m.via = nil
-		}
-		return err
-	}
-	election := map[string]*links.Link{}
-	for _, m := range z.members {
-		m.via = map[int]string{}
-		for _, o := range z.members {
-			if o == m {
-				continue
+	for _, g := range c.keptGroups() {
+		if p, ok := g.(Peered); ok {
+			if ps := p.Peers(); len(ps) > 0 {
+				return ps
 			}
-			q, err := c.peerLink(m, o, "quorum", o.quorumAddr())
-			if err != nil {
-				return fail(err)
-			}
-			made = append(made, q)
-			e, err := c.peerLink(m, o, "election", o.electionAddr())
-			if err != nil {
-				return fail(err)
-			}
-			made = append(made, e)
-			qh, qp, err := net.SplitHostPort(q.Addr())
-			if err != nil {
-				return fail(err)
-			}
-			_, ep, err := net.SplitHostPort(e.Addr())
-			if err != nil {
-				return fail(err)
-			}
-			m.via[o.id] = fmt.Sprintf("%s:%s:%s", qh, qp, ep)
-			z.peers[m.name+"->"+o.name] = []*links.Link{q, e}
-			election[m.name+"->"+o.name] = e
-		}
-	}
-	// Each election link i->j tells j to dial i back at the link j->i.
-	for key, e := range election {
-		from, to, _ := strings.Cut(key, "->")
-		back := election[to+"->"+from]
-		if err := e.RedirectElection(back.Addr()); err != nil {
-			return fail(fmt.Errorf("cluster: %w", err))
 		}
 	}
 	return nil
+}
+
+// Peered is a group of servers (Group) whose members dial one another
+// through links of their own (Cluster.PeerLinks, Cluster.Peers).
+type Peered interface {
+	// PeerLinks are the links that carry member from's traffic to member
+	// to (by their names); nil when none do.
+	PeerLinks(from, to string) []*links.Link
+	// Peers are the members whose traffic to one another goes through
+	// links, in start order; none when there are none.
+	Peers() []Server
 }
 
 // Leader returns the member that leads the run's replicated ensemble: its
@@ -235,11 +188,6 @@ func (c *Cluster) Leader(ctx context.Context) (Server, error) {
 			leading = append(leading, l)
 		}
 	}
-	c.zk.mu.Lock()
-	if z := c.zk.z; z != nil {
-		leading = append(leading, zkLeading{z})
-	}
-	c.zk.mu.Unlock()
 	switch len(leading) {
 	case 0:
 		return nil, errors.New("cluster: the run has no ensemble with a leader (etcd or ZooKeeper)")
@@ -247,16 +195,4 @@ func (c *Cluster) Leader(ctx context.Context) (Server, error) {
 		return leading[0].LeaderServer(ctx)
 	}
 	return nil, errors.New("cluster: the run has both etcd and ZooKeeper: which leader is meant is not said")
-}
-
-// zkLeading is the ZooKeeper ensemble as a Leading group.
-type zkLeading struct{ z *ZooKeeper }
-
-// LeaderServer is the ensemble's leader.
-func (l zkLeading) LeaderServer(ctx context.Context) (Server, error) {
-	m, err := l.z.Leader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
 }

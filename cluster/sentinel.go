@@ -163,7 +163,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, 15*time.Second, func() error {
+	if err := WaitFor(ctx, 15*time.Second, func() error {
 		v, err := redisCall(ctx, g.Replica.endpoint(), "INFO", "replication")
 		if err != nil {
 			return err
@@ -183,7 +183,7 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	for _, s := range g.Sentinels {
-		if err := waitFor(ctx, 15*time.Second, func() error {
+		if err := WaitFor(ctx, 15*time.Second, func() error {
 			v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", sentinelMaster)
 			if err != nil {
 				return err
@@ -289,8 +289,8 @@ sentinel parallel-syncs %s 1
 	return s, nil
 }
 
-// waitFor polls f until it succeeds or the time runs out.
-func waitFor(ctx context.Context, limit time.Duration, f func() error) error {
+// WaitFor polls f until it succeeds or the time runs out.
+func WaitFor(ctx context.Context, limit time.Duration, f func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {

@@ -40,7 +40,7 @@ func TestCutReplication(t *testing.T) {
 	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, 15*time.Second, func() error {
+	if err := WaitFor(ctx, 15*time.Second, func() error {
 		if v, _ := redisCall(ctx, g.Replica.endpoint(), "EXISTS", "during-the-cut"); v != int64(1) {
 			return errString("not yet")
 		}

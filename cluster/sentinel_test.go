@@ -63,7 +63,7 @@ func TestSentinelFailover(t *testing.T) {
 	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "before", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, 5*time.Second, func() error {
+	if err := WaitFor(ctx, 5*time.Second, func() error {
 		v, err := redisCall(ctx, g.Replica.endpoint(), "GET", "before")
 		if err != nil || v == nil {
 			return errNotYet
@@ -82,7 +82,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := waitFor(ctx, 30*time.Second, func() error {
+	if err := WaitFor(ctx, 30*time.Second, func() error {
 		a, err := g.PrimaryAddr(ctx)
 		if err != nil || a != g.Replica.Addr() {
 			return errNotYet
@@ -130,7 +130,7 @@ func TestForceFailoverAtOnce(t *testing.T) {
 	if err := g.ForceFailover(ctx); err != nil {
 		t.Fatalf("forced failover right after the start: %v", err)
 	}
-	if err := waitFor(ctx, 10*time.Second, func() error {
+	if err := WaitFor(ctx, 10*time.Second, func() error {
 		if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Replica.Addr() {
 			return fmt.Errorf("primary %s (%v), want the replica %s", a, err, g.Replica.Addr())
 		}

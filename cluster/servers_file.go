@@ -566,7 +566,7 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 }
 
 // adapt turns the entry's credentials into what its kind's clients take:
-// ZooKeeper's digest (scheme digest, auth user:pass); PostgreSQL's DSN
+// its kind's Credentials (ZooKeeper's digest); PostgreSQL's DSN
 // (the user and password in it, TLS as sslmode=verify-full, sslrootcert,
 // sslcert and sslkey — PostgreSQL keeps its credentials in its DSN).
 func (e *ServerEntry) adapt(kind string) error {
@@ -574,17 +574,15 @@ func (e *ServerEntry) adapt(kind string) error {
 	if a == nil {
 		return nil
 	}
+	if k, ok := LookupKind(kind); ok && k.Credentials != nil {
+		na, err := k.Credentials(a)
+		if err != nil {
+			return err
+		}
+		e.auth = na
+		return nil
+	}
 	switch kind {
-	case zookeeperKind:
-		if a.TLS != nil {
-			return errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
-		}
-		if a.Username == "" || a.Password == "" {
-			return errors.New("ZooKeeper's digest auth needs both username and password_env")
-		}
-		digest := a.Username + ":" + a.Password
-		secret.Register(digest)
-		e.auth = &Auth{Scheme: "digest", Digest: digest}
 	case postgresKind:
 		u, err := url.Parse(e.address())
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

@@ -142,29 +142,6 @@ func TestServersFileCheck(t *testing.T) {
 	}
 }
 
-// TestServersFileCheckZooKeeper: a ZooKeeper server answers the check as
-// itself (a session opened and closed).
-func TestServersFileCheckZooKeeper(t *testing.T) {
-	requireZooKeeper(t)
-	c, err := New(Options{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := context.Background()
-	z, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := parseServersFile([]byte("zookeeper: ["+z.Members()[0].Addr()+"]\n"), "s.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Check(ctx, []string{"zookeeper"}, false); err != nil {
-		t.Fatalf("a ZooKeeper server refused: %v", err)
-	}
-}
-
 // TestServersFileKindCredentials: ZooKeeper's username and password
 // become its digest; PostgreSQL's go into its DSN, TLS as
 // sslmode=verify-full with the files; what a kind cannot take is one line.
@@ -177,10 +154,10 @@ func TestServersFileKindCredentials(t *testing.T) {
 		auth       *Auth
 		has        string // what the refusal names
 	}{
-		{"zookeeper digest", "zookeeper: [{addr: 10.0.0.8:2181, username: lt, password_env: LT_KC_PW}]\n", zookeeperKind,
+		{"zookeeper digest", "zookeeper: [{addr: 10.0.0.8:2181, username: lt, password_env: LT_KC_PW}]\n", "zookeeper",
 			"10.0.0.8:2181", &Auth{Scheme: "digest", Digest: "lt:s3cret"}, ""},
-		{"zookeeper without a password", "zookeeper: [{addr: 10.0.0.8:2181, username: lt}]\n", zookeeperKind, "", nil, "both username and password_env"},
-		{"zookeeper tls", "zookeeper: [{addr: 10.0.0.8:2181, tls: {insecure_skip_verify: true}}]\n", zookeeperKind, "", nil, "tls is not supported for ZooKeeper"},
+		{"zookeeper without a password", "zookeeper: [{addr: 10.0.0.8:2181, username: lt}]\n", "zookeeper", "", nil, "both username and password_env"},
+		{"zookeeper tls", "zookeeper: [{addr: 10.0.0.8:2181, tls: {insecure_skip_verify: true}}]\n", "zookeeper", "", nil, "tls is not supported for ZooKeeper"},
 		{"postgres password and tls", "postgres: {dsn: 'postgres://lt@db:5432/app', password_env: LT_KC_PW, tls: {insecure_skip_verify: true}}\n", postgresKind,
 			"postgres://lt:s3cret@db:5432/app?sslmode=require", nil, ""},
 		{"postgres server_name", "postgres: {dsn: 'postgres://lt@db:5432/app', tls: {server_name: db.example, insecure_skip_verify: true}}\n", postgresKind, "", nil, "server_name"},

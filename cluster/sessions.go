@@ -34,11 +34,6 @@ func (c *Cluster) SessionKillers() []sessionKiller {
 			out = append(out, k)
 		}
 	}
-	c.zk.mu.Lock()
-	if c.zk.z != nil {
-		out = append(out, c.zk.z)
-	}
-	c.zk.mu.Unlock()
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/nemesis"
 )
@@ -151,7 +152,7 @@ func TestPartitionMembersCutsLeader(t *testing.T) {
 	}
 	defer cl.Close()
 	cl.EnableLinks()
-	z, err := cl.ZooKeeper(ctx, cluster.ZooKeeperOptions{Members: 3})
+	z, err := zookeeper.Start(ctx, cl, zookeeper.ZooKeeperOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -48,7 +49,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z, err := plain.ZooKeeper(ctx, cluster.ZooKeeperOptions{})
+	z, err := zookeeper.Start(ctx, plain, zookeeper.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,4 +10,6 @@ import (
 	_ "github.com/locktorture/locktorture/cluster/kinds/etcd"
 	// MariaDB (mariadb).
 	_ "github.com/locktorture/locktorture/cluster/kinds/mariadb"
+	// ZooKeeper (zookeeper).
+	_ "github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )

@@ -230,7 +230,7 @@ func TestEtcdMissingBinaryNamesPackage(t *testing.T) {
 	defer c.Close()
 	_, err = Start(context.Background(), c, EtcdOptions{})
 	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "etcd-server") {
-		t.Errorf("want cluster.ErrMissingBinary naming etcd-server, got %v", err)
+		t.Errorf("want ErrMissingBinary naming etcd-server, got %v", err)
 	}
 }
 
@@ -371,12 +371,8 @@ func TestExternalCleanup(t *testing.T) {
 	t.Setenv("LT_TEST_ETCD_WRONG", "guess")
 	file := func(env string) *cluster.ServersFile {
 		t.Helper()
-		path := filepath.Join(t.TempDir(), "s.yaml")
 		text := "etcd: [{addr: " + e.Endpoints()[0] + ", username: root, password_env: " + env + "}]\n"
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := cluster.LoadServersFile(path)
+		f, err := cluster.LoadServersFile(testenv.WriteFile(t, "s.yaml", text))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -302,7 +302,7 @@ func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable) (*MariaDB, error
 	return m, nil
 }
 
-// cluster.Auth is what the servers file adds to the server's DSN (nil: nothing).
+// Auth is what the servers file adds to the server's DSN (nil: nothing).
 func (m *MariaDB) Auth() *cluster.Auth { return m.dsn.auth }
 
 // database is the database the run's tables live in.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,32 +208,5 @@ func TestMariaDB(t *testing.T) {
 // serversFile is the servers file b says, read from a file as a user's is.
 func serversFile(t *testing.T, b []byte, name string) (*cluster.ServersFile, error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cluster.LoadServersFile(path)
-}
-
-// TestMariaDBKind: the kind registers itself (a server named mariadb is
-// of it) and the standing cluster serves it: one service, named once in
-// compose.servers.yaml by a DSN controlled through its container.
-func TestMariaDBKind(t *testing.T) {
-	if k, ok := cluster.ServerKind("mariadb"); !ok || k != mariadbKind {
-		t.Fatalf("ServerKind(mariadb) = %q, %v", k, ok)
-	}
-	compose, servers, err := cluster.ComposeFiles(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(compose, "container_name: locktorture-mariadb") {
-		t.Errorf("no mariadb service in docker-compose.yml:\n%s", compose)
-	}
-	f, err := serversFile(t, []byte(servers), "compose.servers.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := f.Servers[mariadbKind]; len(got) != 1 || got[0].Control != "docker" || got[0].Container != "locktorture-mariadb" {
-		t.Errorf("mariadb in compose.servers.yaml: %+v", got)
-	}
+	return cluster.LoadServersFile(testenv.WriteFile(t, name, string(b)))
 }

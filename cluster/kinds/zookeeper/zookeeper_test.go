@@ -1,9 +1,10 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/internal/testenv"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // requireZooKeeper skips (fails under CI) without java and Debian's
@@ -55,13 +58,13 @@ func TestZooKeeper(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			tmp, logs := t.TempDir(), t.TempDir()
-			c, err := New(Options{TempDir: tmp, LogDir: logs})
+			c, err := cluster.New(cluster.Options{TempDir: tmp, LogDir: logs})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			start := time.Now()
-			z, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: tc.members})
+			z, err := Start(ctx, c, ZooKeeperOptions{Members: tc.members})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,10 +73,10 @@ func TestZooKeeper(t *testing.T) {
 			if len(ms) != tc.members || len(c.Servers()) != tc.members {
 				t.Fatalf("%d members, %d servers", len(ms), len(c.Servers()))
 			}
-			if again, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); err != nil || again != z {
+			if again, err := Start(ctx, c, ZooKeeperOptions{}); err != nil || again != z {
 				t.Fatalf("second call: %p %v, want the running ensemble %p", again, err, z)
 			}
-			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: tc.members + 1}); err == nil {
+			if _, err := Start(ctx, c, ZooKeeperOptions{Members: tc.members + 1}); err == nil {
 				t.Error("asking for another member count while one runs should fail")
 			}
 			seen := map[string]bool{}
@@ -137,7 +140,7 @@ func TestZooKeeper(t *testing.T) {
 			if err := victim.Resume(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := WaitUnit(ctx, victim.name, victim.p, victim.serving); err != nil {
+			if err := cluster.WaitUnit(ctx, victim.Name(), victim.Unit(), victim.serving); err != nil {
 				t.Fatalf("after resume: %v", err)
 			}
 
@@ -193,7 +196,7 @@ func TestZooKeeper(t *testing.T) {
 					t.Errorf("%s log %s: %d bytes, %v", m.Name(), m.LogPath(), len(b), err)
 				}
 			}
-			if _, err := c.ZooKeeper(ctx, ZooKeeperOptions{}); !errors.Is(err, ErrClosed) {
+			if _, err := Start(ctx, c, ZooKeeperOptions{}); !errors.Is(err, cluster.ErrClosed) {
 				t.Errorf("zookeeper on a closed cluster: %v", err)
 			}
 		})
@@ -202,13 +205,13 @@ func TestZooKeeper(t *testing.T) {
 
 func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	c, err := New(Options{TempDir: t.TempDir()})
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.ZooKeeper(context.Background(), ZooKeeperOptions{})
-	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "default-jre-headless") {
+	_, err = Start(context.Background(), c, ZooKeeperOptions{})
+	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "default-jre-headless") {
 		t.Errorf("want ErrMissingBinary naming default-jre-headless, got %v", err)
 	}
 }
@@ -216,11 +219,12 @@ func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 // TestZooKeeperConfig: a single member has no server lines (standalone);
 // every member of three names all three, with its own client port.
 func TestZooKeeperConfig(t *testing.T) {
-	ms := []*ZooKeeperMember{
-		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 1}}, id: 1, quorumPort: 2, electionPort: 3, dataDir: "/d1"},
-		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 4}}, id: 2, quorumPort: 5, electionPort: 6, dataDir: "/d2"},
-		{Faultable: Faultable{program: program{host: "127.0.0.1", port: 7}}, id: 3, quorumPort: 8, electionPort: 9, dataDir: "/d3"},
+	member := func(port, id, quorum, election int, dir string) *ZooKeeperMember {
+		s := cluster.NewFaultable(zookeeperKind, "")
+		s.SetAddr("127.0.0.1", port)
+		return &ZooKeeperMember{Faultable: s, id: id, quorumPort: quorum, electionPort: election, dataDir: dir}
 	}
+	ms := []*ZooKeeperMember{member(1, 1, 2, 3, "/d1"), member(4, 2, 5, 6, "/d2"), member(7, 3, 8, 9, "/d3")}
 	one := zookeeperConfig(ms[0], ms[:1])
 	if strings.Contains(one, "server.") || !strings.Contains(one, "clientPort=1\n") || !strings.Contains(one, "admin.enableServer=false") {
 		t.Errorf("single member config:\n%s", one)
@@ -230,5 +234,70 @@ func TestZooKeeperConfig(t *testing.T) {
 		if !strings.Contains(three, want) {
 			t.Errorf("member 2 of 3: no %q in\n%s", want, three)
 		}
+	}
+}
+
+// TestExternalCleanupZooKeeper: the run's znodes go; the owner's and
+// another run's stay.
+func TestExternalCleanupZooKeeper(t *testing.T) {
+	testenv.Require(t, "java")
+	ctx := context.Background()
+	c, err := cluster.New(cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	z, err := Start(ctx, c, ZooKeeperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := z.Members()[0].Addr()
+	f, err := cluster.LoadServersFile(testenv.WriteFile(t, "s.yaml", "zookeeper: ["+addr+"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cluster.NewNamespace()
+	conn := zkConnect(t, addr)
+	for _, p := range []string{"/app", "/locktorture", "/locktorture/k0", "/locktorture/lt00000000:k0", "/locktorture/" + ns + ":k0", "/locktorture/" + ns + ":k0/lock-0000000001", "/locktorture/" + ns + ":k11"} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	if err := f.Cleanup(ctx, ns, []string{"zookeeper"}); err != nil {
+		t.Fatal(err)
+	}
+	kids, _, err := conn.Children("/locktorture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(kids)
+	if want := []string{"k0", "lt00000000:k0"}; !slices.Equal(kids, want) {
+		t.Errorf("/locktorture holds %v after the cleanup, want %v", kids, want)
+	}
+	if ok, _, _ := conn.Exists("/app"); !ok {
+		t.Error("the owner's /app is gone")
+	}
+}
+
+// TestServersFileCheckZooKeeper: a ZooKeeper server answers the check as
+// itself (a session opened and closed).
+func TestServersFileCheckZooKeeper(t *testing.T) {
+	requireZooKeeper(t)
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	z, err := Start(ctx, c, ZooKeeperOptions{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := cluster.LoadServersFile(testenv.WriteFile(t, "s.yaml", "zookeeper: ["+z.Members()[0].Addr()+"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(ctx, []string{"zookeeper"}, false); err != nil {
+		t.Fatalf("a ZooKeeper server refused: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // TestZKSessionPassword: java.util.Random(seed).nextBytes, as ZooKeeper
@@ -33,12 +35,12 @@ func TestZKSessionPassword(t *testing.T) {
 func TestZooKeeperKillSessions(t *testing.T) {
 	requireZooKeeper(t)
 	ctx := context.Background()
-	c, err := New(Options{TempDir: t.TempDir(), LogDir: t.TempDir()})
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir(), LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	z, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: 1})
+	z, err := Start(ctx, c, ZooKeeperOptions{Members: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/locktorture/locktorture/cluster/links"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // zkModes returns each member's mode ("" while it does not serve).
@@ -35,12 +37,12 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	requireZooKeeper(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
-	plain, err := New(Options{TempDir: t.TempDir(), LogDir: t.TempDir()})
+	plain, err := cluster.New(cluster.Options{TempDir: t.TempDir(), LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	pz, err := plain.ZooKeeper(ctx, ZooKeeperOptions{Members: 3})
+	pz, err := Start(ctx, plain, ZooKeeperOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +51,13 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	}
 	_ = plain.Close()
 
-	c, err := New(Options{TempDir: tmp, LogDir: t.TempDir()})
+	c, err := cluster.New(cluster.Options{TempDir: tmp, LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.EnableLinks()
-	z, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: 3})
+	z, err := Start(ctx, c, ZooKeeperOptions{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		for _, o := range ms {
 			ls := c.PeerLinks(m, o)
 			if o == m {
-				if ls != nil || !strings.Contains(string(cfg), fmt.Sprintf("server.%d=%s:%d:%d\n", o.id, o.host, o.quorumPort, o.electionPort)) {
+				if ls != nil || !strings.Contains(string(cfg), fmt.Sprintf("server.%d=%s:%d:%d\n", o.id, o.Host(), o.quorumPort, o.electionPort)) {
 					t.Errorf("%s: its own line is not its own ports, or it has links to itself", m.Name())
 				}
 				continue
@@ -117,7 +119,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	}
 	cut := time.Now()
 	var newLeader *ZooKeeperMember
-	err = waitFor(ctx, 60*time.Second, func() error {
+	err = cluster.WaitFor(ctx, 60*time.Second, func() error {
 		modes := zkModes(ctx, z)
 		for _, o := range others {
 			if modes[o.Name()] == "leader" {
@@ -151,7 +153,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		}
 	}
 	healed := time.Now()
-	err = waitFor(ctx, 60*time.Second, func() error {
+	err = cluster.WaitFor(ctx, 60*time.Second, func() error {
 		if mode, err := leader.Mode(ctx); err != nil || mode != "follower" {
 			return fmt.Errorf("old leader %q, %v", mode, err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
 
 	"github.com/locktorture/locktorture/internal/secret"
@@ -36,7 +36,7 @@ type ZooKeeperOptions struct {
 // with java directly rather than through the package's scripts): one or
 // more members on 127.0.0.1, each with its own data directory under the
 // cluster's TempDir and its own free client, quorum and election ports,
-// the admin server off. A Cluster starts at most one ZooKeeper.
+// the admin server off. A cluster.Cluster starts at most one ZooKeeper.
 //
 // The members run with fast settings for tests: a 100 ms tick (so a
 // follower that hears nothing from its leader for syncLimit = 1 s drops
@@ -60,7 +60,7 @@ type ZooKeeper struct {
 // Its transaction log is written but not fsynced: a member restarted after
 // a process crash keeps it, after a machine crash it would not.
 type ZooKeeperMember struct {
-	Faultable
+	cluster.Faultable
 	id           int // myid, from 1
 	quorumPort   int
 	electionPort int
@@ -68,12 +68,6 @@ type ZooKeeperMember struct {
 	// via are the other members' server lines as this member dials them
 	// (host:quorum:election of its links to them), by id; nil: direct.
 	via map[int]string
-}
-
-// zookeeperSlot holds a Cluster's ZooKeeper, started once.
-type zookeeperSlot struct {
-	mu sync.Mutex
-	z  *ZooKeeper
 }
 
 // maxZooKeeperMembers bounds ZooKeeperOptions.Members.
@@ -121,32 +115,31 @@ const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 // standalone, leader or follower). Later calls return the same ensemble;
 // asking for a different member count than the running one is an error.
 // A missing java or zookeeper.jar names the Debian packages.
-func (c *Cluster) ZooKeeper(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
-	c.zk.mu.Lock()
-	defer c.zk.mu.Unlock()
-	running := 0
-	if c.zk.z != nil {
-		running = len(c.zk.z.members)
-	}
-	return keptEnsemble(c, &c.zk.z, running, zookeeperKind, "ZooKeeper", opt.Members, maxZooKeeperMembers, func(ps []program) (*ZooKeeper, []Server) {
-		z := &ZooKeeper{}
-		for i, p := range ps {
-			z.members = append(z.members, newZooKeeperMember(p, i+1))
+func Start(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooKeeper, error) {
+	return cluster.Group(c, zookeeperKind, func(cur *ZooKeeper, ok bool) (*ZooKeeper, error) {
+		running := 0
+		if ok {
+			running = len(cur.members)
 		}
-		return z, z.memberServers()
-	}, func(n int) (*ZooKeeper, error) {
-		opt.Members = n
-		return c.startZooKeeperEnsemble(ctx, opt)
+		return cluster.KeptEnsemble(c, cur, running, zookeeperKind, "ZooKeeper", opt.Members, maxZooKeeperMembers, func(ms []cluster.Faultable) (*ZooKeeper, []cluster.Server) {
+			z := &ZooKeeper{}
+			for i, s := range ms {
+				z.members = append(z.members, newZooKeeperMember(s, i+1))
+			}
+			return z, z.memberServers()
+		}, func(n int) (*ZooKeeper, error) {
+			opt.Members = n
+			return startEnsemble(ctx, c, opt)
+		})
 	})
 }
 
-// startZooKeeperEnsemble starts the run's own ZooKeeper of opt.Members
-// members.
-func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptions) (*ZooKeeper, error) {
+// startEnsemble starts c's own ZooKeeper of opt.Members members.
+func startEnsemble(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	if c.ServersTLS() {
 		// ZooKeeper 3.8 speaks TLS only through Netty with Java key
 		// stores, and go-zookeeper not at all: not done yet.
-		return nil, fmt.Errorf("%w: zookeeper: security: tls (--tls) is not supported for the run's own ZooKeeper; its znodes are protected by a digest user of the run's own instead", ErrStart)
+		return nil, fmt.Errorf("%w: zookeeper: security: tls (--tls) is not supported for the run's own ZooKeeper; its znodes are protected by a digest user of the run's own instead", cluster.ErrStart)
 	}
 	pv := c.Provider()
 	bin, err := pv.Program("java", "default-jre-headless")
@@ -159,8 +152,8 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 			return nil, err
 		}
 	}
-	return StartEnsemble(ctx, c, func() (*ZooKeeper, []Server, error) {
-		z, err := c.startZooKeeper(ctx, bin, opt)
+	return cluster.StartEnsemble(ctx, c, func() (*ZooKeeper, []cluster.Server, error) {
+		z, err := start(ctx, c, bin, opt)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -168,19 +161,20 @@ func (c *Cluster) startZooKeeperEnsemble(ctx context.Context, opt ZooKeeperOptio
 	})
 }
 
-// startZooKeeper makes one attempt at starting the members.
-func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
+// start makes one attempt at starting c's members.
+func start(ctx context.Context, c *cluster.Cluster, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
 	z := &ZooKeeper{}
 	pv := c.Provider()
-	port := Ports(pv, "zookeeper")
+	port := cluster.Ports(pv, "zookeeper")
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := newZooKeeperMember(program{name: name}, i+1)
+		m := newZooKeeperMember(cluster.NewFaultable(zookeeperKind, name), i+1)
+		var client int
 		var err error
 		for _, f := range []struct {
 			dst   *int
 			usual int
-		}{{&m.port, 2181}, {&m.quorumPort, 2888}, {&m.electionPort, 3888}} {
+		}{{&client, 2181}, {&m.quorumPort, 2888}, {&m.electionPort, 3888}} {
 			if *f.dst, err = port(f.usual); err != nil {
 				return nil, err
 			}
@@ -188,28 +182,30 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		if m.dataDir, err = pv.Dir(name); err != nil {
 			return nil, err
 		}
-		if m.host, err = pv.Host(ctx, name); err != nil {
+		host, err := pv.Host(ctx, name)
+		if err != nil {
 			return nil, err
 		}
+		m.SetAddr(host, client)
 		// Each attempt starts from an empty data directory (Dir's): a
 		// member that knew other peers' ports cannot join new ones.
 		z.members = append(z.members, m)
 	}
-	if err := c.zookeeperPeerLinks(z); err != nil {
+	if err := peerLinks(c, z); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*ZooKeeper, error) {
 		for _, m := range z.members {
-			if m.p != nil {
-				_ = m.p.Kill(ctx)
-				_ = m.p.Stop(ctx) // closes the log
+			if u := m.Unit(); u != nil {
+				_ = u.Kill(ctx)
+				_ = u.Stop(ctx) // closes the log
 			}
 		}
 		var made []*links.Link
 		for _, ls := range z.peers {
 			made = append(made, ls...)
 		}
-		c.dropLinks(made)
+		c.DropLinks(made)
 		return nil, err
 	}
 	for _, m := range z.members {
@@ -218,12 +214,12 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		args = append(args, "-Djava.io.tmpdir="+m.dataDir)
 		args = append(args, opt.JVMArgs...)
 		args = append(args, "-cp", strings.Join(append(slices.Clone(zookeeperJars), zookeeper34Jars...), ":"), zookeeperMain, cfg)
-		u, err := c.Launch(ctx, Spec{Name: m.name, Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
-			Files: []File{
+		u, err := c.Launch(ctx, cluster.Spec{Name: m.Name(), Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
+			Files: []cluster.File{
 				{Path: cfg, Content: []byte(zookeeperConfig(m, z.members))},
 				{Path: path.Join(m.dataDir, "myid"), Content: []byte(strconv.Itoa(m.id) + "\n")},
 			},
-			LogPath: filepath.Join(c.opt.LogDir, m.name+".log"),
+			LogPath: c.LogPath(m.Name()),
 			// Stopped for good, a member's data goes with the run: a
 			// SIGTERM only has the JVM run its shutdown hooks first
 			// (about 0.3s each, every run).
@@ -231,13 +227,13 @@ func (c *Cluster) startZooKeeper(ctx context.Context, bin string, opt ZooKeeperO
 		if err != nil {
 			return fail(err)
 		}
-		m.p = u
+		m.SetUnit(u)
 	}
-	var all []*Faultable
+	var all []*cluster.Faultable
 	for _, m := range z.members {
 		all = append(all, &m.Faultable)
 	}
-	if err := StartMembers(ctx, all); err != nil {
+	if err := cluster.StartMembers(ctx, all); err != nil {
 		return fail(err)
 	}
 	z.lock()
@@ -253,28 +249,28 @@ const ZooKeeperUser = "locktorture"
 // server-wide password: anyone may still connect and make znodes of
 // their own, but not read, change or delete the run's).
 func (z *ZooKeeper) lock() {
-	pw := NewPassword()
+	pw := cluster.NewPassword()
 	digest := ZooKeeperUser + ":" + pw
 	secret.Register(pw)
 	secret.Register(digest)
 	for _, m := range z.members {
-		m.auth = &Auth{Scheme: "digest", Digest: digest}
+		m.SetAuth(&cluster.Auth{Scheme: "digest", Digest: digest})
 	}
 }
 
 // Auth is what the ensemble's clients authenticate with (nil: nothing).
-func (z *ZooKeeper) Auth() *Auth {
+func (z *ZooKeeper) Auth() *cluster.Auth {
 	if len(z.members) == 0 {
 		return nil
 	}
-	return z.members[0].auth
+	return z.members[0].Auth()
 }
 
 // ZooKeeperACL is the ACL for znodes a client with auth makes: only the
 // client's own authenticated identity (ZooKeeper's "auth" scheme) when it
 // has one, else anyone. Under a shared parent (root: /locktorture) anyone
 // may also create, so runs of other users share it.
-func ZooKeeperACL(auth *Auth, root bool) []zk.ACL {
+func ZooKeeperACL(auth *cluster.Auth, root bool) []zk.ACL {
 	if auth == nil || auth.Scheme == "" {
 		return zk.WorldACL(zk.PermAll)
 	}
@@ -286,7 +282,7 @@ func ZooKeeperACL(auth *Auth, root bool) []zk.ACL {
 }
 
 // ZooKeeperAddAuth authenticates conn with auth (nothing without it).
-func ZooKeeperAddAuth(conn *zk.Conn, auth *Auth) error {
+func ZooKeeperAddAuth(conn *zk.Conn, auth *cluster.Auth) error {
 	if auth == nil || auth.Scheme == "" {
 		return nil
 	}
@@ -303,7 +299,7 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 	fmt.Fprintf(&b, "tickTime=%d\n", zooKeeperTick.Milliseconds())
 	b.WriteString("initLimit=50\nsyncLimit=10\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", m.dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.port, m.host)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", m.Port(), m.Host())
 	b.WriteString("admin.enableServer=false\n")
 	b.WriteString("4lw.commands.whitelist=srvr,ruok,mntr\n")
 	b.WriteString("minSessionTimeout=100\nmaxSessionTimeout=60000\n")
@@ -317,7 +313,7 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 				fmt.Fprintf(&b, "server.%d=%s\n", o.id, v)
 				continue
 			}
-			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorumPort, o.electionPort)
+			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", o.id, o.Host(), o.quorumPort, o.electionPort)
 		}
 	}
 	return b.String()
@@ -329,8 +325,8 @@ func (z *ZooKeeper) Members() []*ZooKeeperMember {
 }
 
 // memberServers returns the members as Servers, for Cluster.ClientAddr.
-func (z *ZooKeeper) memberServers() []Server {
-	out := make([]Server, len(z.members))
+func (z *ZooKeeper) memberServers() []cluster.Server {
+	out := make([]cluster.Server, len(z.members))
 	for i, m := range z.members {
 		out[i] = m
 	}
@@ -354,11 +350,39 @@ func (z *ZooKeeper) Leader(ctx context.Context) (*ZooKeeperMember, error) {
 	return nil, fmt.Errorf("zookeeper: no leader: %w", errors.Join(errs...))
 }
 
+// LeaderServer is Leader as a cluster.Server (cluster.Leading: a server
+// fault's leader).
+func (z *ZooKeeper) LeaderServer(ctx context.Context) (cluster.Server, error) {
+	m, err := z.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// PeerLinks are the links that carry member from's traffic to member to
+// (its quorum and election links of the pair in that direction), when
+// links are enabled (cluster.Peered).
+func (z *ZooKeeper) PeerLinks(from, to string) []*links.Link { return z.peers[from+"->"+to] }
+
+// Peers are the members, when they dial one another through links; none
+// otherwise (cluster.Peered).
+func (z *ZooKeeper) Peers() []cluster.Server {
+	if len(z.peers) == 0 {
+		return nil
+	}
+	return z.memberServers()
+}
+
 // quorumAddr and electionAddr are the member's ports for its peers.
-func (m *ZooKeeperMember) quorumAddr() string { return hostPort("", m.host, m.quorumPort) }
+func (m *ZooKeeperMember) quorumAddr() string {
+	return net.JoinHostPort(m.Host(), strconv.Itoa(m.quorumPort))
+}
 
 // electionAddr is the member's leader-election address, host:port.
-func (m *ZooKeeperMember) electionAddr() string { return hostPort("", m.host, m.electionPort) }
+func (m *ZooKeeperMember) electionAddr() string {
+	return net.JoinHostPort(m.Host(), strconv.Itoa(m.electionPort))
+}
 
 // DataDir is the member's data directory (its zoo.cfg, myid and
 // transaction log).
@@ -373,18 +397,18 @@ func (m *ZooKeeperMember) fourLetter(ctx context.Context, cmd string) (string, e
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", m.Addr())
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+		return "", fmt.Errorf("%s %s: %w", m.Name(), cmd, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
 	if _, err := conn.Write([]byte(cmd)); err != nil {
-		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+		return "", fmt.Errorf("%s %s: %w", m.Name(), cmd, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(conn, 1<<16))
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", m.name, cmd, err)
+		return "", fmt.Errorf("%s %s: %w", m.Name(), cmd, err)
 	}
 	return string(b), nil
 }
@@ -408,16 +432,15 @@ func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
 	}
 	mode, ok := srvrField(r, "Mode")
 	if !ok {
-		return "", fmt.Errorf("%s: not serving: %s", m.name, strings.TrimSpace(r))
+		return "", fmt.Errorf("%s: not serving: %s", m.Name(), strings.TrimSpace(r))
 	}
 	return mode, nil
 }
 
-// newZooKeeperMember is the member with myid id at p (its client port).
-func newZooKeeperMember(p program, id int) *ZooKeeperMember {
-	p.kind = zookeeperKind
-	m := &ZooKeeperMember{Faultable: Faultable{program: p}, id: id}
-	m.ready = m.serving
+// newZooKeeperMember is the member with myid id as s.
+func newZooKeeperMember(s cluster.Faultable, id int) *ZooKeeperMember {
+	m := &ZooKeeperMember{Faultable: s, id: id}
+	m.SetReady(m.serving)
 	return m
 }
 
@@ -435,7 +458,7 @@ func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
 	}
 	v, ok := srvrField(r, "Zookeeper version")
 	if !ok {
-		return "", fmt.Errorf("%s: srvr names no version: %s", m.name, strings.TrimSpace(r))
+		return "", fmt.Errorf("%s: srvr names no version: %s", m.Name(), strings.TrimSpace(r))
 	}
 	if i := strings.IndexByte(v, ','); i > 0 {
 		v = v[:i]
@@ -513,7 +536,7 @@ func zkHandshake(ctx context.Context, addr string) error {
 // zkDeleteRun deletes the children of root whose names begin with prefix,
 // with everything under them (the lock recipe's per-key znodes; their
 // ephemeral lock nodes are gone with the run's sessions).
-func zkDeleteRun(ctx context.Context, servers []string, auth *Auth, root, prefix string) error {
+func zkDeleteRun(ctx context.Context, servers []string, auth *cluster.Auth, root, prefix string) error {
 	conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		return err
@@ -571,19 +594,31 @@ func (zkQuiet) Printf(string, ...any) {}
 const zookeeperKind = "zookeeper"
 
 func init() {
-	RegisterKind(Kind{
+	cluster.RegisterKind(cluster.Kind{
 		Name:     zookeeperKind,
 		Sessions: true,
 		Leader:   true,
 		Packages: []string{"zookeeper", "default-jre-headless"},
 		Image:    "zookeeper:3.9",
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
-			_, err := c.ZooKeeper(ctx, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
+		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
+			_, err := Start(ctx, c, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
 			return err
 		},
-		Compose: &ComposeSpec{Port: 17050, Services: zookeeperCompose},
-		Check:   func(ctx context.Context, e Endpoint) error { return zkHandshake(ctx, e.Addr) },
-		Cleanup: func(ctx context.Context, servers []Endpoint, namespace string) error {
+		Compose: &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
+		Check:   func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },
+		// A servers file's username and password are a digest user's.
+		Credentials: func(a *cluster.Auth) (*cluster.Auth, error) {
+			if a.TLS != nil {
+				return nil, errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
+			}
+			if a.Username == "" || a.Password == "" {
+				return nil, errors.New("ZooKeeper's digest auth needs both username and password_env")
+			}
+			digest := a.Username + ":" + a.Password
+			secret.Register(digest)
+			return &cluster.Auth{Scheme: "digest", Digest: digest}, nil
+		},
+		Cleanup: func(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
 			var addrs []string
 			for _, e := range servers {
 				addrs = append(addrs, e.Addr)
@@ -599,7 +634,7 @@ func init() {
 // zookeeperCompose is ZooKeeper in the standing cluster: one server, run
 // as the harness runs it where the image has Debian's package (no start
 // script of its own), by zkServer.sh in the official image.
-func zookeeperCompose(port int, image string) ComposeCluster {
+func zookeeperCompose(port int, image string) cluster.ComposeCluster {
 	p := strconv.Itoa(port)
 	script := `mkdir -p /tmp/zk
 printf 'tickTime=100\ninitLimit=50\nsyncLimit=10\ndataDir=/tmp/zk\nclientPort=` + p + `\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,mntr\nminSessionTimeout=100\nmaxSessionTimeout=60000\nmaxClientCnxns=0\n' >/tmp/zoo.cfg
@@ -608,11 +643,70 @@ if [ -f /usr/share/java/zookeeper.jar ]; then
 fi
 exec zkServer.sh start-foreground /tmp/zoo.cfg
 `
-	return ComposeCluster{
-		Services: []ComposeService{{Name: "zookeeper", Image: image,
+	return cluster.ComposeCluster{
+		Services: []cluster.ComposeService{{Name: "zookeeper", Image: image,
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + " && echo ruok >&3 && grep -q imok <&3"},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{zookeeperKind: {ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
+		Servers: map[string][]cluster.ServerEntry{zookeeperKind: {cluster.ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
 	}
+}
+
+// peerLinks makes c's links between the members of z (before
+// they start: each member's zoo.cfg names the others at its links' address)
+// and sets each member's view of the others; nothing without links or with
+// one member. On an error, the links made are stopped.
+func peerLinks(c *cluster.Cluster, z *ZooKeeper) error {
+	if len(z.members) < 2 || !c.LinksEnabled() {
+		return nil
+	}
+	z.peers = map[string][]*links.Link{}
+	var made []*links.Link
+	fail := func(err error) error {
+		c.DropLinks(made)
+		z.peers = nil
+		for _, m := range z.members {
+			m.via = nil
+		}
+		return err
+	}
+	election := map[string]*links.Link{}
+	for _, m := range z.members {
+		m.via = map[int]string{}
+		for _, o := range z.members {
+			if o == m {
+				continue
+			}
+			q, err := c.PeerLink(m, o, "quorum", o.quorumAddr())
+			if err != nil {
+				return fail(err)
+			}
+			made = append(made, q)
+			e, err := c.PeerLink(m, o, "election", o.electionAddr())
+			if err != nil {
+				return fail(err)
+			}
+			made = append(made, e)
+			qh, qp, err := net.SplitHostPort(q.Addr())
+			if err != nil {
+				return fail(err)
+			}
+			_, ep, err := net.SplitHostPort(e.Addr())
+			if err != nil {
+				return fail(err)
+			}
+			m.via[o.id] = fmt.Sprintf("%s:%s:%s", qh, qp, ep)
+			z.peers[m.Name()+"->"+o.Name()] = []*links.Link{q, e}
+			election[m.Name()+"->"+o.Name()] = e
+		}
+	}
+	// Each election link i->j tells j to dial i back at the link j->i.
+	for key, e := range election {
+		from, to, _ := strings.Cut(key, "->")
+		back := election[to+"->"+from]
+		if err := e.RedirectElection(back.Addr()); err != nil {
+			return fail(fmt.Errorf("cluster: %w", err))
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // KillSessions ends the session of every lock's holder: the owner of the
@@ -70,7 +72,7 @@ type zkHolder struct {
 // lock recipe's root, key, lock node) and returns, per parent, its oldest
 // ephemeral child, sorted by path; subtrees the run's user may not list
 // (someone else's) are skipped.
-func zkHolders(ctx context.Context, addrs []string, auth *Auth) ([]zkHolder, error) {
+func zkHolders(ctx context.Context, addrs []string, auth *cluster.Auth) ([]zkHolder, error) {
 	conn, events, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		return nil, err
