@@ -256,8 +256,9 @@ func (r *matrixRun) runOptions(c matrix.Planned, followed bool) Options {
 }
 
 // runCell runs the i-th cell of the share and records its judgment;
-// ready, when not nil, is the cell's run prepared ahead.
-func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead) {
+// ready, when not nil, is the cell's run prepared ahead, and clientsDone
+// (when not nil) is called once the cell's clients' time is up.
+func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, clientsDone func()) {
 	c := r.share[i]
 	ev := CellEvent{Index: i, Total: len(r.share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
 	r.mu.Lock()
@@ -272,9 +273,9 @@ func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead) {
 	var out *Outcome
 	var err error
 	if opts := r.runOptions(c, ev.Followed); ready != nil {
-		out, err = ready.run(ctx, opts.Observe)
+		out, err = ready.run(ctx, opts.Observe, clientsDone)
 	} else {
-		out, err = Run(ctx, c.Scenario, opts)
+		out, err = runThen(ctx, c.Scenario, opts, clientsDone)
 	}
 	var cell matrix.Cell
 	if err == nil {
@@ -379,10 +380,9 @@ func (r *matrixRun) dispatch(ctx context.Context) {
 		})
 	}
 	q := &cellQueue{order: order}
-	lanes := min(parallel, len(r.share))
 	var wg sync.WaitGroup
-	for range lanes {
-		wg.Go(func() { r.lane(ctx, q, lanes) })
+	for range min(parallel, len(r.share)) {
+		wg.Go(func() { r.lane(ctx, q) })
 	}
 	wg.Wait()
 }

@@ -36,11 +36,18 @@ import (
 // leaves what it started to cleanup, which runs on success, error and
 // panic alike.
 func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, error) {
+	return runThen(ctx, sc, opt, nil)
+}
+
+// runThen is Run, calling clientsDone (when not nil) once the clients'
+// time is up (see run.clientsDone).
+func runThen(ctx context.Context, sc *scenarios.Scenario, opt Options, clientsDone func()) (*Outcome, error) {
 	r, err := prepare(ctx, sc, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer r.cleanup()
+	r.clientsDone = clientsDone
 	return r.finish(ctx)
 }
 
@@ -125,6 +132,10 @@ type run struct {
 	serversFile *cluster.ServersFile
 	// launcher runs the clients as processes (nil: in-process).
 	launcher *clientproc.Launcher
+	// clientsDone, when set, is called once the clients' time is up (or
+	// they failed), before the faults are healed: a matrix lane starts
+	// its next cell's servers then (prestart.go).
+	clientsDone func()
 
 	// started is set once clients run: from then on the store keeps the
 	// run (and its history) whatever happens.
@@ -368,6 +379,9 @@ func (r *run) runClients(ctx context.Context) error {
 		t.Stop()
 	}
 	close(stop)
+	if r.clientsDone != nil {
+		r.clientsDone()
+	}
 	if herr := r.engine.Heal(context.WithoutCancel(ctx)); herr != nil {
 		r.lg.Printf("nemesis: %v", herr)
 	}

@@ -45,9 +45,10 @@ func (m *matrixRun) startAhead(ctx context.Context, i int) *ahead {
 	return a
 }
 
-// run waits for the cell's servers and runs the rest of it (see Run),
-// its run.log saying that they were started ahead and how long it waited.
-func (a *ahead) run(ctx context.Context, observe func(history.Op)) (*Outcome, error) {
+// run waits for the cell's servers and runs the rest of it (see Run and
+// runThen), its run.log saying that they were started ahead and how long
+// it waited for them.
+func (a *ahead) run(ctx context.Context, observe func(history.Op), clientsDone func()) (*Outcome, error) {
 	a.used = true
 	defer a.cancel()
 	began := time.Now()
@@ -59,7 +60,8 @@ func (a *ahead) run(ctx context.Context, observe func(history.Op)) (*Outcome, er
 	r := a.r
 	defer r.cleanup()
 	r.opt.Observe = observe
-	r.lg.Printf("servers started ahead, while the lane's previous cell ran: up in %s; waited %s for them",
+	r.clientsDone = clientsDone
+	r.lg.Printf("servers started ahead, as the lane's previous cell wound down: up in %s; waited %s for them",
 		a.took.Round(time.Millisecond), waited.Round(time.Millisecond))
 	return r.finish(ctx)
 }
@@ -98,14 +100,12 @@ func (q *cellQueue) take() (int, bool) {
 	return i, true
 }
 
-// takeAhead gives a lane that has a cell the next one as well, for its
-// servers to start ahead, when worth says so and at least lanes cells are
-// left: the last ones go to whichever lane is free first, as without
-// starting ahead, so the lanes still end together.
-func (q *cellQueue) takeAhead(lanes int, worth func(int) bool) (int, bool) {
+// takeAhead gives a lane whose cell's clients are done the next cell, for
+// its servers to start ahead, when worth says so.
+func (q *cellQueue) takeAhead(worth func(int) bool) (int, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.order)-q.next < lanes || !worth(q.order[q.next]) {
+	if q.next >= len(q.order) || !worth(q.order[q.next]) {
 		return 0, false
 	}
 	i := q.order[q.next]
@@ -122,15 +122,29 @@ func (m *matrixRun) worthAhead(i int) bool {
 }
 
 // lane runs cells one after another until none is left or the matrix
-// stops; with MatrixOptions.Prestart, the servers of its next cell start
-// while the current one runs (worthAhead). Whatever way it ends (an
-// interrupt, a panic), the servers of a cell it will not run are stopped.
-func (m *matrixRun) lane(ctx context.Context, q *cellQueue, lanes int) {
+// stops. With MatrixOptions.Prestart, once the clients of its cell are
+// done, it takes the next cell and starts its servers (worthAhead) while
+// the cell winds down (heals its faults, checks, reports): they start
+// beside no cell's clients but the other lanes', as without, so no run's
+// timing changes. Whatever way it ends (an interrupt, a panic), the
+// servers of a cell it will not run are stopped.
+func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 	var cur, next *ahead
 	defer func() {
 		cur.abandon()
 		next.abandon()
 	}()
+	var clientsDone func()
+	if m.opt.Prestart {
+		clientsDone = func() {
+			if ctx.Err() != nil {
+				return
+			}
+			if j, ok := q.takeAhead(m.worthAhead); ok {
+				next = m.startAhead(ctx, j)
+			}
+		}
+	}
 	for {
 		if m.stopped(ctx) {
 			return
@@ -144,12 +158,7 @@ func (m *matrixRun) lane(ctx context.Context, q *cellQueue, lanes int) {
 				return
 			}
 		}
-		if m.opt.Prestart {
-			if j, ok := q.takeAhead(lanes, m.worthAhead); ok {
-				next = m.startAhead(ctx, j)
-			}
-		}
-		m.runCell(ctx, i, cur)
+		m.runCell(ctx, i, cur, clientsDone)
 		cur = nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,11 +80,16 @@ func TestMatrixPrestartLane(t *testing.T) {
 func TestMatrixPrestartInterrupted(t *testing.T) {
 	requirePostgres(t)
 	d := time.Second
-	for _, tc := range []struct{ name, marker string }{
+	for _, tc := range []struct {
+		name, marker string
+		nth          int
+	}{
 		// The second cell's run opens its store just before its servers start.
-		{"while the servers start", "backend pg-advisory, seed 2"},
-		// The first cell's clients ran a second: the second's servers are up.
-		{"with the servers up", "clients done"},
+		{"while the servers start", "backend pg-advisory, seed 2", 1},
+		// The second "server up" is the second cell's, started ahead.
+		{"with the servers up", "server up", 2},
+		// The first cell reported: the second's are up, or nearly.
+		{"as the first cell ends", "verdict:", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp, store := t.TempDir(), t.TempDir()
@@ -93,7 +99,7 @@ func TestMatrixPrestartInterrupted(t *testing.T) {
 				Scenarios: []string{"baseline"}, Backends: []string{"pg-advisory"}, Seeds: 3,
 				Store: store, TempDir: tmp, Parallel: 1, Prestart: true,
 				Overrides: scenarios.Overrides{Duration: &d},
-				Log:       &cancelOn{marker: []byte(tc.marker), cancel: cancel},
+				Log:       &cancelAt{marker: []byte(tc.marker), nth: tc.nth, cancel: cancel},
 			})
 			if !errors.Is(err, ErrInterrupted) {
 				t.Fatalf("want ErrInterrupted, got %v", err)
@@ -113,6 +119,26 @@ func TestMatrixPrestartInterrupted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelAt is a run log that cancels the matrix when the nth line
+// containing marker is logged.
+type cancelAt struct {
+	mu     sync.Mutex
+	marker []byte
+	nth    int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAt) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Contains(b, c.marker) {
+		if c.nth--; c.nth == 0 {
+			c.cancel()
+		}
+	}
+	return len(b), nil
 }
 
 // children lists "pid: command" of the processes whose parent is pid.
