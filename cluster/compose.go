@@ -10,7 +10,7 @@ import (
 // The standing cluster: docker-compose.yml brings up servers of every
 // registered kind on 127.0.0.1 (host networking), and compose.servers.yaml
 // points `--servers external` at them. Both are written from the registry
-// (`locktorture compose`), so a kind's file is all a kind needs to be
+// (`locktorture compose`), so a kind's package is all a kind needs to be
 // served there too: its Kind.Compose, or — for a kind that is one program
 // (Kind.Program) — a service made from its ProgramSpec.
 

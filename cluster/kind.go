@@ -12,7 +12,8 @@ import (
 // process or in a container alike: a kind asks its Provider for a host, a
 // port, a directory and its program, never which mode runs), how it checks
 // one someone else runs, and how it removes a run's own data from one.
-// Each kind's file registers its Kind from its init (RegisterKind);
+// Each kind registers its Kind from its init (RegisterKind): a package of
+// its own under cluster/kinds, linked by cluster/kinds/all;
 // everything that lists kinds — servers files, images, the exec backend,
 // the external clean-up — reads the registry. What a kind's servers can do
 // beyond Server is said by small interfaces (Versioner, Pauser, Killer,
@@ -132,7 +133,8 @@ var (
 	kinds   = map[string]Kind{}
 )
 
-// RegisterKind makes a kind of server known; its file calls it from init.
+// RegisterKind makes a kind of server known; its package calls it from
+// init.
 // A second kind of the same name panics.
 func RegisterKind(k Kind) {
 	kindsMu.Lock()

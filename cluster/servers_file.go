@@ -37,7 +37,7 @@ var ErrServerCheck = errors.New("server check failed")
 
 // ServersFile is a servers file: the servers someone else runs that an
 // external run uses (docs/servers-file.md). Its keys are kinds of server
-// (the registry's: each kind's file adds its own) and sentinel:
+// (the registry's: each kind adds its own) and sentinel:
 //
 //	redis: [10.0.0.5:6379, 10.0.0.6:6379]          # primaries, in the order backends take them
 //	sentinel: {master: mymaster, addrs: [10.0.0.9:26379]}
