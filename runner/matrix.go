@@ -77,9 +77,10 @@ type MatrixOptions struct {
 	// Valkey in its image) skips it, with the reason (refusal).
 	Versions []matrix.Version
 	// Prestart starts a cell's servers while the cell before it in its
-	// lane runs, when their estimated start-up is at least PrestartMin
-	// (locktorture matrix/compare --prestart, on by default there): each
-	// run's time, faults and history are as without, its run.log says so.
+	// lane winds down (its clients done), when their estimated start-up
+	// is at least PrestartMin (locktorture matrix/compare --prestart, on
+	// by default there): each run's time, faults and history are as
+	// without; its run.log says so.
 	Prestart bool
 	// Compare makes the matrix a backend comparison (locktorture compare):
 	// fenced cells beside the plain ones where a scenario states a fenced

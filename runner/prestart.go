@@ -11,14 +11,14 @@ import (
 
 // PrestartMin is the estimated start-up (matrix.Planned.Startup) from
 // which a lane starts a cell's servers ahead, while the cell before it
-// runs: PostgreSQL, ZooKeeper and MariaDB, whose start-up (a data
-// directory copied, a JVM) is worth taking off a lane's time; Redis and
-// etcd come up in a fraction of that, and are started when their cell's
-// turn comes. A variable for tests.
+// winds down: PostgreSQL, ZooKeeper and MariaDB, whose start-up (a data
+// directory copied, a JVM: 0.3-1.3 s on an idle 2-core machine) is worth
+// taking off a lane's time; Redis (25 ms) and etcd (0.1-0.2 s) come up in
+// a fraction of that, and are started when their cell's turn comes.
 var PrestartMin = time.Second
 
 // ahead is a cell whose run a lane prepares (prepare: its store and its
-// servers) while the lane's previous cell runs. It belongs to that one
+// servers) while the lane's previous cell winds down. It belongs to that one
 // cell: run finishes it, or abandon stops what it started.
 type ahead struct {
 	i      int // the cell, in the share

@@ -128,7 +128,7 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 		*f.parallel, f.parallelAuto = n, false
 		return nil
 	})
-	f.prestart = fs.Bool("prestart", true, "start a cell's servers while the cell before it in its lane runs, for the kinds slow to start (PostgreSQL, ZooKeeper, MariaDB); each run's time and faults are as without (--prestart=false: each cell starts its own when its turn comes)")
+	f.prestart = fs.Bool("prestart", true, "start a cell's servers while the cell before it in its lane winds down (once its clients are done), for the kinds slow to start (PostgreSQL, ZooKeeper, MariaDB); each run's time and faults are as without (--prestart=false: each cell starts its own when its turn comes)")
 	f.servers = fs.String("servers", "", "where every cell's servers run: local (the default), docker or external (servers someone else runs: --servers-file)")
 	f.serversFile = fs.String("servers-file", "", "with --servers external: a YAML file naming the servers")
 	f.clientMode = fs.String("client-mode", "", "how every cell's clients run: inproc (the default) or process (one process each)")

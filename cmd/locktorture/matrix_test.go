@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/matrix"
 
 	"github.com/locktorture/locktorture/reports"
@@ -275,5 +277,46 @@ func TestShardsMergeCommand(t *testing.T) {
 	// A shard alone is not the whole matrix: its missing cells fail.
 	if code, out, _ := runCLI(t, "merge", "--store", t.TempDir(), shards[0]); code != exitInvalid || !strings.Contains(out, "MISSING") {
 		t.Errorf("merging one shard of two: exit %d\n%s", code, out)
+	}
+}
+
+// TestMatrixPrestartFlag: matrix starts the servers of a lane's next
+// PostgreSQL cell ahead by default (its run.log says so, the first
+// cell's does not), and --prestart=false starts each cell's when its turn
+// comes.
+func TestMatrixPrestartFlag(t *testing.T) {
+	testenv.Require(t, "postgres")
+	for _, tc := range []struct {
+		flags []string
+		ahead []bool // per cell, in plan order
+	}{
+		{nil, []bool{false, true}},
+		{[]string{"--prestart=false"}, []bool{false, false}},
+	} {
+		t.Run(fmt.Sprint(tc.flags), func(t *testing.T) {
+			store := t.TempDir()
+			args := append([]string{"matrix", "--scenarios", "baseline", "--backends", "pg-advisory", "--seeds", "2", "--parallel", "1",
+				"--duration", "300ms", "--quiet", "--store", store}, tc.flags...)
+			if code, out, stderr := runCLI(t, args...); code != exitValid {
+				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+			}
+			dir := filepath.Join(store, "matrix", "latest")
+			m, err := matrix.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Cells) != len(tc.ahead) {
+				t.Fatalf("%d cells, want %d", len(m.Cells), len(tc.ahead))
+			}
+			for i, c := range m.Cells {
+				log, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Dir), reports.FileRunLog))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Contains(string(log), "servers started ahead"); got != tc.ahead[i] {
+					t.Errorf("cell %d: run.log says servers started ahead: %v, want %v", i, got, tc.ahead[i])
+				}
+			}
+		})
 	}
 }
