@@ -21,6 +21,8 @@ import (
 	"github.com/locktorture/locktorture/internal/secret"
 
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -386,3 +388,10 @@ func (c *Cluster) Close() error {
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) { return local.FreePort() }
+
+// NewPassword returns a random password (hex: safe in SQL and URLs).
+func NewPassword() string {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Kind is one kind of server: how the harness starts it (as a local
@@ -83,10 +84,11 @@ type Kind struct {
 	// says why; "" when they can, or when it is no ensemble.
 	MembersUnlinked string
 	// Credentials turns the username, password and TLS files a servers
-	// file gives for a server of this kind into what its clients take
-	// (ZooKeeper: a digest), or says why they cannot be used. Nil: they
-	// are taken as given.
-	Credentials func(a *Auth) (*Auth, error)
+	// file gives for the server at addr (its address or DSN) into what
+	// its clients take: the address they dial (PostgreSQL: a DSN holding
+	// them) and the credentials left (ZooKeeper: a digest), or says why
+	// they cannot be used. Nil: they are taken as given.
+	Credentials func(addr string, a *Auth) (string, *Auth, error)
 	// Companions are the other programs its servers include, by the
 	// names their servers go by (redis: "sentinel", its Sentinels):
 	// ServerKind takes sentinel-0 for a server of this kind.
@@ -109,6 +111,90 @@ type StartOptions struct {
 	Members map[string]int
 	// Postgres are PostgreSQL's settings (timeouts, keepalives).
 	Postgres PostgresOptions
+}
+
+// PostgresOptions are the server settings of a run's PostgreSQL. The zero
+// value is a fast throwaway server: fsync and full_page_writes off. That
+// loses nothing when the server is killed (every commit is still written
+// to the operating system before it returns); only an operating system
+// crash could lose data. synchronous_commit stays on by default for that
+// reason: with it off, a kill -9 loses the last fraction of a second of
+// commits, and a kill nemesis would then report lost updates that the
+// lock did not cause.
+type PostgresOptions struct {
+	// Durable turns fsync and full_page_writes back on.
+	Durable bool
+	// AsyncCommit sets synchronous_commit off: faster commits, but a killed
+	// server forgets the last ones it acknowledged.
+	AsyncCommit bool
+	// MaxConnections is max_connections; zero means 100.
+	MaxConnections int
+	// IdleSessionTimeout ends a session idle outside a transaction this
+	// long (and so frees its session-level locks); zero means never.
+	IdleSessionTimeout time.Duration
+	// IdleInTransactionSessionTimeout ends a session idle inside a
+	// transaction this long; zero means never.
+	IdleInTransactionSessionTimeout time.Duration
+	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
+	// the server's keepalives on client connections, which decide how soon
+	// it notices a client that vanished (a partition) and frees its
+	// locks; zero means the operating system's default. Rounded up to
+	// whole seconds.
+	TCPKeepalivesIdle     time.Duration
+	TCPKeepalivesInterval time.Duration
+	TCPKeepalivesCount    int
+	// Settings are further server settings, name to value, as
+	// postgresql.conf would spell them ("lock_timeout": "2s").
+	Settings map[string]string
+	// Bouncer, when its pool mode is set, puts a PgBouncer in front of
+	// the server (pgbouncer.go): the clients of every PostgreSQL backend
+	// and the postgres resource dial it instead.
+	Bouncer PgBouncerOptions
+}
+
+// PgBouncer's pool modes (PgBouncerOptions.PoolMode).
+const (
+	// PoolSession gives a client one server connection from its first
+	// statement until it disconnects; the connection is then reset
+	// (DISCARD ALL, which also frees session-level advisory locks) and
+	// handed to the next client.
+	PoolSession = "session"
+	// PoolTransaction gives a client a server connection for one
+	// transaction only (a statement outside a transaction is one): its
+	// next transaction may run on another server connection, and the
+	// previous one may serve another client meanwhile. Session state — a
+	// session-level advisory lock among it — stays on the server
+	// connection it was made on, not with the client.
+	PoolTransaction = "transaction"
+)
+
+// ViaPgBouncer is the only value of PostgresOptions.Via that puts
+// something in front of the server.
+const ViaPgBouncer = "pgbouncer"
+
+// PgBouncerOptions put a PgBouncer in front of the run's PostgreSQL:
+// every client of a PostgreSQL backend, and the postgres resource,
+// dials it instead of the server.
+type PgBouncerOptions struct {
+	// PoolMode is PoolSession or PoolTransaction.
+	PoolMode string `json:"pool_mode,omitempty"`
+	// PoolSize is how many server connections the clients' pool keeps at
+	// most (default_pool_size): fewer than the clients makes them share.
+	// Zero means one per client in session mode (a client keeps its
+	// server connection while it stays connected: with fewer, the others
+	// would wait for one) and half the clients, at least one, in
+	// transaction mode.
+	PoolSize int `json:"pool_size,omitempty"`
+	// Clients is the number of client processes (for PoolSize's default).
+	Clients int `json:"clients,omitempty"`
+}
+
+// CheckPoolMode says what is wrong with a pool mode.
+func CheckPoolMode(mode string) error {
+	if mode != PoolSession && mode != PoolTransaction {
+		return fmt.Errorf("pool_mode %q is not %s or %s", mode, PoolSession, PoolTransaction)
+	}
+	return nil
 }
 
 // Versioner is a server that can say its version, as the server reports it.

@@ -15,43 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PgBouncer's pool modes (PgBouncerOptions.PoolMode).
-const (
-	// PoolSession gives a client one server connection from its first
-	// statement until it disconnects; the connection is then reset
-	// (DISCARD ALL, which also frees session-level advisory locks) and
-	// handed to the next client.
-	PoolSession = "session"
-	// PoolTransaction gives a client a server connection for one
-	// transaction only (a statement outside a transaction is one): its
-	// next transaction may run on another server connection, and the
-	// previous one may serve another client meanwhile. Session state — a
-	// session-level advisory lock among it — stays on the server
-	// connection it was made on, not with the client.
-	PoolTransaction = "transaction"
-)
-
-// ViaPgBouncer is the only value of PostgresOptions.Via that puts
-// something in front of the server.
-const ViaPgBouncer = "pgbouncer"
-
-// PgBouncerOptions put a PgBouncer in front of the run's PostgreSQL:
-// every client of a PostgreSQL backend, and the postgres resource,
-// dials it instead of the server.
-type PgBouncerOptions struct {
-	// PoolMode is PoolSession or PoolTransaction.
-	PoolMode string `json:"pool_mode,omitempty"`
-	// PoolSize is how many server connections the clients' pool keeps at
-	// most (default_pool_size): fewer than the clients makes them share.
-	// Zero means one per client in session mode (a client keeps its
-	// server connection while it stays connected: with fewer, the others
-	// would wait for one) and half the clients, at least one, in
-	// transaction mode.
-	PoolSize int `json:"pool_size,omitempty"`
-	// Clients is the number of client processes (for PoolSize's default).
-	Clients int `json:"clients,omitempty"`
-}
-
 // pool is the clients' pool size: PoolSize, or its default.
 func (o PgBouncerOptions) pool() int {
 	switch {
@@ -61,14 +24,6 @@ func (o PgBouncerOptions) pool() int {
 		return max(1, o.Clients/2)
 	}
 	return max(1, o.Clients)
-}
-
-// CheckPoolMode says what is wrong with a pool mode.
-func CheckPoolMode(mode string) error {
-	if mode != PoolSession && mode != PoolTransaction {
-		return fmt.Errorf("pool_mode %q is not %s or %s", mode, PoolSession, PoolTransaction)
-	}
-	return nil
 }
 
 // pgbouncerKind is the PgBouncer kind's name.

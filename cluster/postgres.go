@@ -3,8 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/url"
@@ -33,49 +32,6 @@ const (
 	// postgresDatabase is the database backends and resources use.
 	postgresDatabase = "locktorture"
 )
-
-// TemplateFormat changes whenever what the cached template holds changes,
-// so an old cache is never used for a new layout.
-const TemplateFormat = "v2"
-
-// PostgresOptions are the server settings of a run's PostgreSQL. The zero
-// value is a fast throwaway server: fsync and full_page_writes off. That
-// loses nothing when the server is killed (every commit is still written
-// to the operating system before it returns); only an operating system
-// crash could lose data. synchronous_commit stays on by default for that
-// reason: with it off, a kill -9 loses the last fraction of a second of
-// commits, and a kill nemesis would then report lost updates that the
-// lock did not cause.
-type PostgresOptions struct {
-	// Durable turns fsync and full_page_writes back on.
-	Durable bool
-	// AsyncCommit sets synchronous_commit off: faster commits, but a killed
-	// server forgets the last ones it acknowledged.
-	AsyncCommit bool
-	// MaxConnections is max_connections; zero means 100.
-	MaxConnections int
-	// IdleSessionTimeout ends a session idle outside a transaction this
-	// long (and so frees its session-level locks); zero means never.
-	IdleSessionTimeout time.Duration
-	// IdleInTransactionSessionTimeout ends a session idle inside a
-	// transaction this long; zero means never.
-	IdleInTransactionSessionTimeout time.Duration
-	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
-	// the server's keepalives on client connections, which decide how soon
-	// it notices a client that vanished (a partition) and frees its
-	// locks; zero means the operating system's default. Rounded up to
-	// whole seconds.
-	TCPKeepalivesIdle     time.Duration
-	TCPKeepalivesInterval time.Duration
-	TCPKeepalivesCount    int
-	// Settings are further server settings, name to value, as
-	// postgresql.conf would spell them ("lock_timeout": "2s").
-	Settings map[string]string
-	// Bouncer, when its pool mode is set, puts a PgBouncer in front of
-	// the server (pgbouncer.go): the clients of every PostgreSQL backend
-	// and the postgres resource dial it instead.
-	Bouncer PgBouncerOptions
-}
 
 // args turns the options into postgres -c arguments (sorted, so a run is
 // repeatable).
@@ -199,18 +155,6 @@ func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Po
 	pg.externalDSN = dsn
 	c.AddServer(pg)
 	return pg, nil
-}
-
-// Machine is a provider whose servers are processes of the harness's own
-// machine (cluster/local): a kind may then make their files itself, as
-// the system user they run as, and keep what it makes once between runs.
-// PostgreSQL's data directory is copied from such a template, made by
-// this machine's initdb; a provider without the ability (a container)
-// runs initdb where the server runs.
-type Machine interface {
-	Provider
-	RunAs(user, why, pkg string) (local.RunAs, error)
-	Template(ctx context.Context, key, scratch, note string, as local.RunAs, build func(ctx context.Context, dir string) (string, error)) (string, error)
 }
 
 func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
@@ -462,13 +406,6 @@ func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
 	return pg.ping(ctx)
 }
 
-// NewPassword returns a random password (hex: safe in SQL and URLs).
-func NewPassword() string {
-	var b [18]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 func (pg *Postgres) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -690,12 +627,13 @@ const postgresKind = "postgres"
 
 func init() {
 	RegisterKind(Kind{
-		TLS:      []string{ServersLocal},
-		Name:     postgresKind,
-		Sessions: true,
-		Packages: []string{"postgresql"},
-		Image:    "postgres:16",
-		DSN:      true,
+		TLS:         []string{ServersLocal},
+		Credentials: postgresCredentials,
+		Name:        postgresKind,
+		Sessions:    true,
+		Packages:    []string{"postgresql"},
+		Image:       "postgres:16",
+		DSN:         true,
 		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
 			_, err := c.Postgres(ctx, o.Postgres)
 			return err
@@ -805,4 +743,43 @@ func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, err
 		return nil, "", err
 	}
 	return []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key, "-c", "ssl_ca_file=" + ca}, a.CAFile(), nil
+}
+
+// postgresCredentials puts a servers file's username, password and TLS
+// files for the PostgreSQL at addr (a DSN) into it (TLS as
+// sslmode=verify-full, sslrootcert, sslcert and sslkey): PostgreSQL keeps
+// its credentials in its DSN, and nothing is left beside it.
+func postgresCredentials(addr string, a *Auth) (string, *Auth, error) {
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", nil, errors.New("username, password_env and tls need a postgres:// DSN")
+	}
+	if a.Username != "" || a.Password != "" {
+		user := a.Username
+		if user == "" && u.User != nil {
+			user = u.User.Username()
+		}
+		u.User = url.UserPassword(user, a.Password)
+		if a.Password == "" {
+			u.User = url.User(user)
+		}
+	}
+	if t := a.TLS; t != nil {
+		if t.ServerName != "" {
+			return "", nil, errors.New("tls: server_name is not supported for PostgreSQL: the DSN's host must be the certificate's name")
+		}
+		q := u.Query()
+		mode := "verify-full"
+		if t.InsecureSkipVerify {
+			mode = "require"
+		}
+		q.Set("sslmode", mode)
+		for k, v := range map[string]string{"sslrootcert": t.CA, "sslcert": t.Cert, "sslkey": t.Key} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), nil, nil
 }

@@ -181,3 +181,19 @@ func lastLogLine(path string) string {
 	}
 	return ", saying: " + last
 }
+
+// TemplateFormat changes whenever what the cached template holds changes,
+// so an old cache is never used for a new layout.
+const TemplateFormat = "v2"
+
+// Machine is a provider whose servers are processes of the harness's own
+// machine (cluster/local): a kind may then make their files itself, as
+// the system user they run as, and keep what it makes once between runs.
+// PostgreSQL's data directory is copied from such a template, made by
+// this machine's initdb; a provider without the ability (a container)
+// runs initdb where the server runs.
+type Machine interface {
+	Provider
+	RunAs(user, why, pkg string) (local.RunAs, error)
+	Template(ctx context.Context, key, scratch, note string, as local.RunAs, build func(ctx context.Context, dir string) (string, error)) (string, error)
+}

@@ -574,53 +574,21 @@ func (e *ServerEntry) adapt(kind string) error {
 	if a == nil {
 		return nil
 	}
-	if k, ok := LookupKind(kind); ok && k.Credentials != nil {
-		na, err := k.Credentials(a)
-		if err != nil {
-			return err
-		}
-		e.auth = na
+	k, ok := LookupKind(kind)
+	if !ok || k.Credentials == nil {
 		return nil
 	}
-	switch kind {
-	case postgresKind:
-		u, err := url.Parse(e.address())
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return errors.New("username, password_env and tls need a postgres:// DSN")
-		}
-		if a.Username != "" || a.Password != "" {
-			user := a.Username
-			if user == "" && u.User != nil {
-				user = u.User.Username()
-			}
-			u.User = url.UserPassword(user, a.Password)
-			if a.Password == "" {
-				u.User = url.User(user)
-			}
-		}
-		if t := a.TLS; t != nil {
-			if t.ServerName != "" {
-				return errors.New("tls: server_name is not supported for PostgreSQL: the DSN's host must be the certificate's name")
-			}
-			q := u.Query()
-			mode := "verify-full"
-			if t.InsecureSkipVerify {
-				mode = "require"
-			}
-			q.Set("sslmode", mode)
-			for k, v := range map[string]string{"sslrootcert": t.CA, "sslcert": t.Cert, "sslkey": t.Key} {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			u.RawQuery = q.Encode()
-		}
-		if e.DSN != "" {
-			e.DSN = u.String()
-		} else {
-			e.Addr = u.String()
-		}
-		e.auth = nil
+	addr, na, err := k.Credentials(e.address(), a)
+	if err != nil {
+		return err
 	}
+	if addr != e.address() {
+		if e.DSN != "" {
+			e.DSN = addr
+		} else {
+			e.Addr = addr
+		}
+	}
+	e.auth = na
 	return nil
 }

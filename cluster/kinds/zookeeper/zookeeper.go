@@ -607,16 +607,16 @@ func init() {
 		Compose: &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
 		Check:   func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },
 		// A servers file's username and password are a digest user's.
-		Credentials: func(a *cluster.Auth) (*cluster.Auth, error) {
+		Credentials: func(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
 			if a.TLS != nil {
-				return nil, errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
+				return "", nil, errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
 			}
 			if a.Username == "" || a.Password == "" {
-				return nil, errors.New("ZooKeeper's digest auth needs both username and password_env")
+				return "", nil, errors.New("ZooKeeper's digest auth needs both username and password_env")
 			}
 			digest := a.Username + ":" + a.Password
 			secret.Register(digest)
-			return &cluster.Auth{Scheme: "digest", Digest: digest}, nil
+			return addr, &cluster.Auth{Scheme: "digest", Digest: digest}, nil
 		},
 		Cleanup: func(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
 			var addrs []string
