@@ -73,10 +73,48 @@ func TestMatrixPrestartLane(t *testing.T) {
 	}
 }
 
+// TestMatrixPrestartTwoLanes: two lanes of four PostgreSQL cells between
+// them. Each lane's first cell starts its own servers, and each lane whose
+// clients finish while a cell is left starts that one's ahead: one or two
+// cells started ahead; every verdict as without, nothing left.
+func TestMatrixPrestartTwoLanes(t *testing.T) {
+	requirePostgres(t)
+	d := 300 * time.Millisecond
+	tmp := t.TempDir()
+	out, err := RunMatrix(context.Background(), MatrixOptions{
+		Scenarios: []string{"baseline"}, Backends: []string{"pg-advisory"}, Seeds: 4,
+		Store: t.TempDir(), TempDir: tmp, Parallel: 2, Prestart: true,
+		Overrides: scenarios.Overrides{Duration: &d},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Matrix.Cells) != 4 {
+		t.Fatalf("%d cells, want 4", len(out.Matrix.Cells))
+	}
+	ahead := 0
+	for i, c := range out.Matrix.Cells {
+		if !c.AsExpected || c.Verdict != "valid" {
+			t.Errorf("cell %d: %s, as expected %v: %s", i, c.Verdict, c.AsExpected, c.Why)
+		}
+		log, err := os.ReadFile(filepath.Join(out.Dir, filepath.FromSlash(c.Dir), "run.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(log, []byte(aheadLine)) {
+			ahead++
+		}
+	}
+	if ahead < 1 || ahead > 2 {
+		t.Errorf("%d of 4 cells' servers started ahead, want 1 or 2 (each lane's first cell starts its own)", ahead)
+	}
+	assertNothingLeft(t, tmp)
+}
+
 // TestMatrixPrestartInterrupted: a lane interrupted while the next cell's
-// servers start, or once they are up, stops them: no server process, no
-// listener, no temporary directory is left, and the cell that never ran
-// leaves no run in the store.
+// servers start, once they are up, or as the cell before ends, stops them:
+// no server process, no listener, no temporary directory is left, and the
+// cell that never ran leaves no run in the store.
 func TestMatrixPrestartInterrupted(t *testing.T) {
 	requirePostgres(t)
 	d := time.Second
