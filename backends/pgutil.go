@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 )
 
 // What the PostgreSQL backends share: the run's one server, lock ids hashed
@@ -49,8 +49,8 @@ func pgLockID(key string) int64 {
 }
 
 // startPostgres starts (or joins) the run's PostgreSQL.
-func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
-	pg, err := env.Cluster.Postgres(ctx, env.Servers.Postgres)
+func startPostgres(ctx context.Context, env Env) (*postgres.Postgres, error) {
+	pg, err := postgres.Start(ctx, env.Cluster, env.Servers.Postgres)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -61,7 +61,7 @@ func startPostgres(ctx context.Context, env Env) (*cluster.Postgres, error) {
 // run's one server (Servers and Kinds say so), sets it up once with setup
 // (nil: nothing), and gives each client a session of its own that
 // newClient wraps in the backend's way of locking.
-func registerPG(info Info, setup func(ctx context.Context, pg *cluster.Postgres, keys []string) error, newClient func(*pgSession) Client) {
+func registerPG(info Info, setup func(ctx context.Context, pg *postgres.Postgres, keys []string) error, newClient func(*pgSession) Client) {
 	info.Servers, info.Kinds = "1 postgres", []string{"postgres"}
 	info.Tables = setup != nil
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
@@ -81,7 +81,7 @@ func registerPG(info Info, setup func(ctx context.Context, pg *cluster.Postgres,
 // pgBackend is a PostgreSQL backend (registerPG).
 type pgBackend struct {
 	env       Env
-	pg        *cluster.Postgres
+	pg        *postgres.Postgres
 	newClient func(*pgSession) Client
 }
 
@@ -100,7 +100,7 @@ func (b *pgBackend) Close() error { return nil }
 // PGSetupResource creates the postgres resource's table with a row (value
 // 0, no fence, version 0) for each key; it runs once per server and set
 // of keys.
-func PGSetupResource(ctx context.Context, pg *cluster.Postgres, keys []string) error {
+func PGSetupResource(ctx context.Context, pg *postgres.Postgres, keys []string) error {
 	return pg.Setup(ctx, PGResourceTable+" "+keysID(keys),
 		`CREATE TABLE IF NOT EXISTS `+PGResourceTable+` (
 			key     text PRIMARY KEY,
@@ -111,7 +111,7 @@ func PGSetupResource(ctx context.Context, pg *cluster.Postgres, keys []string) e
 }
 
 // pgSetupLocks creates pg-skip-locked's table with a row for each key.
-func pgSetupLocks(ctx context.Context, pg *cluster.Postgres, keys []string) error {
+func pgSetupLocks(ctx context.Context, pg *postgres.Postgres, keys []string) error {
 	return pg.Setup(ctx, pgLocksTable+" "+keysID(keys),
 		`CREATE TABLE IF NOT EXISTS `+pgLocksTable+` (key text PRIMARY KEY)`,
 		`INSERT INTO `+pgLocksTable+` (key) SELECT unnest(`+sqlTextArray(keys)+`) ON CONFLICT DO NOTHING`)
@@ -149,9 +149,9 @@ type pgSession struct {
 }
 
 // newPGSession makes process p's session to pg and connects it.
-func newPGSession(ctx context.Context, env Env, p int, pg *cluster.Postgres) (*pgSession, error) {
+func newPGSession(ctx context.Context, env Env, p int, pg *postgres.Postgres) (*pgSession, error) {
 	s := &pgSession{
-		dsn:     env.Cluster.PostgresClientDSN(pg, p),
+		dsn:     postgres.ClientDSN(env.Cluster, pg, p),
 		timeout: env.OpTimeout,
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

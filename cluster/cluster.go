@@ -100,10 +100,8 @@ type Cluster struct {
 	servers  []Server
 	links    *links.Set
 	sentinel *SentinelGroup
-	groups   sync.Map      // kind -> *groupSlot: the run's one group of servers of a kind (Group)
-	pg       postgresSlot  // the run's one PostgreSQL (postgres.go)
-	pgb      pgbouncerSlot // the PgBouncer in front of it, if any (pgbouncer.go)
-	once     kindLocks     // the starts of kinds with one server per run (StartOnce)
+	groups   sync.Map  // kind -> *groupSlot: the run's one group of servers of a kind (Group)
+	once     kindLocks // the starts of kinds with one server per run (StartOnce)
 	closed   bool
 	died     []string // servers that exited with nobody asking (Died)
 	caMu     sync.Mutex
@@ -190,15 +188,23 @@ func (c *Cluster) Launch(ctx context.Context, s Spec) (Unit, error) {
 // LogPath is the log file of the server called name.
 func (c *Cluster) LogPath(name string) string { return filepath.Join(c.opt.LogDir, name+".log") }
 
+// Closed reports whether Close was called: a closed cluster starts
+// nothing (ErrClosed).
+func (c *Cluster) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // TempDir is the cluster's private temporary directory, removed by Close.
 func (c *Cluster) TempDir() string { return c.tmp }
 
 // ServersTLS reports whether the cluster starts its servers with TLS.
 func (c *Cluster) ServersTLS() bool { return c.opt.TLS && c.external == nil }
 
-// runCA is the run's certificate authority, made on first use in the
+// RunCA is the run's certificate authority, made on first use in the
 // cluster's private temporary directory (removed with it by Close).
-func (c *Cluster) runCA() (*runca.CA, error) {
+func (c *Cluster) RunCA() (*runca.CA, error) {
 	c.caMu.Lock()
 	defer c.caMu.Unlock()
 	if c.ca == nil {
@@ -216,7 +222,7 @@ func (c *Cluster) runCA() (*runca.CA, error) {
 // reads, written where it runs under dir (mode 0600), and their paths
 // there: the CA, its certificate and its key.
 func (c *Cluster) ServerTLS(name, dir string, hosts ...string) (files []File, ca, cert, key string, err error) {
-	a, err := c.runCA()
+	a, err := c.RunCA()
 	if err != nil {
 		return nil, "", "", "", err
 	}
@@ -237,7 +243,7 @@ func (c *Cluster) ServerTLS(name, dir string, hosts ...string) (files []File, ca
 // the harness and the run's clients use (in the cluster's private
 // temporary directory).
 func (c *Cluster) ClientTLS(name, user string) (*TLSFiles, error) {
-	a, err := c.runCA()
+	a, err := c.RunCA()
 	if err != nil {
 		return nil, err
 	}

@@ -387,6 +387,15 @@ func Group[T any](c *Cluster, kind string, keep func(cur T, ok bool) (T, error))
 	return v, nil
 }
 
+// Kept is the group of kind that Group keeps, if one is kept.
+func Kept[T any](c *Cluster, kind string) (T, bool) {
+	s := c.slot(kind)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.v.(T)
+	return v, ok
+}
+
 // keptGroups are the groups kept (Group), in the order of their kinds'
 // names.
 func (c *Cluster) keptGroups() []any {

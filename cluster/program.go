@@ -258,7 +258,7 @@ func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec f
 		return err
 	}
 	attempts := 1
-	if r, ok := pv.(portRacer); ok && r.PortsRace() {
+	if r, ok := pv.(PortRacer); ok && r.PortsRace() {
 		attempts = 3
 	}
 	var lastErr error
@@ -299,9 +299,9 @@ func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec f
 	return fmt.Errorf("cluster: %w", lastErr)
 }
 
-// portRacer is a provider whose ports are free ports of a machine shared
+// PortRacer is a provider whose ports are free ports of a machine shared
 // with others: one can be taken between its choice and its use.
-type portRacer interface {
+type PortRacer interface {
 	PortsRace() bool
 }
 

@@ -139,12 +139,12 @@ func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Co
 // WaitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
 func WaitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
-	return waitUnitFor(ctx, name, u, ready, 15*time.Second)
+	return WaitUnitFor(ctx, name, u, ready, 15*time.Second)
 }
 
-// waitUnitFor is WaitUnit allowing limit for a unit that is not a local
+// WaitUnitFor is WaitUnit allowing limit for a unit that is not a local
 // process (a container whose first start does more than start a server).
-func waitUnitFor(ctx context.Context, name string, u Unit, ready func(context.Context) error, limit time.Duration) error {
+func WaitUnitFor(ctx context.Context, name string, u Unit, ready func(context.Context) error, limit time.Duration) error {
 	if p, ok := u.(*local.Proc); ok {
 		return p.WaitReady(ctx, ready)
 	}

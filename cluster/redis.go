@@ -117,7 +117,7 @@ func redisTLSArgs(port int, ca, cert, key string) []string {
 // withTLS adds the run's CA to *a (made when nil): what a client checks a
 // server of the cluster's against.
 func (c *Cluster) withTLS(a **Auth) error {
-	ca, err := c.runCA()
+	ca, err := c.RunCA()
 	if err != nil {
 		return err
 	}

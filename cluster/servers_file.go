@@ -26,9 +26,9 @@ import (
 // external --servers-file FILE`).
 const ServersExternal = provider.External
 
-// errServersFile is wrapped by every problem with a servers file's text:
+// ErrServersFile is wrapped by every problem with a servers file's text:
 // the user's input (exit 254).
-var errServersFile = errors.New("bad servers file")
+var ErrServersFile = errors.New("bad servers file")
 
 // ErrServerCheck is wrapped when a named server does not answer or is not
 // what the file says (a replica named as a primary): the harness cannot
@@ -261,11 +261,11 @@ func (e ServerEntry) address() string {
 }
 
 // LoadServersFile reads and checks a servers file's text. Errors read
-// "FILE:LINE: problem" and wrap errServersFile.
+// "FILE:LINE: problem" and wrap ErrServersFile.
 func LoadServersFile(path string) (*ServersFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errServersFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrServersFile, err)
 	}
 	return parseServersFile(data, path)
 }
@@ -273,7 +273,7 @@ func LoadServersFile(path string) (*ServersFile, error) {
 // parseServersFile reads a servers file from data; source names it in errors.
 func parseServersFile(data []byte, source string) (*ServersFile, error) {
 	bad := func(line int, format string, a ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), errServersFile, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), ErrServersFile, fmt.Sprintf(format, a...))
 	}
 	if len(data) > 1<<20 {
 		return nil, bad(1, "the file is over the 1 MiB limit")

@@ -53,7 +53,7 @@ func TestParseServersFile(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted, want a problem at line %d naming %q", tc.line, tc.has)
 			}
-			if !errors.Is(err, errServersFile) {
+			if !errors.Is(err, ErrServersFile) {
 				t.Errorf("%v does not wrap ErrServersFile", err)
 			}
 			if want := "s.yaml:" + itoa(tc.line) + ":"; !strings.HasPrefix(err.Error(), want) {
@@ -158,9 +158,9 @@ func TestServersFileKindCredentials(t *testing.T) {
 			"10.0.0.8:2181", &Auth{Scheme: "digest", Digest: "lt:s3cret"}, ""},
 		{"zookeeper without a password", "zookeeper: [{addr: 10.0.0.8:2181, username: lt}]\n", "zookeeper", "", nil, "both username and password_env"},
 		{"zookeeper tls", "zookeeper: [{addr: 10.0.0.8:2181, tls: {insecure_skip_verify: true}}]\n", "zookeeper", "", nil, "tls is not supported for ZooKeeper"},
-		{"postgres password and tls", "postgres: {dsn: 'postgres://lt@db:5432/app', password_env: LT_KC_PW, tls: {insecure_skip_verify: true}}\n", postgresKind,
+		{"postgres password and tls", "postgres: {dsn: 'postgres://lt@db:5432/app', password_env: LT_KC_PW, tls: {insecure_skip_verify: true}}\n", "postgres",
 			"postgres://lt:s3cret@db:5432/app?sslmode=require", nil, ""},
-		{"postgres server_name", "postgres: {dsn: 'postgres://lt@db:5432/app', tls: {server_name: db.example, insecure_skip_verify: true}}\n", postgresKind, "", nil, "server_name"},
+		{"postgres server_name", "postgres: {dsn: 'postgres://lt@db:5432/app', tls: {server_name: db.example, insecure_skip_verify: true}}\n", "postgres", "", nil, "server_name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

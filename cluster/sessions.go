@@ -30,6 +30,9 @@ func (c *Cluster) SessionKillers() []sessionKiller {
 		}
 	}
 	for _, g := range c.keptGroups() {
+		if _, server := g.(Server); server {
+			continue // listed among the servers already
+		}
 		if k, ok := g.(sessionKiller); ok {
 			out = append(out, k)
 		}
@@ -40,51 +43,6 @@ func (c *Cluster) SessionKillers() []sessionKiller {
 // RedisClientName is the name (CLIENT SETNAME) of client process p's
 // connections to Redis, by which a session kill finds them.
 func RedisClientName(p int) string { return "locktorture-" + links.ClientName(p) }
-
-// KillSessions has PostgreSQL terminate client sessions
-// (pg_terminate_backend): those of the clients named, or, with none, every
-// client session holding an advisory or row lock. The harness's own
-// sessions (the resource's) are never touched.
-func (pg *Postgres) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
-	conn, err := pg.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	apps := []string{}
-	for _, p := range clients {
-		apps = append(apps, PostgresApplication(p))
-	}
-	// Client sessions are named locktorture-p<N>; the harness's own (the
-	// resource's) are not.
-	rows, err := conn.Query(ctx, `
-SELECT a.application_name, a.pid, pg_terminate_backend(a.pid)
-FROM pg_stat_activity a
-WHERE a.pid <> pg_backend_pid()
-  AND a.application_name LIKE 'locktorture-p%'
-  AND (cardinality($1::text[]) > 0 AND a.application_name = ANY($1::text[])
-       OR cardinality($1::text[]) = 0 AND EXISTS (
-            SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
-              AND (l.locktype = 'advisory' OR l.locktype = 'tuple' OR l.mode = 'RowShareLock')))`, apps)
-	if err != nil {
-		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
-	}
-	defer rows.Close()
-	var sessions []map[string]any
-	for rows.Next() {
-		var app string
-		var pid int32
-		var ok bool
-		if err := rows.Scan(&app, &pid, &ok); err != nil {
-			return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
-		}
-		sessions = append(sessions, map[string]any{"client": strings.TrimPrefix(app, "locktorture-"), "pid": pid, "terminated": ok})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
-	}
-	return sessions, nil
-}
 
 // KillSessions has Redis close client connections (CLIENT KILL ID): those
 // of the clients named, or, with none, every lock client's (named

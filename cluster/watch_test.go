@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
@@ -22,22 +23,13 @@ func TestWatchExternalSkipsControlled(t *testing.T) {
 	pgbouncer := "postgres://u:p@" + closed + "/db"
 	postgres := "postgres://u:p@" + closed + "/db?sslmode=disable"
 	c := NewExternal(ServerSet{
-		Servers:  map[string][]string{pgbouncerKind: {pgbouncer}, postgresKind: {postgres}, redisKind: {closed}},
+		Servers:  map[string][]string{"pgbouncer": {pgbouncer}, "postgres": {postgres}, redisKind: {closed}},
 		Controls: map[string]string{pgbouncer: "locktorture-pgbouncer", postgres: "locktorture-postgres"},
 	})
 	defer c.Close()
-	given := func(kind string) program {
-		ps, _, err := c.handOut(kind, kind, func(int) string { return kind })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ps[0]
-	}
 	// The controlled ones first: each tick dials them before the Redis.
-	if _, err := c.adoptPgBouncer(pgbouncer, given(pgbouncerKind), nil, PgBouncerOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.adoptPostgres(postgres, given(postgresKind), PostgresOptions{}); err != nil {
+	// PgBouncer's start hands out PostgreSQL first, then the PgBouncer.
+	if err := c.StartKind(context.Background(), "pgbouncer", StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.externalRedis(RedisOptions{}); err != nil {

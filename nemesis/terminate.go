@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 )
 
 // terminate has PostgreSQL kill a lock holder's session
@@ -53,9 +53,9 @@ func (terminate) RandomParams(rng *rand.Rand, env *Env) Params { return &Termina
 
 func (terminate) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
 	clients := params.(*TerminateParams).List()
-	var pg *cluster.Postgres
+	var pg *postgres.Postgres
 	for _, s := range env.Cluster.Servers() {
-		if p, ok := s.(*cluster.Postgres); ok {
+		if p, ok := s.(*postgres.Postgres); ok {
 			pg = p
 		}
 	}

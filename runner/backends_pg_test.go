@@ -14,6 +14,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/scenarios"
 	"github.com/locktorture/locktorture/workload"
@@ -169,7 +170,7 @@ func TestKleppmannFencedPostgres(t *testing.T) {
 
 // pgRig is a cluster with the run's PostgreSQL, for tests that drive
 // backends and the resource by hand.
-func pgRig(t *testing.T) (*cluster.Cluster, *cluster.Postgres) {
+func pgRig(t *testing.T) (*cluster.Cluster, *postgres.Postgres) {
 	t.Helper()
 	requirePostgres(t)
 	tmp := t.TempDir()
@@ -183,7 +184,7 @@ func pgRig(t *testing.T) (*cluster.Cluster, *cluster.Postgres) {
 		}
 		assertNothingLeft(t, tmp)
 	})
-	pg, err := c.Postgres(t.Context(), cluster.PostgresOptions{})
+	pg, err := postgres.Start(t.Context(), c, cluster.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestPGAdvisoryXactWriteInLockTransaction(t *testing.T) {
 	defer admin.Close(ctx)
 	var killed []bool
 	// The timeout form waits until the backend has exited (and rolled back).
-	rows, err := admin.Query(ctx, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = $1", cluster.PostgresApplication(0))
+	rows, err := admin.Query(ctx, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = $1", postgres.Application(0))
 	if err == nil {
 		killed, err = pgx.CollectRows(rows, pgx.RowTo[bool])
 	}

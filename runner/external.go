@@ -11,6 +11,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/owner"
 )
@@ -83,7 +84,7 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	r.sc.KeyPrefix = ns + ":"
 	r.lg.Printf("external servers: namespace %s: keys %sk0...", ns, r.sc.KeyPrefix)
 	if slices.Contains(kinds, "postgres") {
-		r.lg.Printf("external servers: PostgreSQL schema %s", cluster.PostgresSchema(ns))
+		r.lg.Printf("external servers: PostgreSQL schema %s", postgres.Schema(ns))
 	}
 	if slices.Contains(kinds, "mariadb") {
 		r.lg.Printf("external servers: MariaDB database %s", mariadb.DatabaseOf(ns))

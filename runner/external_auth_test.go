@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -45,7 +46,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg, err := withTLS.Postgres(ctx, cluster.PostgresOptions{})
+	pg, err := postgres.Start(ctx, withTLS, cluster.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

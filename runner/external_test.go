@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -36,7 +37,7 @@ func ownServers(t *testing.T, pg bool) (file string, redisAddr, dsn string) {
 	}
 	text := fmt.Sprintf("redis: [%s]\n", r.Addr())
 	if pg {
-		p, err := c.Postgres(ctx, cluster.PostgresOptions{})
+		p, err := postgres.Start(ctx, c, cluster.PostgresOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

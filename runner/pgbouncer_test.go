@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -28,11 +29,11 @@ func TestPgBouncerRuns(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = own.Close() })
 	opt := cluster.PgBouncerOptions{PoolMode: cluster.PoolTransaction, PoolSize: 2}
-	pg, err := own.Postgres(ctx, cluster.PostgresOptions{Bouncer: opt})
+	pg, err := postgres.Start(ctx, own, cluster.PostgresOptions{Bouncer: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := own.PgBouncer(ctx, pg, opt)
+	b, err := postgres.StartPgBouncer(ctx, own, pg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/nemesis"
@@ -33,7 +34,7 @@ var rtSetups = []rtSetup{
 		}},
 	{"postgres", nemesis.Shape{Clients: 3, Backend: "pg-advisory", Kinds: []string{"postgres"}}, []string{"postgres"},
 		func(ctx context.Context, cl *cluster.Cluster) error {
-			_, err := cl.Postgres(ctx, cluster.PostgresOptions{})
+			_, err := postgres.Start(ctx, cl, cluster.PostgresOptions{})
 			return err
 		}},
 	{"sentinel", nemesis.Shape{Clients: 3, Backend: "redis-token", Kinds: []string{"redis"}, Lease: true, Sentinel: true}, []string{"redis-server", "redis-sentinel"},

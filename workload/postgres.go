@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 )
 
 // ResourcePostgres is a row per key in the run's PostgreSQL.
@@ -59,14 +60,14 @@ func newPostgresResource(ctx context.Context, env ResourceEnv) (*postgresResourc
 	if err := ValidFencing(env.Fencing); err != nil {
 		return nil, err
 	}
-	pg, err := env.Cluster.Postgres(ctx, env.Postgres)
+	pg, err := postgres.Start(ctx, env.Cluster, env.Postgres)
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}
 	if err := backends.PGSetupResource(ctx, pg, env.Keys); err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}
-	cfg, err := pgxpool.ParseConfig(env.Cluster.PostgresResourceDSN(pg))
+	cfg, err := pgxpool.ParseConfig(postgres.ResourceDSN(env.Cluster, pg))
 	if err != nil {
 		return nil, fmt.Errorf("workload: postgres resource: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/docker"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
@@ -113,7 +114,7 @@ func TestSentinelPostgresEtcdInContainers(t *testing.T) {
 	if err != nil || primary != g.Primary.Addr() {
 		t.Fatalf("Sentinels name %q (%v), want %s", primary, err, g.Primary.Addr())
 	}
-	pg, err := c.Postgres(ctx, cluster.PostgresOptions{})
+	pg, err := postgres.Start(ctx, c, cluster.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

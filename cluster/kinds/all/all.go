@@ -10,6 +10,8 @@ import (
 	_ "github.com/locktorture/locktorture/cluster/kinds/etcd"
 	// MariaDB (mariadb).
 	_ "github.com/locktorture/locktorture/cluster/kinds/mariadb"
+	// PostgreSQL (postgres) and PgBouncer (pgbouncer) in front of it.
+	_ "github.com/locktorture/locktorture/cluster/kinds/postgres"
 	// ZooKeeper (zookeeper).
 	_ "github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )

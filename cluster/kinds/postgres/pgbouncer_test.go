@@ -1,4 +1,4 @@
-package cluster
+package postgres
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/internal/testenv"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // TestPgBouncerPoolModes puts a PgBouncer with one server connection in
@@ -31,8 +33,8 @@ func TestPgBouncerPoolModes(t *testing.T) {
 		secondGets bool
 		samePID    bool
 	}{
-		{PoolSession, 2, false, false},
-		{PoolTransaction, 1, true, true},
+		{cluster.PoolSession, 2, false, false},
+		{cluster.PoolTransaction, 1, true, true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -44,30 +46,30 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(tmp)
-			var c *Cluster
+			var c *cluster.Cluster
 			var pg *Postgres
-			if tc.mode == PoolSession {
+			if tc.mode == cluster.PoolSession {
 				// As exec.servers: [pgbouncer] starts it: session mode.
-				c, err = New(Options{TempDir: tmp})
+				c, err = cluster.New(cluster.Options{TempDir: tmp})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if err := c.StartKind(ctx, pgbouncerKind, StartOptions{Postgres: PostgresOptions{Bouncer: PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
+				if err := c.StartKind(ctx, pgbouncerKind, cluster.StartOptions{Postgres: cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
 					t.Fatal(err)
 				}
-				if pg, err = c.Postgres(ctx, PostgresOptions{}); err != nil {
+				if pg, err = Start(ctx, c, cluster.PostgresOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				c, pg, _ = startPG(t, tmp, PostgresOptions{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
+				c, pg, _ = startPG(t, tmp, cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
 			}
-			b := c.frontOf(pg)
+			b := frontOf(c, pg)
 			if b == nil {
 				t.Fatal("no PgBouncer in front of the server")
 			}
-			if kindOf(b) != pgbouncerKind || c.Label(b) != "B" {
-				t.Errorf("kind %q, label %q; want pgbouncer, B (after the server)", kindOf(b), c.Label(b))
+			if b.Kind() != pgbouncerKind || c.Label(b) != "B" {
+				t.Errorf("kind %q, label %q; want pgbouncer, B (after the server)", b.Kind(), c.Label(b))
 			}
 			for _, f := range []string{"pgbouncer.ini", "userlist.txt"} {
 				body, err := os.ReadFile(filepath.Join(c.TempDir(), "pgbouncer", f))
@@ -81,17 +83,17 @@ func TestPgBouncerPoolModes(t *testing.T) {
 					t.Errorf("%s does not set pool_mode %s:\n%s", f, tc.mode, body)
 				}
 			}
-			if dsn := c.PostgresResourceDSN(pg); !strings.Contains(dsn, b.Addr()+"/"+pgbouncerResourceDB) {
-				t.Errorf("the resource dials %s, not its own pool of the PgBouncer at %s", RedactDSN(dsn), b.Addr())
+			if dsn := ResourceDSN(c, pg); !strings.Contains(dsn, b.Addr()+"/"+pgbouncerResourceDB) {
+				t.Errorf("the resource dials %s, not its own pool of the PgBouncer at %s", cluster.RedactDSN(dsn), b.Addr())
 			}
 			if v, err := b.Version(ctx); err != nil || !strings.HasPrefix(v, "1.") {
 				t.Errorf("Version: %q, %v", v, err)
 			}
 			conns := make([]*pgx.Conn, 2)
 			for p := range conns {
-				dsn := c.PostgresClientDSN(pg, p)
+				dsn := ClientDSN(c, pg, p)
 				if !strings.Contains(dsn, b.Addr()) {
-					t.Fatalf("client %d dials %s, not the PgBouncer at %s", p, RedactDSN(dsn), b.Addr())
+					t.Fatalf("client %d dials %s, not the PgBouncer at %s", p, cluster.RedactDSN(dsn), b.Addr())
 				}
 				conn, err := pgx.Connect(ctx, dsn)
 				if err != nil {
@@ -113,7 +115,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				t.Errorf("client 0 got %v on backend %d, client 1 got %v on backend %d; want client 1 to get it: %v, same backend: %v",
 					got0, pid0, got1, pid1, tc.secondGets, tc.samePID)
 			}
-			if tc.mode == PoolSession {
+			if tc.mode == cluster.PoolSession {
 				// Client 0 leaves: PgBouncer resets its server connection
 				// (DISCARD ALL), which frees the lock.
 				_ = conns[0].Close(ctx)

@@ -1,4 +1,4 @@
-package cluster
+package postgres
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/locktorture/locktorture/internal/testenv"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // TestPostgresNeedsTheRunsPassword: over TCP the run's PostgreSQL takes
@@ -18,12 +20,12 @@ import (
 func TestPostgresNeedsTheRunsPassword(t *testing.T) {
 	testenv.Require(t, "postgres")
 	ctx := context.Background()
-	c, err := New(Options{})
+	c, err := cluster.New(cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pg, err := c.Postgres(ctx, PostgresOptions{})
+	pg, err := Start(ctx, c, cluster.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +61,18 @@ func TestPostgresNeedsTheRunsPassword(t *testing.T) {
 func TestPostgresTLS(t *testing.T) {
 	testenv.Require(t, "postgres")
 	ctx := context.Background()
-	c, err := New(Options{TLS: true})
+	c, err := cluster.New(cluster.Options{TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pg, err := c.Postgres(ctx, PostgresOptions{})
+	pg, err := Start(ctx, c, cluster.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dsn := pg.DSN()
 	if !strings.Contains(dsn, "sslmode=verify-full") || !strings.Contains(dsn, "sslrootcert=") {
-		t.Fatalf("the run's DSN does not check the server: %s", RedactDSN(dsn))
+		t.Fatalf("the run's DSN does not check the server: %s", cluster.RedactDSN(dsn))
 	}
 	var ssl bool
 	conn, err := pgx.Connect(ctx, dsn)

@@ -1,4 +1,4 @@
-package cluster
+package postgres
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/internal/leakcheck"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 func requirePostgres(t *testing.T) {
@@ -24,15 +27,15 @@ func requirePostgres(t *testing.T) {
 }
 
 // startPG starts a cluster's PostgreSQL and reports how long it took.
-func startPG(t *testing.T, tmp string, opt PostgresOptions) (*Cluster, *Postgres, time.Duration) {
+func startPG(t *testing.T, tmp string, opt cluster.PostgresOptions) (*cluster.Cluster, *Postgres, time.Duration) {
 	t.Helper()
-	c, err := New(Options{TempDir: tmp})
+	c, err := cluster.New(cluster.Options{TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	begin := time.Now()
-	pg, err := c.Postgres(context.Background(), opt)
+	pg, err := Start(context.Background(), c, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +63,15 @@ func TestPostgresLifecycle(t *testing.T) {
 	requirePostgres(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, pg, first := startPG(t, tmp, PostgresOptions{IdleSessionTimeout: 90 * time.Second, Settings: map[string]string{"lock_timeout": "2s"}})
-	_, _, second := startPG(t, t.TempDir(), PostgresOptions{})
+	c, pg, first := startPG(t, tmp, cluster.PostgresOptions{IdleSessionTimeout: 90 * time.Second, Settings: map[string]string{"lock_timeout": "2s"}})
+	_, _, second := startPG(t, t.TempDir(), cluster.PostgresOptions{})
 	t.Logf("start with template (maybe built now): %s; second start from the cached template: %s", first, second)
 
 	// The same server is handed out again; other settings are refused.
-	if again, err := c.Postgres(ctx, PostgresOptions{}); err != nil || again != pg {
+	if again, err := Start(ctx, c, cluster.PostgresOptions{}); err != nil || again != pg {
 		t.Errorf("second Postgres call: %v, %v (want the same server)", again, err)
 	}
-	if _, err := c.Postgres(ctx, PostgresOptions{Durable: true}); err == nil {
+	if _, err := Start(ctx, c, cluster.PostgresOptions{Durable: true}); err == nil {
 		t.Error("other settings for the running server were accepted")
 	}
 	// Settings reach the server; the fast defaults are on.
@@ -181,7 +184,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := c.Postgres(ctx, PostgresOptions{}); !errors.Is(err, ErrClosed) {
+	if _, err := Start(ctx, c, cluster.PostgresOptions{}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("Postgres on a closed cluster: %v", err)
 	}
 }
@@ -203,7 +206,7 @@ func TestPostgresTemplateRace(t *testing.T) {
 	done := make(chan int)
 	for i := range 2 {
 		go func() {
-			scratch := filepath.Join(tmp, "s"+fmtInt(i))
+			scratch := filepath.Join(tmp, "s"+strconv.Itoa(i))
 			if err := os.MkdirAll(scratch, 0o700); err == nil {
 				if err = as.Reach(tmp, scratch); err != nil {
 					errs[i] = err
@@ -237,7 +240,7 @@ func TestPostgresTemplateRace(t *testing.T) {
 // procOwner names the user a process runs as.
 func procOwner(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + fmtInt(pid) + "/status")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,4 +253,51 @@ func procOwner(t *testing.T, pid int) string {
 		}
 	}
 	return ""
+}
+
+// TestExternalCleanup: the run's own server is its one session killer;
+// on a PostgreSQL someone else runs, Prepare makes
+// the run a schema of its own (once: a second Prepare does not adopt it)
+// and Cleanup removes that schema alone — the owner's tables are still
+// there.
+func TestExternalCleanup(t *testing.T) {
+	requirePostgres(t)
+	ctx := context.Background()
+	c, pg, _ := startPG(t, t.TempDir(), cluster.PostgresOptions{})
+	// The server ends sessions once: kept as its kind's group too, it is
+	// not a second session killer.
+	if ks := c.SessionKillers(); len(ks) != 1 || any(ks[0]) != any(pg) {
+		t.Errorf("session killers %v, want the server once", ks)
+	}
+	kinds := []string{postgresKind}
+	f, err := cluster.LoadServersFile(testenv.WriteFile(t, "s.yaml", "postgres: "+pg.DSN()+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(ctx, kinds, false); err != nil {
+		t.Fatal(err)
+	}
+	ns := cluster.NewNamespace()
+	if err := pgExec(ctx, pg.DSN(), "CREATE TABLE mine (x int); INSERT INTO mine VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := f.Prepare(ctx, ns, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Prepare(ctx, ns, kinds); err == nil {
+		t.Error("a second Prepare adopted an existing schema")
+	}
+	if err := pgExec(ctx, g.Addrs("postgres")[0], "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := query(ctx, pg, "SELECT count(*) FROM mine"); err != nil || n != 1 {
+		t.Errorf("the owner's table: %d rows, %v", n, err)
+	}
+	if n, err := query(ctx, pg, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = '"+Schema(ns)+"'"); err != nil || n != 0 {
+		t.Errorf("the run's schema is still there (%d, %v)", n, err)
+	}
 }

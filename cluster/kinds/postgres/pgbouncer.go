@@ -1,26 +1,26 @@
-package cluster
+package postgres
 
 import (
 	"context"
 	"fmt"
 	"net/url"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
-// pool is the clients' pool size: PoolSize, or its default.
-func (o PgBouncerOptions) pool() int {
+// poolSize is the clients' pool size: PoolSize, or its default.
+func poolSize(o cluster.PgBouncerOptions) int {
 	switch {
 	case o.PoolSize > 0:
 		return o.PoolSize
-	case o.PoolMode == PoolTransaction:
+	case o.PoolMode == cluster.PoolTransaction:
 		return max(1, o.Clients/2)
 	}
 	return max(1, o.Clients)
@@ -40,12 +40,6 @@ const (
 	pgbouncerResourcePool = 16
 )
 
-// pgbouncerSlot holds a cluster's one PgBouncer.
-type pgbouncerSlot struct {
-	mu sync.Mutex
-	b  *PgBouncer
-}
-
 // PgBouncer is a PgBouncer in front of the run's PostgreSQL (started by
 // the harness: as a local process on 127.0.0.1 with its own ini and auth
 // file, or in a container), or one someone else runs (a servers file's
@@ -55,77 +49,71 @@ type pgbouncerSlot struct {
 // key (SCRAM pass-through). The server's own clients dial it through
 // their links; it dials the server directly.
 type PgBouncer struct {
-	Faultable
+	cluster.Faultable
 	pg  *Postgres
-	opt PgBouncerOptions
+	opt cluster.PgBouncerOptions
 	// externalDSN is the connection string of one someone else runs.
 	externalDSN string
 }
 
-// PgBouncer starts the run's PgBouncer in front of pg the first time it
-// is called (on an external cluster: hands out the one named) and returns
+// StartPgBouncer starts c's PgBouncer in front of pg the first time it is
+// called (on an external cluster: hands out the one named) and returns
 // the same one afterwards.
-func (c *Cluster) PgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
-	if err := CheckPoolMode(opt.PoolMode); err != nil {
+func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
+	if err := cluster.CheckPoolMode(opt.PoolMode); err != nil {
 		return nil, fmt.Errorf("cluster: pgbouncer: %w", err)
 	}
-	c.pgb.mu.Lock()
-	defer c.pgb.mu.Unlock()
-	if b := c.pgb.b; b != nil {
-		return b, nil
-	}
-	b, err := one(c, pgbouncerKind, pgbouncerKind,
-		"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but the servers file names none (pgbouncer: DSN)",
-		func(dsn string, p program) (*PgBouncer, error) { return c.adoptPgBouncer(dsn, p, pg, opt) },
-		func() (*PgBouncer, error) { return c.startPgBouncer(ctx, pg, opt) })
-	if err != nil {
-		return nil, err
-	}
-	c.pgb.b = b
-	return b, nil
+	return cluster.Group(c, pgbouncerKind, func(cur *PgBouncer, ok bool) (*PgBouncer, error) {
+		if ok {
+			return cur, nil
+		}
+		return cluster.One(c, pgbouncerKind, pgbouncerKind,
+			"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but the servers file names none (pgbouncer: DSN)",
+			func(dsn string, s cluster.Faultable) (*PgBouncer, error) { return adoptPgBouncer(c, dsn, s, pg, opt) },
+			func() (*PgBouncer, error) { return startPgBouncer(ctx, c, pg, opt) })
+	})
 }
 
-// frontOf is the run's PgBouncer when one runs in front of pg, else nil.
-func (c *Cluster) frontOf(pg *Postgres) *PgBouncer {
-	c.pgb.mu.Lock()
-	defer c.pgb.mu.Unlock()
-	if b := c.pgb.b; b != nil && b.pg == pg {
+// frontOf is c's PgBouncer when one runs in front of pg, else nil.
+func frontOf(c *cluster.Cluster, pg *Postgres) *PgBouncer {
+	if b, ok := cluster.Kept[*PgBouncer](c, pgbouncerKind); ok && b.pg == pg {
 		return b
 	}
 	return nil
 }
 
-// PostgresClientDSN is the DSN client process p dials the run's
-// PostgreSQL with, through its own link: to the PgBouncer in front of pg
-// when the run put one there, else to pg itself.
-func (c *Cluster) PostgresClientDSN(pg *Postgres, p int) string {
-	if b := c.frontOf(pg); b != nil {
+// ClientDSN is the DSN client process p dials c's PostgreSQL with,
+// through its own link: to the PgBouncer in front of pg when the run put
+// one there, else to pg itself.
+func ClientDSN(c *cluster.Cluster, pg *Postgres, p int) string {
+	if b := frontOf(c, pg); b != nil {
 		return b.ClientAddress(c.ClientAddr(p, b), p)
 	}
-	return pg.clientDSN(c.ClientAddr(p, pg), PostgresApplication(p))
+	return pg.clientDSN(c.ClientAddr(p, pg), Application(p))
 }
 
-// PostgresResourceDSN is the DSN the postgres resource dials (no link,
+// ResourceDSN is the DSN the postgres resource dials (no link,
 // as the resource stands for a database the holders write to, not for a
 // client): the resource's own pool of the PgBouncer the harness runs in
 // front of pg, else pg itself. A PgBouncer someone else runs is not used
 // for it: it would not carry the run's schema (search_path) to the
 // server.
-func (c *Cluster) PostgresResourceDSN(pg *Postgres) string {
+func ResourceDSN(c *cluster.Cluster, pg *Postgres) string {
 	const app = "locktorture-resource"
-	if b := c.frontOf(pg); b != nil && b.externalDSN == "" {
+	if b := frontOf(c, pg); b != nil && b.externalDSN == "" {
 		return b.dsn(b.Addr(), pgbouncerResourceDB, app)
 	}
 	return pg.clientDSN(pg.Addr(), app)
 }
 
-func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+// startPgBouncer starts c's PgBouncer in front of pg.
+func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
 	const name = pgbouncerKind
 	if pg.externalDSN != "" {
-		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", ErrStart, name)
+		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", cluster.ErrStart, name)
 	}
 	if c.ServersTLS() {
-		return nil, fmt.Errorf("%w: %s: security: tls (--tls) is not supported with a PgBouncer yet", ErrStart, name)
+		return nil, fmt.Errorf("%w: %s: security: tls (--tls) is not supported with a PgBouncer yet", cluster.ErrStart, name)
 	}
 	pv := c.Provider()
 	secret, err := pg.roleSecret(ctx)
@@ -147,7 +135,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 	// A free local port can be taken before PgBouncer binds it: try
 	// another; a container's address is its own.
 	attempts := 1
-	if r, ok := pv.(portRacer); ok && r.PortsRace() {
+	if r, ok := pv.(cluster.PortRacer); ok && r.PortsRace() {
 		attempts = 3
 	}
 	var lastErr error
@@ -156,11 +144,13 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 		if err != nil {
 			return nil, err
 		}
-		b := &PgBouncer{Faultable: Faultable{program: program{kind: pgbouncerKind, name: name, host: host, port: port}}, pg: pg, opt: opt}
-		b.ready = b.ping
+		s := cluster.NewFaultable(pgbouncerKind, name)
+		s.SetAddr(host, port)
+		b := &PgBouncer{Faultable: s, pg: pg, opt: opt}
+		b.SetReady(b.ping)
 		ini := path.Join(dir, "pgbouncer.ini")
 		auth := path.Join(dir, "userlist.txt")
-		b.p, err = c.Launch(ctx, Spec{
+		u, err := c.Launch(ctx, cluster.Spec{
 			Name:    name,
 			Kind:    pgbouncerKind,
 			Program: bin,
@@ -169,7 +159,7 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			// Neither file holds the password (the auth file holds the
 			// SCRAM verifier): readable by the server's user, wherever
 			// it runs.
-			Files: []File{
+			Files: []cluster.File{
 				{Path: ini, Content: []byte(b.ini(auth, pgbouncerAuthType(secret))), Mode: 0o644},
 				{Path: auth, Content: []byte(pgbouncerAuthLine(postgresUser, secret)), Mode: 0o644},
 			},
@@ -177,19 +167,20 @@ func (c *Cluster) startPgBouncer(ctx context.Context, pg *Postgres, opt PgBounce
 			// PostgreSQL's user, whose directory is then its own.
 			User:       "postgres",
 			StopSignal: syscall.SIGINT, // immediate shutdown: SIGTERM waits for clients to leave
-			LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+			LogPath:    c.LogPath(name),
 		})
 		if err != nil {
 			return nil, err
 		}
-		if err := b.p.Start(ctx); err != nil {
+		b.SetUnit(u)
+		if err := u.Start(ctx); err != nil {
 			return nil, err
 		}
-		if lastErr = WaitUnit(ctx, name, b.p, b.ping); lastErr == nil {
+		if lastErr = cluster.WaitUnit(ctx, name, u, b.ping); lastErr == nil {
 			c.AddServer(b)
 			return b, nil
 		}
-		_ = b.p.Kill(ctx)
+		_ = u.Kill(ctx)
 		if ctx.Err() != nil {
 			break
 		}
@@ -213,24 +204,24 @@ func pgbouncerAuthType(secret string) string {
 // resource's, both in front of the harness's database, its pool mode,
 // authType and its authFile, and logging that names no secret.
 func (b *PgBouncer) ini(authFile, authType string) string {
-	pgHost, pgPort := b.pg.host, b.pg.port
+	pgHost, pgPort := b.pg.Host(), b.pg.Port()
 	if pgHost == "" {
 		pgHost = "127.0.0.1"
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "[databases]\n")
-	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, postgresDatabase, b.opt.pool())
+	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerClientsDB, pgHost, pgPort, postgresDatabase, poolSize(b.opt))
 	fmt.Fprintf(&s, "%s = host=%s port=%d dbname=%s pool_size=%d\n", pgbouncerResourceDB, pgHost, pgPort, postgresDatabase, pgbouncerResourcePool)
 	fmt.Fprintf(&s, "\n[pgbouncer]\n")
 	for _, kv := range [][2]string{
-		{"listen_addr", b.host},
-		{"listen_port", strconv.Itoa(b.port)},
+		{"listen_addr", b.Host()},
+		{"listen_port", strconv.Itoa(b.Port())},
 		{"unix_socket_dir", ""},
 		{"auth_type", authType},
 		{"auth_file", authFile},
 		{"admin_users", postgresUser},
 		{"pool_mode", b.opt.PoolMode},
-		{"default_pool_size", strconv.Itoa(b.opt.pool())},
+		{"default_pool_size", strconv.Itoa(poolSize(b.opt))},
 		{"min_pool_size", "0"},
 		{"reserve_pool_size", "0"},
 		{"max_client_conn", "2000"},
@@ -311,7 +302,7 @@ func (b *PgBouncer) DSN() string { return b.dsn(b.Addr(), pgbouncerClientsDB, "l
 func (b *PgBouncer) ClientAddress(addr string, p int) string {
 	app := "locktorture"
 	if p >= 0 {
-		app = PostgresApplication(p)
+		app = Application(p)
 	}
 	return b.dsn(addr, pgbouncerClientsDB, app)
 }
@@ -347,20 +338,22 @@ func (b *PgBouncer) Version(ctx context.Context) (string, error) {
 	return strings.TrimPrefix(v, "PgBouncer "), nil
 }
 
-// adoptPgBouncer is the PgBouncer someone else runs at dsn, in front of pg.
-func (c *Cluster) adoptPgBouncer(dsn string, p program, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+// adoptPgBouncer is the PgBouncer someone else runs at dsn, as s, in
+// front of pg.
+func adoptPgBouncer(c *cluster.Cluster, dsn string, s cluster.Faultable, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", ErrStart, RedactDSN(dsn))
+		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", cluster.ErrStart, cluster.RedactDSN(dsn))
 	}
-	b := &PgBouncer{Faultable: Faultable{program: program{kind: pgbouncerKind, name: p.name, p: p.p, external: u.Host}}, pg: pg, opt: opt, externalDSN: dsn}
-	b.ready = b.ping
+	s.SetExternal(u.Host)
+	b := &PgBouncer{Faultable: s, pg: pg, opt: opt, externalDSN: dsn}
+	b.SetReady(b.ping)
 	c.AddServer(b)
 	return b, nil
 }
 
 func init() {
-	RegisterKind(Kind{
+	cluster.RegisterKind(cluster.Kind{
 		Name:     pgbouncerKind,
 		Packages: []string{"pgbouncer"},
 		// There is no official PgBouncer image: the one `make images`
@@ -370,27 +363,27 @@ func init() {
 		// exec.servers: [pgbouncer] starts the run's PostgreSQL (or joins
 		// it) and a PgBouncer in front (in session mode unless the run's
 		// postgres_via says).
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			bo := o.Postgres.Bouncer
 			if bo.PoolMode == "" {
-				bo.PoolMode = PoolSession
+				bo.PoolMode = cluster.PoolSession
 			}
-			pg, err := c.Postgres(ctx, o.Postgres)
+			pg, err := Start(ctx, c, o.Postgres)
 			if err != nil {
 				return err
 			}
-			_, err = c.PgBouncer(ctx, pg, bo)
+			_, err = StartPgBouncer(ctx, c, pg, bo)
 			return err
 		},
 		CheckAddr: func(a string) error {
 			u, err := url.Parse(a)
 			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", RedactDSN(a))
+				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", cluster.RedactDSN(a))
 			}
 			return nil
 		},
-		Check:   func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
-		Compose: &ComposeSpec{Port: 17070, Services: pgbouncerCompose},
+		Check:   func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Compose: &cluster.ComposeSpec{Port: 17070, Services: pgbouncerCompose},
 	})
 }
 
@@ -403,26 +396,31 @@ func init() {
 // No official image has PgBouncer: the service is in the profile
 // pgbouncer (docker-compose --profile pgbouncer up -d), so that the rest
 // comes up where locktorture-servers was not built.
-func pgbouncerCompose(port int, image string) ComposeCluster {
+func pgbouncerCompose(port int, image string) cluster.ComposeCluster {
 	pgPort := 17030
-	if k, ok := LookupKind(postgresKind); ok && k.Compose != nil && k.Compose.Port != 0 {
+	if k, ok := cluster.LookupKind(postgresKind); ok && k.Compose != nil && k.Compose.Port != 0 {
 		pgPort = k.Compose.Port
 	}
 	const dir = "/tmp/pgbouncer"
-	b := &PgBouncer{Faultable: Faultable{program: program{host: "127.0.0.1", port: port}},
-		pg: &Postgres{Faultable: Faultable{program: program{host: "127.0.0.1", port: pgPort}}}, opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
+	at := func(kind string, port int) cluster.Faultable {
+		s := cluster.NewFaultable(kind, kind)
+		s.SetAddr("127.0.0.1", port)
+		return s
+	}
+	b := &PgBouncer{Faultable: at(pgbouncerKind, port), pg: &Postgres{Faultable: at(postgresKind, pgPort)},
+		opt: cluster.PgBouncerOptions{PoolMode: cluster.PoolSession, PoolSize: 50}}
 	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
-		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, ComposePassword) + "EOF\n" +
+		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, cluster.ComposePassword) + "EOF\n" +
 		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"
 	p := strconv.Itoa(port)
-	return ComposeCluster{
-		Services: []ComposeService{{Name: pgbouncerKind, Image: image,
+	return cluster.ComposeCluster{
+		Services: []cluster.ComposeService{{Name: pgbouncerKind, Image: image,
 			Entrypoint: []string{"sh", "-c", script},
 			DependsOn:  []string{"postgres"},
 			Profile:    pgbouncerKind,
-			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + ComposePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
+			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + cluster.ComposePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
 				" -d " + pgbouncerClientsDB + " -Atc 'SELECT 1'"}}},
-		Servers: map[string][]ServerEntry{pgbouncerKind: {ComposeEntry(pgbouncerKind,
-			"postgres://"+postgresUser+":"+ComposePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
+		Servers: map[string][]cluster.ServerEntry{pgbouncerKind: {cluster.ComposeEntry(pgbouncerKind,
+			"postgres://"+postgresUser+":"+cluster.ComposePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
 	}
 }

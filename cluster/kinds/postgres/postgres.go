@@ -1,4 +1,4 @@
-package cluster
+package postgres
 
 import (
 	"bytes"
@@ -15,11 +15,13 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/cluster/local"
 )
@@ -35,7 +37,7 @@ const (
 
 // args turns the options into postgres -c arguments (sorted, so a run is
 // repeatable).
-func (o PostgresOptions) args() []string {
+func postgresArgs(o cluster.PostgresOptions) []string {
 	set := map[string]string{}
 	if !o.Durable {
 		set["fsync"], set["full_page_writes"] = "off", "off"
@@ -78,12 +80,8 @@ func (o PostgresOptions) args() []string {
 	return out
 }
 
-func (o PostgresOptions) isZero() bool { return reflect.DeepEqual(o, PostgresOptions{}) }
-
-// postgresSlot holds a cluster's one PostgreSQL.
-type postgresSlot struct {
-	mu sync.Mutex
-	pg *Postgres
+func isZero(o cluster.PostgresOptions) bool {
+	return reflect.DeepEqual(o, cluster.PostgresOptions{})
 }
 
 // Postgres is the run's PostgreSQL server, on 127.0.0.1 with a data
@@ -94,7 +92,7 @@ type postgresSlot struct {
 // Its pause and kill reach the postmaster and every backend; restarted
 // after a kill it runs crash recovery and comes back with its data.
 type Postgres struct {
-	Faultable
+	cluster.Faultable
 	// externalDSN is the connection string of a server someone else runs.
 	externalDSN string
 	// password is the run's own password for postgresUser over TCP (set
@@ -103,74 +101,71 @@ type Postgres struct {
 	// tlsCA, with TLS (Options.TLS), is the run's CA file: clients dial
 	// with sslmode=verify-full against it.
 	tlsCA   string
-	opt     PostgresOptions
+	opt     cluster.PostgresOptions
 	dataDir string
 
 	setupMu sync.Mutex
 	setups  map[string]bool
 }
 
-// Postgres starts the run's PostgreSQL the first time it is called and
+// Start starts c's PostgreSQL the first time it is called and
 // returns the same server afterwards: backends and the postgres resource
 // share it. A later call may pass zero options, or the same ones; other
 // settings are an error (the server already runs with the first).
-func (c *Cluster) Postgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	c.pg.mu.Lock()
-	defer c.pg.mu.Unlock()
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
-	}
-	if pg := c.pg.pg; pg != nil {
-		if !opt.isZero() && !reflect.DeepEqual(opt, pg.opt) {
-			return nil, fmt.Errorf("cluster: postgres already runs with %+v, not %+v", pg.opt, opt)
+func Start(ctx context.Context, c *cluster.Cluster, opt cluster.PostgresOptions) (*Postgres, error) {
+	pg, err := cluster.Group(c, postgresKind, func(cur *Postgres, ok bool) (*Postgres, error) {
+		if c.Closed() {
+			return nil, cluster.ErrClosed
 		}
-		return pg, nil
-	}
-	pg, err := one(c, postgresKind, "postgres", "the backend wants PostgreSQL, but the servers file names none",
-		func(dsn string, p program) (*Postgres, error) { return c.adoptPostgres(dsn, p, opt) },
-		func() (*Postgres, error) { return c.startPostgres(ctx, opt) })
+		if ok {
+			if !isZero(opt) && !reflect.DeepEqual(opt, cur.opt) {
+				return nil, fmt.Errorf("cluster: postgres already runs with %+v, not %+v", cur.opt, opt)
+			}
+			return cur, nil
+		}
+		return cluster.One(c, postgresKind, "postgres", "the backend wants PostgreSQL, but the servers file names none",
+			func(dsn string, s cluster.Faultable) (*Postgres, error) { return adopt(c, dsn, s, opt) },
+			func() (*Postgres, error) { return start(ctx, c, opt) })
+	})
 	if err != nil {
 		return nil, err
 	}
-	c.pg.pg = pg
 	if opt.Bouncer.PoolMode != "" {
-		if _, err := c.PgBouncer(ctx, pg, opt.Bouncer); err != nil {
+		if _, err := StartPgBouncer(ctx, c, pg, opt.Bouncer); err != nil {
 			return nil, err
 		}
 	}
 	return pg, nil
 }
 
-// adoptPostgres is the PostgreSQL someone else runs at dsn (its host and
+// adopt is the PostgreSQL someone else runs at dsn, as s (its host and
 // port dialled; its credentials are the DSN's).
-func (c *Cluster) adoptPostgres(dsn string, p program, opt PostgresOptions) (*Postgres, error) {
+func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable, opt cluster.PostgresOptions) (*Postgres, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", ErrStart, dsn)
+		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", cluster.ErrStart, dsn)
 	}
-	pg := newPostgres(program{name: p.name, p: p.p, external: u.Host}, opt, "")
+	s.SetExternal(u.Host)
+	pg := newPostgres(s, opt, "")
 	pg.externalDSN = dsn
 	c.AddServer(pg)
 	return pg, nil
 }
 
-func (c *Cluster) startPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
-	m, ok := c.Provider().(Machine)
+func start(ctx context.Context, c *cluster.Cluster, opt cluster.PostgresOptions) (*Postgres, error) {
+	m, ok := c.Provider().(cluster.Machine)
 	if !ok {
 		if c.ServersTLS() {
-			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", ErrStart)
+			return nil, fmt.Errorf("%w: postgres: security: tls (--tls) is supported for a local PostgreSQL only, not in a container yet", cluster.ErrStart)
 		}
-		return c.startPostgresInContainer(ctx, opt)
+		return startInContainer(ctx, c, opt)
 	}
-	return c.startPostgresHere(ctx, m, opt)
+	return startHere(ctx, c, m, opt)
 }
 
-// startPostgresHere starts the run's PostgreSQL as a process of this
+// startHere starts the run's PostgreSQL as a process of this
 // machine, its data directory a copy of the cached template.
-func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt PostgresOptions) (*Postgres, error) {
+func startHere(ctx context.Context, c *cluster.Cluster, m cluster.Machine, opt cluster.PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	bins, err := findPostgres()
 	if err != nil {
@@ -180,11 +175,11 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(c.tmp, name)
+	base := filepath.Join(c.TempDir(), name)
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", name, err)
 	}
-	if err := as.Reach(c.tmp, base); err != nil {
+	if err := as.Reach(c.TempDir(), base); err != nil {
 		return nil, err
 	}
 	tmpl, err := postgresTemplate(ctx, m, bins, as, base)
@@ -212,7 +207,7 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 	// in a directory only the server's user (and root) can enter, trusts —
 	// the harness sets the password through it. With no socket (a path too
 	// long), TCP trusts as before.
-	tlsArgs, tlsCA, err := c.postgresTLS(as, base)
+	tlsArgs, tlsCA, err := serverTLS(c, as, base)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +230,9 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 		if err != nil {
 			return nil, err
 		}
-		pg := newPostgres(program{name: name, host: "127.0.0.1", port: port}, opt, data)
+		s := cluster.NewFaultable(postgresKind, name)
+		s.SetAddr("127.0.0.1", port)
+		pg := newPostgres(s, opt, data)
 		pg.tlsCA = tlsCA
 		args := append([]string{
 			"-D", data,
@@ -245,14 +242,14 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 			"-c", "shared_buffers=32MB",
 			"-c", "logging_collector=off",
 			"-c", "log_line_prefix=%m [%p] %q%a ",
-		}, append(tlsArgs, opt.args()...)...)
-		pg.p, err = c.Launch(ctx, Spec{
+		}, append(tlsArgs, postgresArgs(opt)...)...)
+		u, err := c.Launch(ctx, cluster.Spec{
 			Name:       name,
 			Kind:       "postgres",
 			Program:    bins.postgres,
 			Args:       args,
 			Dir:        data,
-			LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+			LogPath:    c.LogPath(name),
 			Cred:       as.Cred(),
 			StopSignal: syscall.SIGINT, // fast shutdown: SIGTERM waits for clients to leave
 			Tree:       true,
@@ -260,18 +257,19 @@ func (c *Cluster) startPostgresHere(ctx context.Context, m Machine, opt Postgres
 		if err != nil {
 			return nil, err
 		}
-		if err := pg.p.Start(ctx); err != nil {
+		pg.SetUnit(u)
+		if err := pg.Unit().Start(ctx); err != nil {
 			return nil, err
 		}
 		ready := pg.ping
 		if sockSetting != "" {
 			ready = func(ctx context.Context) error { return pg.setPassword(ctx, sockSetting) }
 		}
-		if lastErr = WaitUnit(ctx, name, pg.p, ready); lastErr == nil {
+		if lastErr = cluster.WaitUnit(ctx, name, pg.Unit(), ready); lastErr == nil {
 			c.AddServer(pg)
 			return pg, nil
 		}
-		_ = pg.p.Kill(ctx)
+		_ = pg.Unit().Kill(ctx)
 		if ctx.Err() != nil {
 			break
 		}
@@ -337,16 +335,15 @@ func postgresDSN(addr, application string) string {
 	return u.String()
 }
 
-// PostgresApplication is the application_name a client process's lock
+// Application is the application_name a client process's lock
 // sessions carry, so a fault can find them in pg_stat_activity
 // ("locktorture-p0").
-func PostgresApplication(p int) string { return "locktorture-" + links.ClientName(p) }
+func Application(p int) string { return "locktorture-" + links.ClientName(p) }
 
 // newPostgres is a PostgreSQL server at p whose data is in dataDir.
-func newPostgres(p program, opt PostgresOptions, dataDir string) *Postgres {
-	p.kind = postgresKind
-	pg := &Postgres{Faultable: Faultable{program: p}, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
-	pg.ready = pg.ping
+func newPostgres(s cluster.Faultable, opt cluster.PostgresOptions, dataDir string) *Postgres {
+	pg := &Postgres{Faultable: s, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
+	pg.SetReady(pg.ping)
 	return pg
 }
 
@@ -392,13 +389,13 @@ func (pg *Postgres) Setup(ctx context.Context, name string, stmts ...string) err
 func (pg *Postgres) setPassword(ctx context.Context, sockDir string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", sockDir, pg.port, postgresUser, postgresDatabase)
+	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", sockDir, pg.Port(), postgresUser, postgresDatabase)
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	pw := NewPassword()
+	pw := cluster.NewPassword()
 	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{postgresUser}.Sanitize()+" PASSWORD '"+pw+"'"); err != nil {
 		return fmt.Errorf("set the run's password: %w", err)
 	}
@@ -456,18 +453,18 @@ func lookPostgres() (pgBins, error) {
 		pgb, err1 := exec.LookPath("postgres")
 		ini, err2 := exec.LookPath("initdb")
 		if err1 != nil || err2 != nil {
-			return pgBins{}, fmt.Errorf("%w: postgres and initdb are neither in /usr/lib/postgresql/*/bin nor on PATH; install the Debian package postgresql (make deps)", ErrMissingBinary)
+			return pgBins{}, fmt.Errorf("%w: postgres and initdb are neither in /usr/lib/postgresql/*/bin nor on PATH; install the Debian package postgresql (make deps)", cluster.ErrMissingBinary)
 		}
 		b.postgres, b.initdb = pgb, ini
 	}
 	out, err := exec.Command(b.postgres, "--version").Output()
 	if err != nil {
-		return pgBins{}, fmt.Errorf("%w: %s --version: %w", ErrStart, b.postgres, err)
+		return pgBins{}, fmt.Errorf("%w: %s --version: %w", cluster.ErrStart, b.postgres, err)
 	}
 	// "postgres (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)"
 	m := regexp.MustCompile(`\d+(\.\d+)*`).Find(out)
 	if m == nil {
-		return pgBins{}, fmt.Errorf("%w: %s --version said %q", ErrStart, b.postgres, bytes.TrimSpace(out))
+		return pgBins{}, fmt.Errorf("%w: %s --version said %q", cluster.ErrStart, b.postgres, bytes.TrimSpace(out))
 	}
 	b.version = string(m)
 	return b, nil
@@ -479,17 +476,17 @@ func isFile(p string) bool {
 }
 
 // postgresRunAs is the system user PostgreSQL runs as on m.
-func postgresRunAs(m Machine) (local.RunAs, error) {
+func postgresRunAs(m cluster.Machine) (local.RunAs, error) {
 	return m.RunAs("postgres", "PostgreSQL refuses to run as root", "postgresql")
 }
 
 // postgresTemplate returns a data directory made by initdb (with the
 // harness's role and database) for this PostgreSQL version, kept by m
 // between runs (the first run builds it in scratch, as the server's user).
-func postgresTemplate(ctx context.Context, m Machine, bins pgBins, as local.RunAs, scratch string) (string, error) {
+func postgresTemplate(ctx context.Context, m cluster.Machine, bins pgBins, as local.RunAs, scratch string) (string, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(bins.postgres))
-	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), TemplateFormat)
+	key := fmt.Sprintf("pg-template-%s-%08x-%s", bins.version, h.Sum32(), cluster.TemplateFormat)
 	return m.Template(ctx, key, scratch, bins.postgres+" "+bins.version, as, func(ctx context.Context, build string) (string, error) {
 		data := filepath.Join(build, "data")
 		const what = "postgres template"
@@ -531,10 +528,10 @@ fi
 exec postgres -D "$D" "$@"
 `
 
-// startPostgresInContainer starts the run's PostgreSQL through a provider
+// startInContainer starts the run's PostgreSQL through a provider
 // other than local (a container): the program and initdb from the image,
 // run as the image's postgres user, on the server's own address.
-func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+func startInContainer(ctx context.Context, c *cluster.Cluster, opt cluster.PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	pv := c.Provider()
 	dir, err := pv.Dir(name)
@@ -550,8 +547,10 @@ func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOpti
 		return nil, err
 	}
 	data := path.Join(dir, "pgdata")
-	pg := newPostgres(program{name: name, host: host, port: port}, opt, data)
-	pg.password = NewPassword()
+	s := cluster.NewFaultable(postgresKind, name)
+	s.SetAddr(host, port)
+	pg := newPostgres(s, opt, data)
+	pg.password = cluster.NewPassword()
 	args := append([]string{
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=*",
@@ -559,27 +558,28 @@ func (c *Cluster) startPostgresInContainer(ctx context.Context, opt PostgresOpti
 		"-c", "shared_buffers=32MB",
 		"-c", "logging_collector=off",
 		"-c", "log_line_prefix=%m [%p] %q%a ",
-	}, opt.args()...)
-	pg.p, err = c.Launch(ctx, Spec{
+	}, postgresArgs(opt)...)
+	u, err := c.Launch(ctx, cluster.Spec{
 		Name:       name,
 		Kind:       "postgres",
 		Program:    data,
 		Args:       args,
 		Shell:      postgresFirstStart,
-		Files:      []File{{Path: data + ".pw", Content: []byte(pg.password + "\n"), Mode: 0o644}},
+		Files:      []cluster.File{{Path: data + ".pw", Content: []byte(pg.password + "\n"), Mode: 0o644}},
 		User:       "postgres",
-		LogPath:    filepath.Join(c.opt.LogDir, name+".log"),
+		LogPath:    c.LogPath(name),
 		StopSignal: syscall.SIGINT,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := pg.p.Start(ctx); err != nil {
+	pg.SetUnit(u)
+	if err := pg.Unit().Start(ctx); err != nil {
 		return nil, err
 	}
 	// initdb runs first: allow it more than a server's start (on a loaded
 	// machine initdb and the first start take over 15s).
-	if err := waitUnitFor(ctx, name, pg.p, pg.ping, time.Minute); err != nil {
+	if err := cluster.WaitUnitFor(ctx, name, pg.Unit(), pg.ping, time.Minute); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.AddServer(pg)
@@ -596,14 +596,14 @@ func pingPostgresDSN(ctx context.Context, dsn string) error {
 	return conn.Ping(ctx)
 }
 
-// PostgresSchema is the schema an external run's tables live in.
-func PostgresSchema(namespace string) string { return "locktorture_" + namespace }
+// Schema is the schema an external run's tables live in.
+func Schema(namespace string) string { return "locktorture_" + namespace }
 
 // withSearchPath sets a DSN's search_path (a run-time parameter).
 func withSearchPath(dsn, schema string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "", fmt.Errorf("%w: postgres: %w", errServersFile, err)
+		return "", fmt.Errorf("%w: postgres: %w", cluster.ErrServersFile, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
@@ -626,16 +626,16 @@ func pgExec(ctx context.Context, dsn, stmt string) error {
 const postgresKind = "postgres"
 
 func init() {
-	RegisterKind(Kind{
-		TLS:         []string{ServersLocal},
+	cluster.RegisterKind(cluster.Kind{
+		TLS:         []string{cluster.ServersLocal},
 		Credentials: postgresCredentials,
 		Name:        postgresKind,
 		Sessions:    true,
 		Packages:    []string{"postgresql"},
 		Image:       "postgres:16",
 		DSN:         true,
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
-			_, err := c.Postgres(ctx, o.Postgres)
+		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
+			_, err := Start(ctx, c, o.Postgres)
 			return err
 		},
 		CheckAddr: func(a string) error {
@@ -645,18 +645,18 @@ func init() {
 			}
 			return nil
 		},
-		Check: func(ctx context.Context, e Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
-		Prepare: func(ctx context.Context, e Endpoint, namespace string) (string, error) {
+		Check: func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Prepare: func(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
 			dsn := e.Addr
-			schema := PostgresSchema(namespace)
+			schema := Schema(namespace)
 			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", ErrServerCheck, RedactDSN(dsn), schema, err)
+				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), schema, err)
 			}
 			return withSearchPath(dsn, schema)
 		},
-		Compose: &ComposeSpec{Port: 17030, Services: postgresCompose},
-		Cleanup: func(ctx context.Context, dsns []Endpoint, namespace string) error {
-			schema := PostgresSchema(namespace)
+		Compose: &cluster.ComposeSpec{Port: 17030, Services: postgresCompose},
+		Cleanup: func(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
+			schema := Schema(namespace)
 			if err := pgExec(ctx, dsns[0].Addr, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 				return fmt.Errorf("postgres: drop the run's schema %s: %w", schema, err)
 			}
@@ -686,13 +686,13 @@ func (pg *Postgres) ClientAddress(addr string, p int) string {
 	if p < 0 {
 		return pg.clientDSN(addr, "locktorture")
 	}
-	return pg.clientDSN(addr, PostgresApplication(p))
+	return pg.clientDSN(addr, Application(p))
 }
 
 // postgresCompose is PostgreSQL in the standing cluster: one server, its
 // database made by the official image's entrypoint, or by initdb in an
 // image with Debian's packages (make images).
-func postgresCompose(port int, image string) ComposeCluster {
+func postgresCompose(port int, image string) cluster.ComposeCluster {
 	p := strconv.Itoa(port)
 	script := `if command -v docker-entrypoint.sh >/dev/null; then
   exec docker-entrypoint.sh postgres -p ` + p + ` -c listen_addresses=127.0.0.1
@@ -706,14 +706,14 @@ fi
 mkdir -p /var/run/postgresql && chown postgres /var/run/postgresql
 exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=127.0.0.1
 `
-	return ComposeCluster{
-		Services: []ComposeService{{Name: "postgres", Image: image,
-			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": ComposePassword, "POSTGRES_DB": "locktorture"},
+	return cluster.ComposeCluster{
+		Services: []cluster.ComposeService{{Name: "postgres", Image: image,
+			Environment: map[string]string{"POSTGRES_USER": "locktorture", "POSTGRES_PASSWORD": cluster.ComposePassword, "POSTGRES_DB": "locktorture"},
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
 			Retries:     60}},
-		Servers: map[string][]ServerEntry{postgresKind: {ComposeEntry("postgres",
-			"postgres://"+postgresUser+":"+ComposePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
+		Servers: map[string][]cluster.ServerEntry{postgresKind: {cluster.ComposeEntry("postgres",
+			"postgres://"+postgresUser+":"+cluster.ComposePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
 	}
 }
 
@@ -722,7 +722,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 // 0600: PostgreSQL refuses a key others can read), and returns the
 // server's ssl settings and the CA file clients check it against.
 // Without TLS: nothing.
-func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, error) {
+func serverTLS(c *cluster.Cluster, as local.RunAs, dir string) ([]string, string, error) {
 	if !c.ServersTLS() {
 		return nil, "", nil
 	}
@@ -738,7 +738,7 @@ func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, err
 			return nil, "", err
 		}
 	}
-	a, err := c.runCA()
+	a, err := c.RunCA()
 	if err != nil {
 		return nil, "", err
 	}
@@ -749,7 +749,7 @@ func (c *Cluster) postgresTLS(as local.RunAs, dir string) ([]string, string, err
 // files for the PostgreSQL at addr (a DSN) into it (TLS as
 // sslmode=verify-full, sslrootcert, sslcert and sslkey): PostgreSQL keeps
 // its credentials in its DSN, and nothing is left beside it.
-func postgresCredentials(addr string, a *Auth) (string, *Auth, error) {
+func postgresCredentials(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
 	u, err := url.Parse(addr)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", nil, errors.New("username, password_env and tls need a postgres:// DSN")
@@ -782,4 +782,49 @@ func postgresCredentials(addr string, a *Auth) (string, *Auth, error) {
 		u.RawQuery = q.Encode()
 	}
 	return u.String(), nil, nil
+}
+
+// KillSessions has PostgreSQL terminate client sessions
+// (pg_terminate_backend): those of the clients named, or, with none, every
+// client session holding an advisory or row lock. The harness's own
+// sessions (the resource's) are never touched.
+func (pg *Postgres) KillSessions(ctx context.Context, clients []int) ([]map[string]any, error) {
+	conn, err := pg.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	apps := []string{}
+	for _, p := range clients {
+		apps = append(apps, Application(p))
+	}
+	// Client sessions are named locktorture-p<N>; the harness's own (the
+	// resource's) are not.
+	rows, err := conn.Query(ctx, `
+SELECT a.application_name, a.pid, pg_terminate_backend(a.pid)
+FROM pg_stat_activity a
+WHERE a.pid <> pg_backend_pid()
+  AND a.application_name LIKE 'locktorture-p%'
+  AND (cardinality($1::text[]) > 0 AND a.application_name = ANY($1::text[])
+       OR cardinality($1::text[]) = 0 AND EXISTS (
+            SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+              AND (l.locktype = 'advisory' OR l.locktype = 'tuple' OR l.mode = 'RowShareLock')))`, apps)
+	if err != nil {
+		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+	}
+	defer rows.Close()
+	var sessions []map[string]any
+	for rows.Next() {
+		var app string
+		var pid int32
+		var ok bool
+		if err := rows.Scan(&app, &pid, &ok); err != nil {
+			return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+		}
+		sessions = append(sessions, map[string]any{"client": strings.TrimPrefix(app, "locktorture-"), "pid": pid, "terminated": ok})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: terminate: %w", pg.Name(), err)
+	}
+	return sessions, nil
 }
