@@ -1,13 +1,15 @@
 // Package cluster starts and controls the real servers a run needs — Redis
 // (or Valkey) servers, a Sentinel group (primary, replica, three
 // Sentinels), PostgreSQL and a PgBouncer in front of it, MariaDB, etcd and
-// ZooKeeper — and the per-(client, server) links (in-process toxiproxy)
+// ZooKeeper (packages of their own under cluster/kinds, Redis's still
+// here) — and the per-(client, server) links (in-process toxiproxy)
 // that partitions and delays act on. Where the servers come from is chosen
 // once, by a provider: local processes on 127.0.0.1 with free ports
 // (cluster/local, the default), one container each (cluster/docker), or
 // external: servers someone else runs, named in a servers file
 // (ServersFile), which the cluster adopts instead of starting. Each kind of
-// server is one file registering a Kind (RegisterKind); the provider types
+// server registers a Kind (RegisterKind) from its package's init, linked
+// by cluster/kinds/all; the provider types
 // and the registry of modes are in cluster/provider, the links in
 // cluster/links. Every server a Cluster starts is stopped by Close, which
 // callers defer. When the harness itself is killed, its local servers die
