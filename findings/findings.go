@@ -116,6 +116,11 @@ var registry = []Finding{
 		Scenario: "renew-delay", Backend: "rueidislock", Seeds: []int64{1, 2, 3},
 	},
 	{
+		ID: "rueidislock-failover", Library: "rueidislock", Module: "github.com/redis/rueidis",
+		Breaks:   "its Redis down in a failover, the context stays live until a retry reaches the new primary: double grant",
+		Scenario: "rueidislock-failover", File: "rueidislock-failover.yaml", Backend: "rueidislock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+	},
+	{
 		ID: "zk-lock-renew-partition", Library: "go-zookeeper zk.Lock", Module: "github.com/go-zookeeper/zk",
 		Breaks:   "never tells the holder its session expired: stale holder",
 		Scenario: "renew-partition", Backend: "zk-lock", Seeds: []int64{1, 2, 3},
