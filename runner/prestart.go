@@ -88,24 +88,13 @@ type cellQueue struct {
 	next  int
 }
 
-// take gives the next cell, false when none is left.
-func (q *cellQueue) take() (int, bool) {
+// take gives the next cell, false when none is left or when worth (if
+// not nil) is false for it: a lane whose cell's clients are done asks for
+// the next only if its servers are worth starting ahead.
+func (q *cellQueue) take(worth func(int) bool) (int, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.next >= len(q.order) {
-		return 0, false
-	}
-	i := q.order[q.next]
-	q.next++
-	return i, true
-}
-
-// takeAhead gives a lane whose cell's clients are done the next cell, for
-// its servers to start ahead, when worth says so.
-func (q *cellQueue) takeAhead(worth func(int) bool) (int, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.next >= len(q.order) || !worth(q.order[q.next]) {
+	if q.next >= len(q.order) || (worth != nil && !worth(q.order[q.next])) {
 		return 0, false
 	}
 	i := q.order[q.next]
@@ -140,7 +129,7 @@ func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 			if ctx.Err() != nil {
 				return
 			}
-			if j, ok := q.takeAhead(m.worthAhead); ok {
+			if j, ok := q.take(m.worthAhead); ok {
 				next = m.startAhead(ctx, j)
 			}
 		}
@@ -154,7 +143,7 @@ func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 			cur, next, i = next, nil, next.i
 		} else {
 			var ok bool
-			if i, ok = q.take(); !ok {
+			if i, ok = q.take(nil); !ok {
 				return
 			}
 		}
