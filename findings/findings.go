@@ -51,9 +51,9 @@ type Finding struct {
 	// It is no built-in: matrix and the built-in scenarios' tests judge
 	// each built-in by its expectation, and a finding against its claim
 	// keeps an expectation its runs contradict.
-	File string
-	Backend  string
-	Fencing  string
+	File    string
+	Backend string
+	Fencing string
 	// Seeds are the seeds it is known to reproduce with; the first is
 	// repro's default.
 	Seeds []int64
