@@ -17,6 +17,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 )
@@ -167,7 +168,7 @@ func benchBare(b *testing.B, tmp string) float64 {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	srv, err := cl.StartRedis(context.Background(), cluster.RedisOptions{})
+	srv, err := rediskind.Start(context.Background(), cl, rediskind.RedisOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

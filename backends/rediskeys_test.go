@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 )
 
 // TestRedisKeysActOnTheirOwnKeys: a backend whose keys have another prefix
@@ -15,7 +16,7 @@ import (
 func TestRedisKeysActOnTheirOwnKeys(t *testing.T) {
 	c := testCluster(t)
 	ctx := context.Background()
-	r, err := c.StartRedis(ctx, cluster.RedisOptions{})
+	r, err := redis.Start(ctx, c, redis.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

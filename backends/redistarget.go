@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 )
 
 // Redis setups a single-Redis backend can run over (Env.Redis).
@@ -28,8 +29,8 @@ const (
 type redisTarget struct {
 	env    Env
 	opt    RedisOptions
-	server *cluster.Redis
-	group  *cluster.SentinelGroup
+	server *rediskind.Redis
+	group  *rediskind.SentinelGroup
 	// keys name the locks' keys in Redis (defaultRedisKeys).
 	keys redisKeys
 }
@@ -76,7 +77,7 @@ func startRedisTarget(ctx context.Context, env Env) (*redisTarget, error) {
 		t.opt = o.redisOptions()
 	}
 	if env.Servers.Sentinel {
-		g, err := env.Cluster.StartSentinelGroup(ctx, env.Servers.Persistence)
+		g, err := rediskind.StartSentinelGroup(ctx, env.Cluster, env.Servers.Persistence)
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
@@ -109,7 +110,7 @@ func (t *redisTarget) newClient(c ClientEnv) *redis.Client {
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
 	o := lockFailoverOptions(t.group.MasterName(), t.group.SentinelAddrs(), timeout)
-	o.ClientName = cluster.RedisClientName(c.Process)
+	o.ClientName = rediskind.RedisClientName(c.Process)
 	if a := t.group.MasterAuth; a != nil {
 		o.Username, o.Password = a.Username, a.Password
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -60,10 +61,10 @@ var errNoQuorum = errors.New("redlock: no quorum")
 // startRedisNodes starts n independent redis-servers, named redis-a,
 // redis-b, ... (the targets of server faults A, B, ..., in order), with
 // persistence when the scenario asks for it.
-func startRedisNodes(ctx context.Context, env Env, n int) ([]*cluster.Redis, error) {
-	out := make([]*cluster.Redis, 0, n)
+func startRedisNodes(ctx context.Context, env Env, n int) ([]*rediskind.Redis, error) {
+	out := make([]*rediskind.Redis, 0, n)
 	for i := range n {
-		r, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{Name: "redis-" + string(rune('a'+i)), Persistence: env.Servers.Persistence})
+		r, err := rediskind.Start(ctx, env.Cluster, rediskind.RedisOptions{Name: "redis-" + string(rune('a'+i)), Persistence: env.Servers.Persistence})
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
@@ -73,7 +74,7 @@ func startRedisNodes(ctx context.Context, env Env, n int) ([]*cluster.Redis, err
 }
 
 type redlock struct {
-	servers []*cluster.Redis
+	servers []*rediskind.Redis
 	env     Env
 }
 
@@ -92,7 +93,7 @@ func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 		// Each server its own credentials (five managed Redis may differ).
 		addrs[i], auths[i] = b.env.Cluster.ClientAddr(c.Process, s), cluster.AuthOf(s).WithServerName(s.Addr())
 	}
-	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, cluster.RedisClientName(c.Process))
+	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, rediskind.RedisClientName(c.Process))
 	connect(ctx, b.env.OpTimeout, rc.nodes...)
 	for _, s := range b.servers {
 		rc.labels = append(rc.labels, b.env.Cluster.Label(s))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/clientsim"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/tcpdelay"
 )
@@ -24,7 +24,7 @@ func startRedlock(t *testing.T, ttl, opTimeout time.Duration) (*redlock, Env) {
 
 // proxied puts a delaying proxy in front of the nodes listed in slow and
 // returns every node's address for a client.
-func proxied(t *testing.T, servers []*cluster.Redis, slow ...int) ([]string, []*tcpdelay.Proxy) {
+func proxied(t *testing.T, servers []*redis.Redis, slow ...int) ([]string, []*tcpdelay.Proxy) {
 	t.Helper()
 	addrs := make([]string, len(servers))
 	var proxies []*tcpdelay.Proxy
@@ -142,7 +142,7 @@ func TestQuorumNodesDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			servers := env.Cluster.Redis()
+			servers := redis.Servers(env.Cluster)
 			if len(servers) != 5 {
 				t.Fatalf("%d servers, want 5", len(servers))
 			}

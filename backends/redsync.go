@@ -12,7 +12,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/cluster"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -42,7 +42,7 @@ func init() {
 }
 
 type redsyncBackend struct {
-	servers []*cluster.Redis
+	servers []*rediskind.Redis
 	env     Env
 }
 

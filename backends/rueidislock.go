@@ -14,6 +14,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 )
 
 // rueidislock is github.com/redis/rueidis/rueidislock, the lock of the
@@ -98,7 +99,7 @@ func (b *rueidisLockBackend) Close() error { return nil }
 // through the process's own links.
 func (b *rueidisLockBackend) clientOption(ctx context.Context, ce ClientEnv) rueidis.ClientOption {
 	cl := b.env.Cluster
-	o := rueidis.ClientOption{ClientName: cluster.RedisClientName(ce.Process)}
+	o := rueidis.ClientOption{ClientName: redis.RedisClientName(ce.Process)}
 	var master *cluster.Auth
 	sentinels := map[string]bool{}
 	if g := b.target.group; g != nil {

@@ -132,10 +132,10 @@ func (a *Auth) WithServerName(addr string) *Auth {
 	return &c
 }
 
-// journalArgs are a's credentials as a journal's undo can write them
+// JournalArgs are a's credentials as a journal's undo can write them
 // down: the user, the variable holding the password (never the password)
 // and the TLS files.
-func (a *Auth) journalArgs(args map[string]string) map[string]string {
+func (a *Auth) JournalArgs(args map[string]string) map[string]string {
 	if a == nil {
 		return args
 	}
@@ -149,9 +149,9 @@ func (a *Auth) journalArgs(args map[string]string) map[string]string {
 	return args
 }
 
-// authFromJournal is what journalArgs wrote, the password read again from
+// AuthFromJournal is what JournalArgs wrote, the password read again from
 // its variable (nil: no credentials).
-func authFromJournal(args map[string]string) *Auth {
+func AuthFromJournal(args map[string]string) *Auth {
 	a := &Auth{Username: args["username"], PasswordEnv: args["password_env"]}
 	if a.PasswordEnv != "" {
 		a.Password = os.Getenv(a.PasswordEnv)
@@ -197,8 +197,8 @@ func (s AuthSet) For(kind string, i int) *Auth {
 	return nil
 }
 
-// add appends the next server of kind's credentials (nil: none).
-func (s AuthSet) add(kind string, a *Auth) {
+// Add appends the next server of kind's credentials (nil: none).
+func (s AuthSet) Add(kind string, a *Auth) {
 	s[kind] = append(s[kind], a)
 }
 
@@ -293,7 +293,7 @@ func (s AuthSet) WriteTLSFiles(dir string) (AuthSet, error) {
 	for kind, l := range s.compact() {
 		for _, a := range l {
 			if a == nil || a.TLS == nil {
-				out.add(kind, a)
+				out.Add(kind, a)
 				continue
 			}
 			c, t := *a, *a.TLS
@@ -304,7 +304,7 @@ func (s AuthSet) WriteTLSFiles(dir string) (AuthSet, error) {
 				}
 			}
 			c.TLS = &t
-			out.add(kind, &c)
+			out.Add(kind, &c)
 		}
 	}
 	return out, nil

@@ -1,9 +1,8 @@
 // Package cluster starts and controls the real servers a run needs — Redis
 // (or Valkey) servers, a Sentinel group (primary, replica, three
 // Sentinels), PostgreSQL and a PgBouncer in front of it, MariaDB, etcd and
-// ZooKeeper (packages of their own under cluster/kinds, Redis's still
-// here) — and the per-(client, server) links (in-process toxiproxy)
-// that partitions and delays act on. Where the servers come from is chosen
+// ZooKeeper (each a package of its own under cluster/kinds) — and the
+// per-(client, server) links (in-process toxiproxy) that partitions and delays act on. Where the servers come from is chosen
 // once, by a provider: local processes on 127.0.0.1 with free ports
 // (cluster/local, the default), one container each (cluster/docker), or
 // external: servers someone else runs, named in a servers file
@@ -96,12 +95,10 @@ type Cluster struct {
 	mu     sync.Mutex
 	prov   Provider
 	units  []Unit
-	redis  []*Redis
 	// servers lists every data server in start order (the targets of
 	// server faults: "A" is the first).
 	servers  []Server
 	links    *links.Set
-	sentinel *SentinelGroup
 	groups   sync.Map  // kind -> *groupSlot: the run's one group of servers of a kind (Group)
 	once     kindLocks // the starts of kinds with one server per run (StartOnce)
 	closed   bool
@@ -142,16 +139,33 @@ func New(opt Options) (*Cluster, error) {
 	return c, nil
 }
 
-// RedisUser is the ACL user of the Redis servers a locked cluster starts.
-const RedisUser = "locktorture"
+// Secret is the password of a locked cluster's servers (Options.Locked;
+// "": the cluster is not locked).
+func (c *Cluster) Secret() string { return c.secret }
 
-// redisAuth is what the Redis servers the cluster starts ask (nil: nothing).
-func (c *Cluster) redisAuth() *Auth {
-	if c.secret == "" {
-		return nil
+// Redis server programs (Options.RedisProgram).
+const (
+	// RedisProgramRedis is Redis itself: redis-server, redis-sentinel.
+	RedisProgramRedis = "redis"
+	// RedisProgramValkey is Valkey, the Linux Foundation's fork of Redis
+	// 7.2: valkey-server, valkey-sentinel (Debian 13 on).
+	RedisProgramValkey = "valkey"
+)
+
+// RedisPrograms are the server and Sentinel programs (and their Debian
+// packages, the same names) of a Redis program choice: "" or redis is
+// redis-server and redis-sentinel; valkey is valkey-server and
+// valkey-sentinel.
+func RedisPrograms(choice string) (server, sentinel string) {
+	if choice == RedisProgramValkey {
+		return "valkey-server", "valkey-sentinel"
 	}
-	return &Auth{Username: RedisUser, Password: c.secret}
+	return "redis-server", "redis-sentinel"
 }
+
+// RedisProgram is the program choice of the cluster's Redis servers and
+// Sentinels (Options.RedisProgram).
+func (c *Cluster) RedisProgram() string { return c.opt.RedisProgram }
 
 // Provider is where the cluster's servers run (local when none was made).
 func (c *Cluster) Provider() Provider {
@@ -260,14 +274,49 @@ func (c *Cluster) ClientTLS(name, user string) (*TLSFiles, error) {
 	return &TLSFiles{CA: a.CAFile(), Cert: p.CertFile, Key: p.KeyFile}, nil
 }
 
-// Redis returns the Redis servers started so far, in start order.
-func (c *Cluster) Redis() []*Redis {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]*Redis(nil), c.redis...)
+// ServerByAddr finds a server (or a companion: a Sentinel) by its real
+// address.
+func (c *Cluster) ServerByAddr(addr string) Server {
+	if a := c.externalAlias(addr); a != "" {
+		return externalServer{name: addr, addr: a}
+	}
+	for _, s := range c.Servers() {
+		if s.Addr() == addr {
+			return s
+		}
+	}
+	for _, s := range c.companions() {
+		if s.Addr() == addr {
+			return s
+		}
+	}
+	return nil
 }
 
-// AddServer lists s among the cluster's servers (StartRedis and the other
+// Companioned is a group of servers (Group) that runs companions beside
+// its servers (Redis's Sentinel group: its Sentinels), which are not
+// among the cluster's servers (no server fault targets them) but are
+// asked their versions, watched, and named to clients.
+type Companioned interface {
+	// Companions are the group's companions, in start order.
+	Companions() []Server
+	// ClientCompanions adds to g what a client dials to reach them, addr
+	// giving the address it dials for each (Cluster.ClientServers).
+	ClientCompanions(g *ServerSet, addr func(Server) string)
+}
+
+// companions are the companions of every group kept (Companioned).
+func (c *Cluster) companions() []Server {
+	var out []Server
+	for _, g := range c.keptGroups() {
+		if cg, ok := g.(Companioned); ok {
+			out = append(out, cg.Companions()...)
+		}
+	}
+	return out
+}
+
+// AddServer lists s among the cluster's servers (redis.Start and the other
 // starters call it), making it a target for server faults.
 func (c *Cluster) AddServer(s Server) {
 	c.mu.Lock()

@@ -39,7 +39,6 @@ func TestComposeServesEveryKind(t *testing.T) {
 		{"etcd", "etcd-2", 3},
 		{"zookeeper", "zookeeper", 1},
 		{"pgbouncer", "pgbouncer", 1},
-		{testProgramKind, testProgramKind + "-0", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {

@@ -96,12 +96,8 @@ func (f *ServersFile) sentinelPrimary(ctx context.Context) string {
 	if s == nil {
 		return ""
 	}
-	for _, e := range endpoints(s.Addrs) {
-		if v, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master); err == nil {
-			if a, ok := v.([]any); ok && len(a) == 2 {
-				return fmt.Sprintf("%v:%v", a[0], a[1])
-			}
-		}
+	if k, ok := LookupKind(redisKind); ok && k.SentinelPrimary != nil {
+		return k.SentinelPrimary(ctx, endpoints(s.Addrs), s.Master)
 	}
 	return ""
 }

@@ -1,9 +1,5 @@
 package cluster
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
-func fmtInt(n int) string       { return strconv.Itoa(n) }
-func indexOf(s, sub string) int { return strings.Index(s, sub) }
+func itoa(n int) string { return strconv.Itoa(n) }

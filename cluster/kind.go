@@ -93,12 +93,25 @@ type Kind struct {
 	// names their servers go by (redis: "sentinel", its Sentinels):
 	// ServerKind takes sentinel-0 for a server of this kind.
 	Companions []string
+	// CheckSentinel, for the kind whose group a servers file names under
+	// sentinel: (redis), asks each of the group's Sentinels whether it
+	// knows the master (monitored as master), and that master whether it
+	// takes masterAuth; the first problem wraps ErrServerCheck.
+	CheckSentinel func(ctx context.Context, sentinels []Endpoint, master string, masterAuth *Auth) error
+	// SentinelPrimary, for that kind, is the group's current primary
+	// (host:port) as the first Sentinel that answers names it ("" when
+	// none does): Cleanup removes the run's data there too.
+	SentinelPrimary func(ctx context.Context, sentinels []Endpoint, master string) string
 }
 
 // DefaultKind is the kind of server started where none is named
 // (exec.servers, client-check --servers, a locktest Suite's Kinds): one
 // redis-server.
 const DefaultKind = redisKind
+
+// redisKind is the Redis kind's name (cluster/kinds/redis): a servers
+// file's Sentinel group (sentinelKind) belongs to it.
+const redisKind = "redis"
 
 // StartOptions are a run's settings for the servers it starts.
 type StartOptions struct {

@@ -42,8 +42,9 @@ func (c *Cluster) ClientAddr(p int, s Server) string {
 
 // ClientServers is what client process p dials: by kind, the address of
 // its own link to every server (a ClientAddresser's client address, such
-// as PostgreSQL's DSN), and the Sentinel group's Sentinels; Aliases map
-// each server's real address to p's link. For p < 0 the addresses are
+// as PostgreSQL's DSN), and the companions of the groups kept (a Sentinel
+// group's Sentinels: Companioned); Aliases map each server's real
+// address to p's link. For p < 0 the addresses are
 // the servers' own (no link), as a servers file would name them.
 func (c *Cluster) ClientServers(p int) ServerSet {
 	g := ServerSet{Aliases: map[string]string{}, Auth: AuthSet{}}
@@ -66,18 +67,15 @@ func (c *Cluster) ClientServers(p int) ServerSet {
 		g.add(kind, a)
 		// The client dials a, maybe a link: its TLS checks the server's
 		// own name.
-		g.Auth.add(kind, AuthOf(s).WithServerName(s.Addr()))
+		g.Auth.Add(kind, AuthOf(s).WithServerName(s.Addr()))
 	}
-	if sg := c.SentinelGroup(); sg != nil {
-		g.Sentinel = &SentinelSet{Master: sg.MasterName(), MasterAuth: sg.MasterAuth}
-		for _, s := range sg.Sentinels {
-			a := addr(s)
-			g.Aliases[s.Addr()] = a
-			g.Sentinel.Addrs = append(g.Sentinel.Addrs, a)
-			g.Auth.add(sentinelKind, s.auth.WithServerName(s.Addr()))
-		}
-		if len(g.Auth[redisKind]) == 0 && sg.MasterAuth != nil {
-			g.Auth.add(redisKind, sg.MasterAuth)
+	for _, cg := range c.keptGroups() {
+		if cg, ok := cg.(Companioned); ok {
+			cg.ClientCompanions(&g, func(s Server) string {
+				a := addr(s)
+				g.Aliases[s.Addr()] = a
+				return a
+			})
 		}
 	}
 	g.Auth = g.Auth.compact()

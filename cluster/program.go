@@ -26,9 +26,6 @@ type program struct {
 // Auth is what the server asks its clients to prove (nil: nothing).
 func (s *program) Auth() *Auth { return s.auth }
 
-// endpoint is the server as the harness dials it.
-func (s *program) endpoint() Endpoint { return Endpoint{Addr: s.Addr(), Auth: s.auth} }
-
 // Name is the server's name in logs and nemesis targets ("redis-0").
 func (s *program) Name() string { return s.name }
 
@@ -58,6 +55,16 @@ type Faultable struct {
 	ready func(context.Context) error
 }
 
+// Companion is a program a kind's group runs beside its servers (a
+// Sentinel beside its Redis servers): named, dialled, asked its version
+// and watched as a server is, but no server fault acts on it.
+type Companion struct{ program }
+
+// NewCompanion is a companion of kind named name, not started yet.
+func NewCompanion(kind, name string) Companion {
+	return Companion{program: program{kind: kind, name: name}}
+}
+
 // NewFaultable is a server of kind named name, not started yet
 // (Cluster.StartSpec starts it).
 func NewFaultable(kind, name string) Faultable {
@@ -70,23 +77,23 @@ func (s *Faultable) SetReady(ready func(context.Context) error) { s.ready = read
 
 // SetAddr sets where the server listens: host and the port its clients
 // dial.
-func (s *Faultable) SetAddr(host string, port int) { s.host, s.port = host, port }
+func (s *program) SetAddr(host string, port int) { s.host, s.port = host, port }
 
 // Host is the host the server listens on ("" for one someone else runs).
-func (s *Faultable) Host() string { return s.host }
+func (s *program) Host() string { return s.host }
 
 // SetAuth sets what the server asks its clients to prove.
-func (s *Faultable) SetAuth(a *Auth) { s.auth = a }
+func (s *program) SetAuth(a *Auth) { s.auth = a }
 
 // Unit is what runs the server (nil before it is launched).
-func (s *Faultable) Unit() Unit { return s.p }
+func (s *program) Unit() Unit { return s.p }
 
 // SetUnit sets what runs the server (Cluster.Launch's unit).
-func (s *Faultable) SetUnit(u Unit) { s.p = u }
+func (s *program) SetUnit(u Unit) { s.p = u }
 
 // SetExternal makes the server one someone else runs at addr (host:port),
 // which the harness dials.
-func (s *Faultable) SetExternal(addr string) { s.external = addr }
+func (s *program) SetExternal(addr string) { s.external = addr }
 
 // PID is the server's process id, or 0 when it is not running (or not a
 // local process).
@@ -171,7 +178,7 @@ func (c *Cluster) startProgram(ctx context.Context, spec ProgramSpec) (*Program,
 		}
 		return fmt.Sprintf("%s-%d", spec.Kind, n)
 	}
-	err := c.place(ctx, &s.Faultable, name, placement{kind: spec.Kind, program: spec.Program, pkg: spec.Package, usual: spec.Port, args: spec.Args})
+	err := c.Place(ctx, &s.Faultable, name, Placement{Kind: spec.Kind, Program: spec.Program, Package: spec.Package, Usual: spec.Port, Args: spec.Args})
 	if err != nil {
 		return nil, err
 	}
@@ -179,37 +186,43 @@ func (c *Cluster) startProgram(ctx context.Context, spec ProgramSpec) (*Program,
 	return s, nil
 }
 
-// placement is how a provider starts one server of a kind that is one
+// Placement is how a provider starts one server of a kind that is one
 // program on one port: the program, its Debian package, the kind's usual
 // port, and its command line for a host, port and directory.
-type placement struct {
-	kind, program, pkg string
-	usual              int
-	args               func(host string, port int, dir string) []string
-	// prepare, when set, completes the spec of a server at host:port with
+type Placement struct {
+	// Kind is the name of the server's kind; Program the program to run
+	// and Package the Debian package that installs it.
+	Kind, Program, Package string
+	// Usual is the kind's usual port (a container's; a local process
+	// gets a free one).
+	Usual int
+	// Args is the command line for a server at host:port with its files
+	// in dir.
+	Args func(host string, port int, dir string) []string
+	// Prepare, when set, completes the spec of a server at host:port with
 	// its files in dir before it starts: what it needs written there (a
 	// 0600 configuration holding the run's password, TLS files) and the
 	// arguments that name them.
-	prepare func(sp *Spec, host string, port int, dir string) error
+	Prepare func(sp *Spec, host string, port int, dir string) error
 }
 
-// place gives s, one more server of pl's kind, its place — named name(n),
+// Place gives s, one more server of pl's kind, its place — named name(n),
 // n the number of that kind before it: on a cluster of servers someone
 // else runs, the next one of the kind named there (its address, its
 // control, its credentials); otherwise the program pl describes, started
 // by the provider and ready. A kind's starter calls it and never asks
 // which mode runs.
-func (c *Cluster) place(ctx context.Context, s *Faultable, name func(n int) string, pl placement) error {
+func (c *Cluster) Place(ctx context.Context, s *Faultable, name func(n int) string, pl Placement) error {
 	if c.external != nil {
-		addr, n, err := c.external.next(pl.kind)
+		addr, n, err := c.external.next(pl.Kind)
 		if err != nil {
 			return err
 		}
-		s.name, s.external, s.p = name(n), addr, c.externalUnit(name(n), addr)
-		s.auth = c.external.servers.Auth.For(pl.kind, n)
+		s.name, s.external, s.p = name(n), addr, c.ExternalUnit(name(n), addr)
+		s.auth = c.external.servers.Auth.For(pl.Kind, n)
 		return nil
 	}
-	s.name = name(c.started(pl.kind))
+	s.name = name(c.started(pl.Kind))
 	return c.startOne(ctx, s, pl)
 }
 
@@ -227,15 +240,15 @@ func (c *Cluster) started(kind string) int {
 // startOne starts s (its name set) as pl's program on the kind's usual
 // port (a free one locally), with the command line pl gives, and waits
 // until s.ready.
-func (c *Cluster) startOne(ctx context.Context, s *Faultable, pl placement) error {
-	bin, err := c.Provider().Program(pl.program, pl.pkg)
+func (c *Cluster) startOne(ctx context.Context, s *Faultable, pl Placement) error {
+	bin, err := c.Provider().Program(pl.Program, pl.Package)
 	if err != nil {
 		return err
 	}
-	return c.StartSpec(ctx, s, pl.usual, func(host string, port int, dir string) (Spec, error) {
-		sp := Spec{Kind: pl.kind, Program: bin, Args: pl.args(host, port, dir), Dir: dir}
-		if pl.prepare != nil {
-			if err := pl.prepare(&sp, host, port, dir); err != nil {
+	return c.StartSpec(ctx, s, pl.Usual, func(host string, port int, dir string) (Spec, error) {
+		sp := Spec{Kind: pl.Kind, Program: bin, Args: pl.Args(host, port, dir), Dir: dir}
+		if pl.Prepare != nil {
+			if err := pl.Prepare(&sp, host, port, dir); err != nil {
 				return Spec{}, err
 			}
 		}

@@ -136,6 +136,23 @@ func restartUnit(ctx context.Context, name string, u Unit, ready func(context.Co
 	return nil
 }
 
+// WaitFor polls f until it succeeds or the time runs out.
+func WaitFor(ctx context.Context, limit time.Duration, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(4 * local.ReadyPoll):
+		}
+	}
+}
+
 // WaitUnit polls ready until it succeeds, the unit exits, or ctx ends
 // (15s at most).
 func WaitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {

@@ -434,13 +434,13 @@ func (f *ServersFile) ServerSet() ServerSet {
 	for kind, es := range f.Servers {
 		for _, e := range es {
 			g.add(kind, e.address())
-			g.Auth.add(kind, e.auth)
+			g.Auth.Add(kind, e.auth)
 		}
 	}
 	if s := f.Sentinel; s != nil {
 		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.masterAuth()}
 		for _, e := range s.Addrs {
-			g.Auth.add(sentinelKind, e.auth)
+			g.Auth.Add(sentinelKind, e.auth)
 		}
 		for _, e := range s.Servers {
 			g.Sentinel.ServersAuth = append(g.Sentinel.ServersAuth, e.auth)
@@ -546,24 +546,15 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	if s == nil {
 		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
-	for _, e := range endpoints(s.Addrs) {
-		r, err := redisCall(ctx, e, "SENTINEL", "get-master-addr-by-name", s.Master)
-		if err == nil && r == nil {
-			err = fmt.Errorf("it does not know a master named %q", s.Master)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: sentinel %s: %w", ErrServerCheck, e.Addr, err)
-		}
-		// The master the Sentinels name must take the master's credentials.
-		if a, ok := r.([]any); ok && len(a) == 2 {
-			m := Endpoint{Addr: net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1])), Auth: s.masterAuth()}
-			if _, err := redisCall(ctx, m, "PING"); err != nil {
-				return fmt.Errorf("%w: redis %s (the master sentinel %s names): %w", ErrServerCheck, m.Addr, e.Addr, err)
-			}
-		}
+	if k, ok := LookupKind(redisKind); ok && k.CheckSentinel != nil {
+		return k.CheckSentinel(ctx, endpoints(s.Addrs), s.Master, s.masterAuth())
 	}
 	return nil
 }
+
+// sentinelKind is the servers file's key of a Sentinel group (and the
+// kind its Sentinels go by): the group belongs to the Redis kind.
+const sentinelKind = "sentinel"
 
 // adapt turns the entry's credentials into what its kind's clients take:
 // its kind's Credentials (ZooKeeper's digest); PostgreSQL's DSN

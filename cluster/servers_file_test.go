@@ -1,13 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/locktorture/locktorture/internal/testenv"
 )
 
 // TestParseServersFile: a good file gives its servers; every bad one is
@@ -82,63 +79,6 @@ func TestServersFileControls(t *testing.T) {
 	}
 	if u := f.Uncontrolled([]string{"etcd"}, false); len(u) != 0 {
 		t.Errorf("Uncontrolled(etcd) = %v, want none", u)
-	}
-}
-
-// TestServersFileCheck: servers that answer and are what the file says
-// pass; a replica named as a primary, a silent address and an unknown
-// Sentinel master are each refused, naming the server.
-func TestServersFileCheck(t *testing.T) {
-	testenv.Require(t, "redis-server", "redis-sentinel")
-	c, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := context.Background()
-	g, err := c.StartSentinelGroup(ctx, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	primary, replica := g.Primary.Addr(), g.Replica.Addr()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	silent := "127.0.0.1:" + itoa(port)
-	tests := []struct {
-		name     string
-		file     string
-		kinds    []string
-		sentinel bool
-		has      string // "" = passes
-	}{
-		{"a primary", "redis: [" + primary + "]\n", []string{"redis"}, false, ""},
-		{"a replica named as a primary", "redis: [" + replica + "]\n", []string{"redis"}, false, "redis " + replica + ": it is a slave, not a primary"},
-		{"nobody listens", "redis: [" + silent + "]\n", []string{"redis"}, false, "redis " + silent},
-		{"no redis for a redis backend", "etcd: [" + silent + "]\n", []string{"redis"}, false, "names none"},
-		{"the sentinel group", "sentinel: {master: " + sentinelMaster + ", addrs: [" + strings.Join(g.SentinelAddrs(), ", ") + "]}\n", []string{"redis"}, true, ""},
-		{"an unknown master", "sentinel: {master: nobody, addrs: [" + g.SentinelAddrs()[0] + "]}\n", []string{"redis"}, true, `does not know a master named "nobody"`},
-		{"kinds the run does not use are not asked", "redis: [" + primary + "]\netcd: [" + silent + "]\n", []string{"redis"}, false, ""},
-		{"a Redis named as ZooKeeper", "zookeeper: [" + primary + "]\n", []string{"zookeeper"}, false, "zookeeper " + primary + ": it does not answer as a ZooKeeper server"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := parseServersFile([]byte(tc.file), "s.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = f.Check(ctx, tc.kinds, tc.sentinel)
-			if tc.has == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil || !errors.Is(err, ErrServerCheck) || !strings.Contains(err.Error(), tc.has) {
-				t.Fatalf("Check = %v, want ErrServerCheck naming %q", err, tc.has)
-			}
-		})
 	}
 }
 

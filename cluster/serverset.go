@@ -16,8 +16,8 @@ import (
 // client process gets in its open request (see
 // docs/client-protocol.md: an object with a key per kind of server, a list
 // of host:port — one connection string for a kind named by a DSN — and
-// sentinel). A cluster made by NewExternal starts nothing: StartRedis,
-// StartSentinelGroup, Postgres, Etcd and the other starters hand out the
+// sentinel). A cluster made by NewExternal starts nothing: redis.Start,
+// redis.StartSentinelGroup, postgres.Start and the other starters hand out the
 // external servers instead, so every backend builds its clients from them
 // exactly as it would from servers it started.
 type ServerSet struct {
@@ -176,10 +176,10 @@ func hostPort(external, host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// externalUnit is what stands for an external server's program: a container the
+// ExternalUnit is what stands for an external server's program: a container the
 // harness controls through docker when Controls names one for addr, else
 // nothing a fault can act on.
-func (c *Cluster) externalUnit(name, addr string) Unit {
+func (c *Cluster) ExternalUnit(name, addr string) Unit {
 	if ctr := c.external.servers.Controls[addr]; ctr != "" {
 		u := &controlledUnit{name: name, container: ctr, journal: c.external.servers.Journal}
 		// Close "stops" it: thaws or starts it again if a fault left it
@@ -192,90 +192,29 @@ func (c *Cluster) externalUnit(name, addr string) Unit {
 	return uncontrolledUnit{name: name}
 }
 
-// externalRedis hands out the next external Redis server.
-func (c *Cluster) externalRedis(opt RedisOptions) (*Redis, error) {
-	addr, n, err := c.external.next(redisKind)
-	if err != nil {
-		return nil, err
-	}
-	if opt.Name == "" {
-		opt.Name = fmt.Sprintf("redis-%d", n)
-	}
-	return c.externalRedisAt(opt, addr, c.external.servers.Auth.For(redisKind, n)), nil
-}
-
-// keyMatch is the SCAN pattern of the run's own keys on servers someone
+// KeyMatch is the SCAN pattern of the run's own keys on servers someone
 // else runs ("" otherwise: every key is the run's).
-func (c *Cluster) keyMatch() string {
+func (c *Cluster) KeyMatch() string {
 	if c.external == nil {
 		return ""
 	}
 	return c.external.servers.KeyMatch
 }
 
-// externalRedisAt lists the external Redis server at addr, asking for
-// auth, among the cluster's.
-func (c *Cluster) externalRedisAt(opt RedisOptions, addr string, auth *Auth) *Redis {
-	r := newRedis(program{name: opt.Name, external: addr, auth: auth, p: c.externalUnit(opt.Name, addr)}, opt, c.external.servers.KeyMatch)
-	c.mu.Lock()
-	c.redis = append(c.redis, r)
-	c.mu.Unlock()
-	c.AddServer(r)
-	return r
-}
-
-// handOutSentinelGroup is the Sentinel group someone else runs, and
-// whether the cluster is one that hands out servers at all (then an error
-// when it names no group). Its primary and replica are the group's
-// servers, or else the first two external Redis servers, when named.
-func (c *Cluster) handOutSentinelGroup() (*SentinelGroup, bool, error) {
+// External is the servers a cluster made by NewExternal hands out (nil
+// for a cluster that starts its own).
+func (c *Cluster) External() *ServerSet {
 	if c.external == nil {
-		return nil, false, nil
+		return nil
 	}
-	g, err := c.externalSentinelGroup()
-	return g, true, err
+	return &c.external.servers
 }
 
-// externalSentinelGroup hands out the external Sentinel group.
-func (c *Cluster) externalSentinelGroup() (*SentinelGroup, error) {
-	gs := c.external.servers.Sentinel
-	if gs == nil || len(gs.Addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %w: the backend wants a Sentinel group, but the servers file names none", ErrStart)
-	}
-	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: c.external.servers.Journal}
-	if g.MasterAuth == nil {
-		// A client process is given the master's credentials as auth.redis.
-		g.MasterAuth = c.external.servers.Auth.For(redisKind, 0)
-	}
-	serverAuth := func(i int) *Auth {
-		if i < len(gs.ServersAuth) && gs.ServersAuth[i] != nil {
-			return gs.ServersAuth[i]
-		}
-		return g.MasterAuth
-	}
-	switch {
-	case len(gs.Servers) > 0:
-		g.Primary = c.externalRedisAt(RedisOptions{Name: "redis-primary"}, gs.Servers[0], serverAuth(0))
-		if len(gs.Servers) > 1 {
-			g.Replica = c.externalRedisAt(RedisOptions{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
-		}
-	default:
-		if len(c.external.servers.Addrs(redisKind)) > 0 {
-			g.Primary, _ = c.externalRedis(RedisOptions{Name: "redis-primary"})
-		}
-		if len(c.external.servers.Addrs(redisKind)) > 1 {
-			g.Replica, _ = c.externalRedis(RedisOptions{Name: "redis-replica"})
-		}
-	}
-	for i, a := range gs.Addrs {
-		name := fmt.Sprintf("sentinel-%d", i)
-		g.Sentinels = append(g.Sentinels, &Sentinel{program{kind: sentinelKind, name: name, external: a, p: c.externalUnit(name, a),
-			auth: c.external.servers.Auth.For(sentinelKind, i)}})
-	}
-	c.mu.Lock()
-	c.sentinel = g
-	c.mu.Unlock()
-	return g, nil
+// NextExternal hands out the next server of kind someone else runs: its
+// address and how many were handed out before it (an error when the
+// servers file names no more).
+func (c *Cluster) NextExternal(kind string) (addr string, n int, err error) {
+	return c.external.next(kind)
 }
 
 // handOut is every server of kind someone else runs, as programs named
@@ -292,7 +231,7 @@ func (c *Cluster) handOut(kind, what string, name func(i int) string) ([]program
 	}
 	ps := make([]program, len(addrs))
 	for i, a := range addrs {
-		ps[i] = program{name: name(i), external: a, p: c.externalUnit(name(i), a), auth: c.external.servers.Auth.For(kind, i)}
+		ps[i] = program{name: name(i), external: a, p: c.ExternalUnit(name(i), a), auth: c.external.servers.Auth.For(kind, i)}
 	}
 	return ps, true, nil
 }

@@ -11,14 +11,13 @@ import (
 
 // What a run does to servers it does not own is journaled before it is
 // done (internal/journal): these are the undos a guard or a later run
-// replays when the harness died before undoing them itself.
+// replays when the harness died before undoing them itself (a kind can
+// register its own: redis's replication cut). A run's guard starts once
+// every kind is registered (cluster/kinds/all).
 const (
 	// undoDocker thaws the container (args: container) if it is paused
 	// and starts it if it is not running: after docker pause or kill.
 	undoDocker = "docker-restore"
-	// undoRedisConfig sets a Redis server's config parameter back (args:
-	// addr, param, value): after the replication cut's masterauth.
-	undoRedisConfig = "redis-config"
 	// undoNamespace removes an external run's keys and schema (args:
 	// servers_file, namespace, kinds): after Prepare.
 	undoNamespace = "external-cleanup"
@@ -28,10 +27,6 @@ func init() {
 	journal.Register(undoDocker, func(ctx context.Context, args map[string]string) error {
 		return restoreContainer(ctx, args["container"])
 	})
-	journal.Register(undoRedisConfig, func(ctx context.Context, args map[string]string) error {
-		_, err := redisCall(ctx, Endpoint{Addr: args["addr"], Auth: authFromJournal(args)}, "CONFIG", "SET", args["param"], args["value"])
-		return err
-	})
 	journal.Register(undoNamespace, func(ctx context.Context, args map[string]string) error {
 		f, err := LoadServersFile(args["servers_file"])
 		if err != nil {
@@ -39,9 +34,6 @@ func init() {
 		}
 		return f.Cleanup(ctx, args["namespace"], strings.Split(args["kinds"], ","))
 	})
-	// A program that links this package can be a run's guard (its
-	// harness re-executes itself as one): it is then nothing else.
-	journal.RunGuardIfAsked()
 }
 
 // restoreContainer leaves a container as a run found it: unpaused, running.

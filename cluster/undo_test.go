@@ -2,58 +2,12 @@ package cluster
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
-
-// TestUndoRedisConfig: the replication cut's journaled undo gives a Redis
-// its own masterauth back when replayed (a harness killed mid-failover).
-func TestUndoRedisConfig(t *testing.T) {
-	testenv.Require(t, "redis-server")
-	// A server that asks for a password: the undo reads it again from the
-	// variable the servers file named, never from the journal.
-	c, err := New(Options{TempDir: t.TempDir(), Locked: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r, err := c.StartRedis(context.Background(), RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := redisCall(ctx, r.endpoint(), "CONFIG", "SET", "masterauth", "owners-secret"); err != nil {
-		t.Fatal(err)
-	}
-	j, err := journal.Create(t.TempDir(), "dead", "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := *AuthOf(r)
-	auth.PasswordEnv = "LT_UNDO_TEST_PW"
-	t.Setenv(auth.PasswordEnv, auth.Password)
-	if _, err := j.Add(journal.Action{Kind: undoRedisConfig, Args: auth.journalArgs(map[string]string{"addr": r.Addr(), "param": "masterauth", "value": "owners-secret"})}); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(j.Path()); err != nil || strings.Contains(string(b), auth.Password) {
-		t.Errorf("the journal holds the server's password (%v)", err)
-	}
-	if _, err := redisCall(ctx, r.endpoint(), "CONFIG", "SET", "masterauth", "locktorture-cut-x"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := journal.Replay(ctx, j.Path()); err != nil {
-		t.Fatal(err)
-	}
-	v, err := redisCall(ctx, r.endpoint(), "CONFIG", "GET", "masterauth")
-	if l := asList(v); err != nil || len(l) != 2 || l[1] != "owners-secret" {
-		t.Errorf("masterauth %v (%v), want the owner's back", v, err)
-	}
-}
 
 // TestUndoDocker: the journaled undo of a docker kill starts the container
 // again; of a docker pause, thaws it.

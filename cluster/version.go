@@ -18,12 +18,7 @@ func (c *Cluster) ServerVersion(ctx context.Context, s Server) (string, error) {
 // ServerVersions asks every server (and Sentinel) for its version, by
 // name; a server that does not answer is left out.
 func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
-	all := c.Servers()
-	if g := c.SentinelGroup(); g != nil {
-		for _, s := range g.Sentinels {
-			all = append(all, s)
-		}
-	}
+	all := append(c.Servers(), c.companions()...)
 	out := map[string]string{}
 	for _, s := range all {
 		if v, err := c.ServerVersion(ctx, s); err == nil {

@@ -19,13 +19,7 @@ import (
 func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
 	type target struct{ name, addr string }
 	var ts []target
-	servers := c.Servers()
-	if sg := c.SentinelGroup(); sg != nil {
-		for _, s := range sg.Sentinels {
-			servers = append(servers, s)
-		}
-	}
-	for _, s := range servers {
+	for _, s := range append(c.Servers(), c.companions()...) {
 		if uncontrolled(s) {
 			ts = append(ts, target{s.Name(), s.Addr()})
 		}
@@ -81,7 +75,7 @@ func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
 }
 
 // uncontrolled reports whether s is a server someone else runs that no
-// fault can act on: its unit is the one externalUnit gives a server its
+// fault can act on: its unit is the one ExternalUnit gives a server its
 // servers file names no control for (whatever the key it was named by:
 // an address, or a DSN).
 func uncontrolled(s Server) bool {

@@ -32,7 +32,7 @@ func TestWatchExternalSkipsControlled(t *testing.T) {
 	if err := c.StartKind(context.Background(), "pgbouncer", StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.externalRedis(RedisOptions{}); err != nil {
+	if err := c.StartKind(context.Background(), redisKind, StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	stop := c.WatchExternal(5 * time.Millisecond)

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 )
 
 // clock skews time. On clients it jumps each target client's own clock
@@ -82,10 +82,10 @@ func (clock) RandomParams(rng *rand.Rand, env *Env) Params {
 	return &ClockParams{ClientSet: ClientSet{Proc: Proc{Process: &p}}, Jump: Duration(rng.IntN(4000)-2000) * Duration(time.Millisecond), Rate: 0.8 + rng.Float64()*0.4}
 }
 
-func redisServers(env *Env) []*cluster.Redis {
-	var out []*cluster.Redis
+func redisServers(env *Env) []*redis.Redis {
+	var out []*redis.Redis
 	for _, s := range env.Cluster.Servers() {
-		if r, ok := s.(*cluster.Redis); ok {
+		if r, ok := s.(*redis.Redis); ok {
 			out = append(out, r)
 		}
 	}
@@ -102,7 +102,7 @@ func (clock) Start(ctx context.Context, env *Env, params Params, d time.Duration
 		}
 		changed := 0
 		for _, s := range ss {
-			r, ok := s.(*cluster.Redis)
+			r, ok := s.(*redis.Redis)
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: %s is not a Redis server; only Redis server clocks can jump", ErrTarget, s.Name())
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 )
 
 // failover takes the Redis primary of a Sentinel group down (kill -9) so
@@ -69,7 +69,7 @@ func (failover) Applies(s Shape) error {
 func (failover) RandomParams(rng *rand.Rand, env *Env) Params { return &FailoverParams{} }
 
 func (failover) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {
-	g := env.Cluster.SentinelGroup()
+	g := redis.SentinelGroupOf(env.Cluster)
 	if g == nil {
 		return nil, nil, fmt.Errorf("%w: failover needs `redis: sentinel`", ErrTarget)
 	}
@@ -77,7 +77,7 @@ func (failover) Start(ctx context.Context, env *Env, params Params, d time.Durat
 	if err != nil {
 		return nil, nil, err
 	}
-	old, ok := env.Cluster.ServerByAddr(addr).(*cluster.Redis)
+	old, ok := env.Cluster.ServerByAddr(addr).(*redis.Redis)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: the primary %s is not a server of this run", ErrTarget, addr)
 	}

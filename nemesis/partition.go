@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/cluster/links"
 )
 
@@ -245,7 +246,7 @@ func orDefault(s, def string) string {
 // cutReplication cuts the replica's link to the primary of the Sentinel
 // group: writes stop reaching the replica.
 func cutReplication(ctx context.Context, env *Env, dir links.Direction, d time.Duration) (map[string]any, Healer, error) {
-	g := env.Cluster.SentinelGroup()
+	g := redis.SentinelGroupOf(env.Cluster)
 	if g == nil {
 		return nil, nil, fmt.Errorf("%w: topology replication needs `redis: sentinel`", ErrTarget)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/internal/runca"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -38,7 +39,7 @@ type securedServers struct {
 	plain    []string // the four requirepass Redis
 	ca       string   // the CA file the TLS Redis's certificate is checked against
 	secrets  []string // every password: none may be written down
-	sentinel *cluster.SentinelGroup
+	sentinel *rediskind.SentinelGroup
 	// What to stop when the package's tests end (stopSecured).
 	dir   string
 	procs []*exec.Cmd
@@ -148,7 +149,7 @@ func newSecuredServers() (_ *securedServers, err error) {
 		return nil, err
 	}
 	s.cl = c
-	s.sentinel, err = c.StartSentinelGroup(context.Background(), false)
+	s.sentinel, err = rediskind.StartSentinelGroup(context.Background(), c, false)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (s *securedServers) serversFile(t *testing.T, aclPassword string) string {
 		text += fmt.Sprintf("  - {addr: %s, password: \"${%s}\"}\n", a, v)
 	}
 	text += fmt.Sprintf("sentinel:\n  master: %s\n  addrs: [%s]\n  password_env: LT_SENTINEL_PW\n  master_auth: {username: %s, password_env: LT_SENTINEL_PW}\n",
-		s.sentinel.MasterName(), strings.Join(s.sentinel.SentinelAddrs(), ", "), cluster.RedisUser)
+		s.sentinel.MasterName(), strings.Join(s.sentinel.SentinelAddrs(), ", "), rediskind.RedisUser)
 	file := filepath.Join(t.TempDir(), "servers.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -370,7 +371,7 @@ func TestLocalRunSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := open.Auth.For("redis", 0)
-	if a == nil || a.Password == "" || a.Username != cluster.RedisUser {
+	if a == nil || a.Password == "" || a.Username != rediskind.RedisUser {
 		t.Fatalf("the open request's auth.redis = %+v: the run's Redis asks for no password", a)
 	}
 	printed.WriteString(out.Summary)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/internal/journal"

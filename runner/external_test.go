@@ -16,6 +16,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
+	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -31,7 +32,7 @@ func ownServers(t *testing.T, pg bool) (file string, redisAddr, dsn string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	r, err := c.StartRedis(ctx, cluster.RedisOptions{})
+	r, err := rediskind.Start(ctx, c, rediskind.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestExternalRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer replica.Close()
-	rep, err := replica.StartRedis(ctx, cluster.RedisOptions{Args: []string{"--replicaof", "127.0.0.1", strings.Split(addr, ":")[1]}})
+	rep, err := rediskind.Start(ctx, replica, rediskind.RedisOptions{Args: []string{"--replicaof", "127.0.0.1", strings.Split(addr, ":")[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/scenarios"
@@ -217,7 +217,7 @@ func init() {
 		fb   failingBackend
 	}{{"test-fail-after-start", failingBackend{}}, {"test-panic-after-start", failingBackend{panic: true}}} {
 		backends.Register(backends.Info{Name: fb.name, Description: "test only", Kinds: []string{"redis"}}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
-			if _, err := env.Cluster.StartRedis(ctx, cluster.RedisOptions{}); err != nil {
+			if _, err := redis.Start(ctx, env.Cluster, redis.RedisOptions{}); err != nil {
 				return nil, err
 			}
 			if fb.fb.panic {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -77,7 +78,7 @@ func TestExternalServerDeathIsAHarnessError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := c.StartRedis(context.Background(), cluster.RedisOptions{})
+	r, err := redis.Start(context.Background(), c, redis.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/nemesis"
@@ -29,7 +30,7 @@ type rtSetup struct {
 var rtSetups = []rtSetup{
 	{"redis", nemesis.Shape{Clients: 3, Backend: "redis-token", Kinds: []string{"redis"}, Lease: true}, []string{"redis-server"},
 		func(ctx context.Context, cl *cluster.Cluster) error {
-			_, err := cl.StartRedis(ctx, cluster.RedisOptions{})
+			_, err := redis.Start(ctx, cl, redis.RedisOptions{})
 			return err
 		}},
 	{"postgres", nemesis.Shape{Clients: 3, Backend: "pg-advisory", Kinds: []string{"postgres"}}, []string{"postgres"},
@@ -39,7 +40,7 @@ var rtSetups = []rtSetup{
 		}},
 	{"sentinel", nemesis.Shape{Clients: 3, Backend: "redis-token", Kinds: []string{"redis"}, Lease: true, Sentinel: true}, []string{"redis-server", "redis-sentinel"},
 		func(ctx context.Context, cl *cluster.Cluster) error {
-			_, err := cl.StartSentinelGroup(ctx, false)
+			_, err := redis.StartSentinelGroup(ctx, cl, false)
 			return err
 		}},
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/locktorture/locktorture/cluster/docker"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
@@ -45,7 +46,7 @@ func TestRedisInContainer(t *testing.T) {
 	if c.Mode() != "docker" {
 		t.Fatalf("mode %q", c.Mode())
 	}
-	r, err := c.StartRedis(ctx, cluster.RedisOptions{})
+	r, err := redis.Start(ctx, c, redis.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestSentinelPostgresEtcdInContainers(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
 	c.EnableLinks()
-	g, err := c.StartSentinelGroup(ctx, false)
+	g, err := redis.StartSentinelGroup(ctx, c, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestMissingImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.StartRedis(context.Background(), cluster.RedisOptions{})
+	_, err = redis.Start(context.Background(), c, redis.RedisOptions{})
 	if !errors.Is(err, docker.ErrImageMissing) || !strings.Contains(err.Error(), "make images") {
 		t.Errorf("err = %v, want ErrImageMissing naming make images", err)
 	}

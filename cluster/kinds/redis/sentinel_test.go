@@ -1,4 +1,4 @@
-package cluster
+package redis
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/testenv"
 
@@ -23,48 +24,48 @@ func TestSentinelFailover(t *testing.T) {
 	testenv.Require(t, "redis-sentinel")
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, err := New(Options{TempDir: tmp, Locked: true, TLS: true})
+	c, err := cluster.New(cluster.Options{TempDir: tmp, Locked: true, TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.EnableLinks()
-	g, err := c.StartSentinelGroup(ctx, false)
+	g, err := StartSentinelGroup(ctx, c, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Primary.Addr() {
 		t.Fatalf("primary %s (%v), want %s", a, err, g.Primary.Addr())
 	}
-	for _, s := range []Server{g.Primary, g.Replica, g.Sentinels[0]} {
-		if AuthOf(s) == nil {
+	for _, s := range []cluster.Server{g.Primary, g.Replica, g.Sentinels[0]} {
+		if cluster.AuthOf(s) == nil {
 			t.Fatalf("%s asks for no password", s.Name())
 		}
 		cmd := "FLUSHALL"
-		if kindOf(s) == sentinelKind {
+		if s.(cluster.Kinded).Kind() == sentinelKind {
 			cmd = "PING"
 		}
-		tlsOnly := &Auth{TLS: AuthOf(s).TLS}
+		tlsOnly := &cluster.Auth{TLS: cluster.AuthOf(s).TLS}
 		if tlsOnly.TLS == nil {
 			t.Fatalf("%s speaks no TLS", s.Name())
 		}
-		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: tlsOnly}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		if _, err := redisCall(ctx, cluster.Endpoint{Addr: s.Addr(), Auth: tlsOnly}, cmd); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 			t.Errorf("%s: %s without the password: %v, want NOAUTH", s.Name(), cmd, err)
 		}
-		if _, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &Auth{Password: "wrong-password", TLS: tlsOnly.TLS}}, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		if _, err := redisCall(ctx, cluster.Endpoint{Addr: s.Addr(), Auth: &cluster.Auth{Password: "wrong-password", TLS: tlsOnly.TLS}}, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 			t.Errorf("%s: a wrong password: %v, want WRONGPASS", s.Name(), err)
 		}
-		plain := *AuthOf(s)
+		plain := *cluster.AuthOf(s)
 		plain.TLS = nil
-		if v, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: &plain}, "PING"); err == nil {
+		if v, err := redisCall(ctx, cluster.Endpoint{Addr: s.Addr(), Auth: &plain}, "PING"); err == nil {
 			t.Errorf("%s answered %v without TLS", s.Name(), v)
 		}
 	}
-	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "before", "1"); err != nil {
+	if _, err := redisCall(ctx, endpoint(g.Primary), "SET", "before", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitFor(ctx, 5*time.Second, func() error {
-		v, err := redisCall(ctx, g.Replica.endpoint(), "GET", "before")
+	if err := cluster.WaitFor(ctx, 5*time.Second, func() error {
+		v, err := redisCall(ctx, endpoint(g.Replica), "GET", "before")
 		if err != nil || v == nil {
 			return errNotYet
 		}
@@ -75,14 +76,14 @@ func TestSentinelFailover(t *testing.T) {
 	if _, err := g.Replication.Cut(ctx, links.BothWays); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "lock", "mine"); err != nil {
+	if _, err := redisCall(ctx, endpoint(g.Primary), "SET", "lock", "mine"); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Primary.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := WaitFor(ctx, 30*time.Second, func() error {
+	if err := cluster.WaitFor(ctx, 30*time.Second, func() error {
 		a, err := g.PrimaryAddr(ctx)
 		if err != nil || a != g.Replica.Addr() {
 			return errNotYet
@@ -92,7 +93,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal("Sentinel never promoted the replica")
 	}
 	t.Logf("promoted after %s", time.Since(start).Round(time.Millisecond))
-	if v, err := redisCall(ctx, g.Replica.endpoint(), "GET", "lock"); err != nil || v != nil {
+	if v, err := redisCall(ctx, endpoint(g.Replica), "GET", "lock"); err != nil || v != nil {
 		t.Errorf("the promoted replica has the lock (%v, %v); it should never have got it", v, err)
 	}
 	if err := g.Primary.Restart(ctx); err != nil {
@@ -115,12 +116,12 @@ var errNotYet = context.DeadlineExceeded
 func TestForceFailoverAtOnce(t *testing.T) {
 	testenv.Require(t, "redis-sentinel")
 	ctx := context.Background()
-	c, err := New(Options{TempDir: t.TempDir()})
+	c, err := cluster.New(cluster.Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.StartSentinelGroup(ctx, false)
+	g, err := StartSentinelGroup(ctx, c, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestForceFailoverAtOnce(t *testing.T) {
 	if err := g.ForceFailover(ctx); err != nil {
 		t.Fatalf("forced failover right after the start: %v", err)
 	}
-	if err := WaitFor(ctx, 10*time.Second, func() error {
+	if err := cluster.WaitFor(ctx, 10*time.Second, func() error {
 		if a, err := g.PrimaryAddr(ctx); err != nil || a != g.Replica.Addr() {
 			return fmt.Errorf("primary %s (%v), want the replica %s", a, err, g.Replica.Addr())
 		}

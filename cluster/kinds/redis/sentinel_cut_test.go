@@ -1,10 +1,11 @@
-package cluster
+package redis
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -13,12 +14,12 @@ import (
 func TestCutReplication(t *testing.T) {
 	testenv.Require(t, "redis-server", "redis-sentinel")
 	ctx := context.Background()
-	c, err := New(Options{Locked: true}) // the cut and its heal speak to servers that ask for a password
+	c, err := cluster.New(cluster.Options{Locked: true}) // the cut and its heal speak to servers that ask for a password
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.StartSentinelGroup(ctx, false)
+	g, err := StartSentinelGroup(ctx, c, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,18 +31,18 @@ func TestCutReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := redisCall(ctx, g.Primary.endpoint(), "SET", "during-the-cut", "1"); err != nil {
+	if _, err := redisCall(ctx, endpoint(g.Primary), "SET", "during-the-cut", "1"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if v, _ := redisCall(ctx, g.Replica.endpoint(), "EXISTS", "during-the-cut"); v != int64(0) {
+	if v, _ := redisCall(ctx, endpoint(g.Replica), "EXISTS", "during-the-cut"); v != int64(0) {
 		t.Fatal("the write reached the replica through the cut")
 	}
 	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitFor(ctx, 15*time.Second, func() error {
-		if v, _ := redisCall(ctx, g.Replica.endpoint(), "EXISTS", "during-the-cut"); v != int64(1) {
+	if err := cluster.WaitFor(ctx, 15*time.Second, func() error {
+		if v, _ := redisCall(ctx, endpoint(g.Replica), "EXISTS", "during-the-cut"); v != int64(1) {
 			return errString("not yet")
 		}
 		return nil

@@ -1,4 +1,4 @@
-package cluster
+package redis
 
 import (
 	"context"
@@ -6,12 +6,11 @@ import (
 	"net"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
-	"github.com/locktorture/locktorture/cluster/local"
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
@@ -20,7 +19,7 @@ const sentinelMaster = "locktorture"
 
 // Sentinel is one redis-sentinel process.
 type Sentinel struct {
-	program
+	cluster.Companion
 }
 
 // SentinelGroup is a primary, a replica and three Sentinels, the setup of
@@ -38,7 +37,7 @@ type SentinelGroup struct {
 	Master string
 	// MasterAuth is what the primary and replica ask of clients (the
 	// Sentinels send clients there).
-	MasterAuth *Auth
+	MasterAuth *cluster.Auth
 	// journal records the replication cut's undo on someone else's
 	// servers (nil: not journaled).
 	journal *journal.Journal
@@ -65,7 +64,7 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 	var last error
 	for _, s := range g.Sentinels {
-		v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "get-master-addr-by-name", g.MasterName())
+		v, err := redisCall(ctx, endpoint(s), "SENTINEL", "get-master-addr-by-name", g.MasterName())
 		if err != nil {
 			last = err
 			continue
@@ -86,7 +85,7 @@ func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 func (g *SentinelGroup) ForceFailover(ctx context.Context) error {
 	var last error
 	for _, s := range g.Sentinels {
-		if _, err := redisCall(ctx, s.endpoint(), "SENTINEL", "failover", g.MasterName()); err != nil {
+		if _, err := redisCall(ctx, endpoint(s), "SENTINEL", "failover", g.MasterName()); err != nil {
 			last = err
 			continue
 		}
@@ -95,56 +94,65 @@ func (g *SentinelGroup) ForceFailover(ctx context.Context) error {
 	return fmt.Errorf("cluster: no Sentinel would fail over: %w", last)
 }
 
-// SentinelGroup returns the cluster's Sentinel group, or nil.
-func (c *Cluster) SentinelGroup() *SentinelGroup {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sentinel
+// SentinelGroupOf returns c's Sentinel group, or nil (was
+// Cluster.SentinelGroup).
+func SentinelGroupOf(c *cluster.Cluster) *SentinelGroup {
+	g, _ := cluster.Kept[*SentinelGroup](c, redisKind)
+	return g
 }
 
-// ServerByAddr finds a server (or Sentinel) by its real address.
-func (c *Cluster) ServerByAddr(addr string) Server {
-	if a := c.externalAlias(addr); a != "" {
-		return externalServer{name: addr, addr: a}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.servers {
-		if s.Addr() == addr {
-			return s
-		}
-	}
-	if c.sentinel != nil {
-		for _, s := range c.sentinel.Sentinels {
-			if s.Addr() == addr {
-				return s
-			}
-		}
-	}
-	return nil
+// keep makes g c's Sentinel group (the Redis kind's group: cluster.Group).
+func keep(c *cluster.Cluster, g *SentinelGroup) {
+	_, _ = cluster.Group(c, redisKind, func(*SentinelGroup, bool) (*SentinelGroup, error) { return g, nil })
 }
 
-// StartSentinelGroup starts a primary (A), a replica (B) replicating from
-// it — through a link when links are enabled — and three Sentinels, and
-// waits until the replica is in sync and every Sentinel is connected to it
-// and has read its INFO (so a forced failover can promote it at once).
-func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*SentinelGroup, error) {
-	if g := c.SentinelGroup(); g != nil {
+// Companions are the group's Sentinels (cluster.Companioned): not among
+// the cluster's servers, but asked their versions, watched, and named to
+// clients.
+func (g *SentinelGroup) Companions() []cluster.Server {
+	out := make([]cluster.Server, len(g.Sentinels))
+	for i, s := range g.Sentinels {
+		out[i] = s
+	}
+	return out
+}
+
+// ClientCompanions adds the group to what a client dials (the Sentinels
+// at addr's address for each, the master's name and credentials), and
+// the master's credentials as Redis's when no Redis server gave any.
+func (g *SentinelGroup) ClientCompanions(set *cluster.ServerSet, addr func(cluster.Server) string) {
+	set.Sentinel = &cluster.SentinelSet{Master: g.MasterName(), MasterAuth: g.MasterAuth}
+	for _, s := range g.Sentinels {
+		set.Sentinel.Addrs = append(set.Sentinel.Addrs, addr(s))
+		set.Auth.Add(sentinelKind, s.Auth().WithServerName(s.Addr()))
+	}
+	if len(set.Auth[redisKind]) == 0 && g.MasterAuth != nil {
+		set.Auth.Add(redisKind, g.MasterAuth)
+	}
+}
+
+// StartSentinelGroup starts on c a primary (A), a replica (B) replicating
+// from it — through a link when links are enabled — and three Sentinels,
+// and waits until the replica is in sync and every Sentinel is connected
+// to it and has read its INFO (so a forced failover can promote it at
+// once). It was Cluster.StartSentinelGroup.
+func StartSentinelGroup(ctx context.Context, c *cluster.Cluster, persistence bool) (*SentinelGroup, error) {
+	if g := SentinelGroupOf(c); g != nil {
 		return g, nil
 	}
-	if g, given, err := c.handOutSentinelGroup(); given {
+	if g, given, err := handOutSentinelGroup(c); given {
 		return g, err
 	}
-	_, sentinel := RedisPrograms(c.opt.RedisProgram)
+	_, sentinel := cluster.RedisPrograms(c.RedisProgram())
 	bin, err := c.Provider().Program(sentinel, sentinel)
 	if err != nil {
 		return nil, err
 	}
-	primary, err := c.StartRedis(ctx, RedisOptions{Name: "redis-primary", Persistence: persistence})
+	primary, err := Start(ctx, c, RedisOptions{Name: "redis-primary", Persistence: persistence})
 	if err != nil {
 		return nil, err
 	}
-	g := &SentinelGroup{Primary: primary, MasterAuth: primary.auth}
+	g := &SentinelGroup{Primary: primary, MasterAuth: primary.Auth()}
 	upstream := primary.Addr()
 	if l, err := c.Link("redis-replica", primary); err != nil {
 		return nil, err
@@ -158,13 +166,13 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 	if err != nil {
 		return nil, err
 	}
-	g.Replica, err = c.StartRedis(ctx, RedisOptions{Name: "redis-replica", Persistence: persistence,
+	g.Replica, err = Start(ctx, c, RedisOptions{Name: "redis-replica", Persistence: persistence,
 		Args: []string{"--replicaof", host, port, "--replica-announce-ip", replicaHost}})
 	if err != nil {
 		return nil, err
 	}
-	if err := WaitFor(ctx, 15*time.Second, func() error {
-		v, err := redisCall(ctx, g.Replica.endpoint(), "INFO", "replication")
+	if err := cluster.WaitFor(ctx, 15*time.Second, func() error {
+		v, err := redisCall(ctx, endpoint(g.Replica), "INFO", "replication")
 		if err != nil {
 			return err
 		}
@@ -173,29 +181,27 @@ func (c *Cluster) StartSentinelGroup(ctx context.Context, persistence bool) (*Se
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("cluster: %w: replica: %w", ErrStart, err)
+		return nil, fmt.Errorf("cluster: %w: replica: %w", cluster.ErrStart, err)
 	}
 	for i := range 3 {
-		s, err := c.startSentinel(ctx, bin, fmt.Sprintf("sentinel-%d", i), primary)
+		s, err := startSentinel(ctx, c, bin, fmt.Sprintf("sentinel-%d", i), primary)
 		if err != nil {
 			return nil, err
 		}
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	for _, s := range g.Sentinels {
-		if err := WaitFor(ctx, 15*time.Second, func() error {
-			v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", sentinelMaster)
+		if err := cluster.WaitFor(ctx, 15*time.Second, func() error {
+			v, err := redisCall(ctx, endpoint(s), "SENTINEL", "replicas", sentinelMaster)
 			if err != nil {
 				return err
 			}
-			return sentinelSeesReplica(s.name, v)
+			return sentinelSeesReplica(s.Name(), v)
 		}); err != nil {
-			return nil, fmt.Errorf("cluster: %w: %w", ErrStart, err)
+			return nil, fmt.Errorf("cluster: %w: %w", cluster.ErrStart, err)
 		}
 	}
-	c.mu.Lock()
-	c.sentinel = g
-	c.mu.Unlock()
+	keep(c, g)
 	return g, nil
 }
 
@@ -225,7 +231,9 @@ func sentinelSeesReplica(name string, v any) error {
 	return nil
 }
 
-func (c *Cluster) startSentinel(ctx context.Context, bin, name string, primary *Redis) (*Sentinel, error) {
+// startSentinel starts the Sentinel called name (the program bin) on c,
+// monitoring primary, and waits until it answers PING.
+func startSentinel(ctx context.Context, c *cluster.Cluster, bin, name string, primary *Redis) (*Sentinel, error) {
 	pv := c.Provider()
 	dir, err := pv.Dir(name)
 	if err != nil {
@@ -248,18 +256,19 @@ sentinel monitor %s %s %d 2
 sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
-`, port, host, dir, sentinelMaster, primary.host, primary.Port(), sentinelMaster, sentinelMaster, sentinelMaster)
-	s := &Sentinel{program{kind: sentinelKind, host: host, port: port, name: name}}
+`, port, host, dir, sentinelMaster, primary.Host(), primary.Port(), sentinelMaster, sentinelMaster, sentinelMaster)
+	s := &Sentinel{cluster.NewCompanion(sentinelKind, name)}
+	s.SetAddr(host, port)
 	mode := os.FileMode(0o666) // Sentinel rewrites its file
-	if a := primary.auth; a != nil {
+	if a := primary.Auth(); a != nil {
 		// Locked: the Sentinel asks its clients (and the other Sentinels)
 		// for the password, and gives the primary's when it talks to it.
 		text += fmt.Sprintf("requirepass %s\nsentinel auth-user %s %s\nsentinel auth-pass %s %s\n",
 			a.Password, sentinelMaster, a.Username, sentinelMaster, a.Password)
-		s.auth = &Auth{Password: a.Password}
+		s.SetAuth(&cluster.Auth{Password: a.Password})
 		mode = 0o600
 	}
-	var tlsFiles []File
+	var tlsFiles []cluster.File
 	if c.ServersTLS() {
 		var ca, cert, key string
 		if tlsFiles, ca, cert, key, err = c.ServerTLS(name, dir, host); err != nil {
@@ -269,41 +278,27 @@ sentinel parallel-syncs %s 1
 		for i := 0; i+1 < len(a); i += 2 {
 			text += strings.TrimPrefix(a[i], "--") + " " + a[i+1] + "\n"
 		}
-		if err := c.withTLS(&s.auth); err != nil {
+		auth, err := withTLS(c, s.Auth())
+		if err != nil {
 			return nil, err
 		}
+		s.SetAuth(auth)
 		mode = 0o600
 	}
-	s.p, err = c.Launch(ctx, Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir, Shell: redisShell(primary.auth != nil),
-		Files:   append([]File{{Path: conf, Content: []byte(text), Mode: mode}}, tlsFiles...),
-		LogPath: filepath.Join(c.opt.LogDir, name+".log")})
+	u, err := c.Launch(ctx, cluster.Spec{Name: name, Kind: "redis", Program: bin, Args: []string{conf}, Dir: dir, Shell: redisShell(primary.Auth() != nil),
+		Files:   append([]cluster.File{{Path: conf, Content: []byte(text), Mode: mode}}, tlsFiles...),
+		LogPath: c.LogPath(name)})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.p.Start(ctx); err != nil {
+	s.SetUnit(u)
+	if err := u.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := WaitUnit(ctx, name, s.p, func(ctx context.Context) error { return pingRedis(ctx, s.endpoint()) }); err != nil {
+	if err := cluster.WaitUnit(ctx, name, u, func(ctx context.Context) error { return pingRedis(ctx, endpoint(s)) }); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return s, nil
-}
-
-// WaitFor polls f until it succeeds or the time runs out.
-func WaitFor(ctx context.Context, limit time.Duration, f func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(4 * local.ReadyPoll):
-		}
-	}
 }
 
 // sentinelKind names Sentinels (Kind): a Sentinel group belongs to the

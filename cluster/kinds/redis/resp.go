@@ -1,4 +1,4 @@
-package cluster
+package redis
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // redisCall sends one command to a Redis or Sentinel server over a fresh
@@ -17,7 +19,7 @@ import (
 // its reply: a string, an int64, nil, or a []any. It is for the harness's
 // own control traffic (never a lock client's). A refused AUTH is an error
 // reading "WRONGPASS ..." (the server's words, never the password).
-func redisCall(ctx context.Context, e Endpoint, args ...string) (any, error) {
+func redisCall(ctx context.Context, e cluster.Endpoint, args ...string) (any, error) {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, "tcp", e.Addr)
 	if err != nil {

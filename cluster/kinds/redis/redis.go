@@ -1,4 +1,8 @@
-package cluster
+// Package redis is the Redis kind (redis): redis-server (or Valkey's)
+// servers, and a Sentinel group — a primary, a replica and three
+// Sentinels — started, handed out from a servers file, faulted and
+// cleaned up. It registers itself with cluster's registry from its init.
+package redis
 
 import (
 	"context"
@@ -8,7 +12,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/journal"
 )
+
+// RedisUser is the ACL user of the Redis servers a locked cluster starts.
+const RedisUser = "locktorture"
+
+// redisAuth is what the Redis servers c starts ask (nil: nothing).
+func redisAuth(c *cluster.Cluster) *cluster.Auth {
+	if c.Secret() == "" {
+		return nil
+	}
+	return &cluster.Auth{Username: RedisUser, Password: c.Secret()}
+}
+
+// endpoint is server s as the harness dials it.
+func endpoint(s cluster.Server) cluster.Endpoint {
+	return cluster.Endpoint{Addr: s.Addr(), Auth: cluster.AuthOf(s)}
+}
 
 // RedisOptions configure one redis-server.
 type RedisOptions struct {
@@ -24,36 +47,49 @@ type RedisOptions struct {
 // Redis is one redis-server. Restarted after a kill, it comes back empty
 // unless it runs with persistence.
 type Redis struct {
-	Faultable
+	cluster.Faultable
 	opt RedisOptions
 	// match limits ShortenTTLs to the keys matching it (a SCAN pattern;
 	// empty: every key): on a server someone else runs, the run's own.
 	match string
 }
 
-// StartRedis starts a redis-server on a free port and waits until it answers PING.
-func (c *Cluster) StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
-	r := newRedis(program{}, opt, c.keyMatch())
+// Start starts a redis-server on a free port of c and waits until it
+// answers PING (was Cluster.StartRedis); a cluster of servers someone else
+// runs hands out the next one named.
+func Start(ctx context.Context, c *cluster.Cluster, opt RedisOptions) (*Redis, error) {
+	r := newRedis("", opt, c.KeyMatch())
 	name := func(n int) string {
 		if opt.Name != "" {
 			return opt.Name
 		}
 		return fmt.Sprintf("redis-%d", n)
 	}
-	r.auth = c.redisAuth() // a server someone else runs: the file's (place)
-	bin, _ := RedisPrograms(c.opt.RedisProgram)
-	err := c.place(ctx, &r.Faultable, name, placement{kind: redisKind, program: bin, pkg: bin, usual: 6379,
-		args:    func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
-		prepare: func(sp *Spec, host string, port int, dir string) error { return c.secureRedis(r, sp, host, port, dir) }})
+	r.SetAuth(redisAuth(c)) // a server someone else runs: the file's (Place)
+	bin, _ := cluster.RedisPrograms(c.RedisProgram())
+	err := c.Place(ctx, &r.Faultable, name, cluster.Placement{Kind: redisKind, Program: bin, Package: bin, Usual: 6379,
+		Args: func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
+		Prepare: func(sp *cluster.Spec, host string, port int, dir string) error {
+			return secureRedis(c, r, sp, host, port, dir)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	r.opt.Name = r.name
-	c.mu.Lock()
-	c.redis = append(c.redis, r)
-	c.mu.Unlock()
+	r.opt.Name = r.Name()
 	c.AddServer(r)
 	return r, nil
+}
+
+// Servers are the Redis servers c runs so far, in start order (was
+// Cluster.Redis).
+func Servers(c *cluster.Cluster) []*Redis {
+	var out []*Redis
+	for _, s := range c.Servers() {
+		if r, ok := s.(*Redis); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
@@ -87,23 +123,28 @@ func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
 // file only its owner reads, never on the command line, which ps shows to
 // every local user) and, with TLS, makes it speak TLS only, on port, with
 // a certificate of the run's CA; a replica then replicates over TLS.
-func (c *Cluster) secureRedis(r *Redis, sp *Spec, host string, port int, dir string) error {
-	if r.auth != nil && r.auth.Password != "" {
+func secureRedis(c *cluster.Cluster, r *Redis, sp *cluster.Spec, host string, port int, dir string) error {
+	if a := r.Auth(); a != nil && a.Password != "" {
 		conf := path.Join(dir, redisAuthConf)
 		sp.Args = append([]string{conf}, sp.Args...)
-		sp.Files = append(sp.Files, File{Path: conf, Content: redisAuthConfig(r.auth), Mode: 0o600})
+		sp.Files = append(sp.Files, cluster.File{Path: conf, Content: redisAuthConfig(a), Mode: 0o600})
 		sp.Shell = redisStart // Redis 6.0: without what it does not know
 	}
 	if !c.ServersTLS() {
 		return nil
 	}
-	files, ca, cert, key, err := c.ServerTLS(r.name, dir, host)
+	files, ca, cert, key, err := c.ServerTLS(r.Name(), dir, host)
 	if err != nil {
 		return err
 	}
 	sp.Files = append(sp.Files, files...)
 	sp.Args = append(sp.Args, redisTLSArgs(port, ca, cert, key)...)
-	return c.withTLS(&r.auth)
+	a, err := withTLS(c, r.Auth())
+	if err != nil {
+		return err
+	}
+	r.SetAuth(a)
+	return nil
 }
 
 // redisTLSArgs make a Redis server (or Sentinel) speak TLS only, on port,
@@ -114,18 +155,18 @@ func redisTLSArgs(port int, ca, cert, key string) []string {
 		"--tls-ca-cert-file", ca, "--tls-auth-clients", "no", "--tls-replication", "yes"}
 }
 
-// withTLS adds the run's CA to *a (made when nil): what a client checks a
-// server of the cluster's against.
-func (c *Cluster) withTLS(a **Auth) error {
+// withTLS adds the run's CA to a (made when nil) and returns it: what a
+// client checks a server of the cluster's against.
+func withTLS(c *cluster.Cluster, a *cluster.Auth) (*cluster.Auth, error) {
 	ca, err := c.RunCA()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *a == nil {
-		*a = &Auth{}
+	if a == nil {
+		a = &cluster.Auth{}
 	}
-	(*a).TLS = &TLSFiles{CA: ca.CAFile()}
-	return nil
+	a.TLS = &cluster.TLSFiles{CA: ca.CAFile()}
+	return a, nil
 }
 
 // redisStart starts a locked Redis server or Sentinel ($1 the program,
@@ -159,7 +200,7 @@ const redisAuthConf = "auth.conf"
 // redisAuthConfig locks a Redis server: the default user takes only the
 // password (requirepass), the ACL user a takes it too, and a replica
 // authenticates to its primary as a.
-func redisAuthConfig(a *Auth) []byte {
+func redisAuthConfig(a *cluster.Auth) []byte {
 	return []byte(fmt.Sprintf("requirepass %s\nuser %s on >%s ~* &* +@all\nmasteruser %s\nmasterauth %s\n",
 		a.Password, a.Username, a.Password, a.Username, a.Password))
 }
@@ -175,7 +216,7 @@ func (r *Redis) ShortenTTLs(ctx context.Context, d time.Duration) (int, error) {
 	if match == "" {
 		match = "*"
 	}
-	v, err := redisCall(ctx, r.endpoint(), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10), match)
+	v, err := redisCall(ctx, endpoint(r), "EVAL", shortenTTLScript, "0", strconv.FormatInt(d.Milliseconds(), 10), match)
 	if err != nil {
 		return 0, fmt.Errorf("%s: clock jump: %w", r.Name(), err)
 	}
@@ -200,20 +241,20 @@ repeat
 until cursor == "0"
 return n`
 
-// newRedis is a Redis server at p; match limits its ShortenTTLs.
-func newRedis(p program, opt RedisOptions, match string) *Redis {
-	p.kind = redisKind
-	r := &Redis{Faultable: Faultable{program: p}, opt: opt, match: match}
-	r.ready = r.ping
+// newRedis is a Redis server named name (set when it is placed: "");
+// match limits its ShortenTTLs.
+func newRedis(name string, opt RedisOptions, match string) *Redis {
+	r := &Redis{Faultable: cluster.NewFaultable(redisKind, name), opt: opt, match: match}
+	r.SetReady(r.ping)
 	return r
 }
 
 // ping sends PING over a fresh connection and expects +PONG.
-func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, r.endpoint()) }
+func (r *Redis) ping(ctx context.Context) error { return pingRedis(ctx, endpoint(r)) }
 
 // pingRedis sends PING to e over a fresh connection (with e's
 // credentials) and expects PONG.
-func pingRedis(ctx context.Context, e Endpoint) error {
+func pingRedis(ctx context.Context, e cluster.Endpoint) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	v, err := redisCall(ctx, e, "PING")
@@ -227,7 +268,7 @@ func pingRedis(ctx context.Context, e Endpoint) error {
 }
 
 // redisDeleteMatching deletes the keys matching a SCAN pattern.
-func redisDeleteMatching(ctx context.Context, addr Endpoint, pattern string) error {
+func redisDeleteMatching(ctx context.Context, addr cluster.Endpoint, pattern string) error {
 	cursor := "0"
 	for {
 		v, err := redisCall(ctx, addr, "SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
@@ -259,32 +300,43 @@ func redisDeleteMatching(ctx context.Context, addr Endpoint, pattern string) err
 const redisKind = "redis"
 
 func init() {
-	RegisterKind(Kind{
+	cluster.RegisterKind(cluster.Kind{
 		Name:       redisKind,
 		Sessions:   true,
 		Companions: []string{sentinelKind},
 		Packages:   []string{"redis-server", "redis-sentinel"},
 		// Its Sentinels too.
-		TLS: []string{ServersLocal, ServersDocker},
+		TLS: []string{cluster.ServersLocal, cluster.ServersDocker},
 		// Valkey (redis_program: valkey): Debian 13 on.
 		OptionalPackages: []string{"valkey-server", "valkey-sentinel"},
 		Image:            "redis:7.4",
-		Start: func(ctx context.Context, c *Cluster, o StartOptions) error {
+		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			if o.Sentinel {
-				_, err := c.StartSentinelGroup(ctx, o.Persistence)
+				_, err := StartSentinelGroup(ctx, c, o.Persistence)
 				return err
 			}
-			_, err := c.StartRedis(ctx, RedisOptions{Persistence: o.Persistence})
+			_, err := Start(ctx, c, RedisOptions{Persistence: o.Persistence})
 			return err
 		},
-		Check:   checkRedisPrimary,
-		Cleanup: cleanupRedis,
-		Compose: &ComposeSpec{Port: 17000, Services: redisCompose},
+		Check:           checkRedisPrimary,
+		Cleanup:         cleanupRedis,
+		Compose:         &cluster.ComposeSpec{Port: 17000, Services: redisCompose},
+		CheckSentinel:   checkSentinel,
+		SentinelPrimary: sentinelPrimary,
+	})
+	// The replication cut's undo on someone else's servers (journaled).
+	journal.Register(undoRedisConfig, func(ctx context.Context, args map[string]string) error {
+		_, err := redisCall(ctx, cluster.Endpoint{Addr: args["addr"], Auth: cluster.AuthFromJournal(args)}, "CONFIG", "SET", args["param"], args["value"])
+		return err
 	})
 }
 
+// undoRedisConfig sets a Redis server's config parameter back (args:
+// addr, param, value): after the replication cut's masterauth.
+const undoRedisConfig = "redis-config"
+
 // cleanupRedis deletes the run's keys ("*<namespace>:k*") on every server.
-func cleanupRedis(ctx context.Context, servers []Endpoint, namespace string) error {
+func cleanupRedis(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
 	var errs []error
 	for _, e := range servers {
 		if err := redisDeleteMatching(ctx, e, "*"+namespace+":k*"); err != nil {
@@ -296,7 +348,7 @@ func cleanupRedis(ctx context.Context, servers []Endpoint, namespace string) err
 
 // checkRedisPrimary asks a Redis server its ROLE: a run's locks need a
 // primary (a replica would refuse them, or lose them).
-func checkRedisPrimary(ctx context.Context, e Endpoint) error {
+func checkRedisPrimary(ctx context.Context, e cluster.Endpoint) error {
 	r, err := redisCall(ctx, e, "ROLE")
 	if err != nil {
 		return err
@@ -320,8 +372,8 @@ func (s *Sentinel) Version(ctx context.Context) (string, error) { return redisVe
 // redisVersion asks a Redis server or Sentinel its redis_version; a
 // Valkey server's is "valkey " and its valkey_version (its redis_version
 // is the Redis it is compatible with).
-func redisVersion(ctx context.Context, s Server) (string, error) {
-	v, err := redisCall(ctx, Endpoint{Addr: s.Addr(), Auth: AuthOf(s)}, "INFO", "server")
+func redisVersion(ctx context.Context, s cluster.Server) (string, error) {
+	v, err := redisCall(ctx, endpoint(s), "INFO", "server")
 	if err != nil {
 		return "", fmt.Errorf("%s: INFO server: %w", s.Name(), err)
 	}
@@ -341,58 +393,38 @@ func redisVersion(ctx context.Context, s Server) (string, error) {
 	return redis, nil
 }
 
-// Redis server programs (Options.RedisProgram).
-const (
-	// RedisProgramRedis is Redis itself: redis-server, redis-sentinel.
-	RedisProgramRedis = "redis"
-	// RedisProgramValkey is Valkey, the Linux Foundation's fork of Redis
-	// 7.2: valkey-server, valkey-sentinel (Debian 13 on).
-	RedisProgramValkey = "valkey"
-)
-
-// RedisPrograms are the server and Sentinel programs (and their Debian
-// packages, the same names) of a Redis program choice: "" or redis is
-// redis-server and redis-sentinel; valkey is valkey-server and
-// valkey-sentinel.
-func RedisPrograms(choice string) (server, sentinel string) {
-	if choice == RedisProgramValkey {
-		return "valkey-server", "valkey-sentinel"
-	}
-	return "redis-server", "redis-sentinel"
-}
-
 // redisCompose is Redis in the standing cluster: five servers (Redlock's,
 // and single-Redis backends' first), and a Sentinel group — a primary, its
 // replica and three Sentinels, each Sentinel's configuration written fresh
 // at each start (a Sentinel rewrites it).
-func redisCompose(port int, image string) ComposeCluster {
+func redisCompose(port int, image string) cluster.ComposeCluster {
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
-	server := func(name string, p int, extra ...string) ComposeService {
-		return ComposeService{Name: name, Image: image,
+	server := func(name string, p int, extra ...string) cluster.ComposeService {
+		return cluster.ComposeService{Name: name, Image: image,
 			Command:     append([]string{"redis-server"}, redisArgs("127.0.0.1", p, "/tmp", RedisOptions{Args: extra})...),
 			Healthcheck: []string{"CMD", "redis-cli", "-p", strconv.Itoa(p), "ping"}}
 	}
-	cc := ComposeCluster{Servers: map[string][]ServerEntry{}}
+	cc := cluster.ComposeCluster{Servers: map[string][]cluster.ServerEntry{}}
 	for i := range 5 {
 		name := fmt.Sprintf("redis-%d", i)
 		cc.Services = append(cc.Services, server(name, port+i))
-		cc.Servers[redisKind] = append(cc.Servers[redisKind], ComposeEntry(name, addr(port+i)))
+		cc.Servers[redisKind] = append(cc.Servers[redisKind], cluster.ComposeEntry(name, addr(port+i)))
 	}
 	primary, replica := port+10, port+11
 	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))
 	rs.DependsOn = []string{"redis-primary"}
 	cc.Services = append(cc.Services, server("redis-primary", primary), rs)
-	cc.Sentinel = &SentinelEntry{Master: sentinelMaster, Servers: []ServerEntry{
-		ComposeEntry("redis-primary", addr(primary)), ComposeEntry("redis-replica", addr(replica))}}
+	cc.Sentinel = &cluster.SentinelEntry{Master: sentinelMaster, Servers: []cluster.ServerEntry{
+		cluster.ComposeEntry("redis-primary", addr(primary)), cluster.ComposeEntry("redis-replica", addr(replica))}}
 	for i := range 3 {
 		name, p := fmt.Sprintf("sentinel-%d", i), port+20+i
 		conf := fmt.Sprintf(`port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n`,
 			p, sentinelMaster, primary, sentinelMaster, sentinelMaster)
-		cc.Services = append(cc.Services, ComposeService{Name: name, Image: image,
+		cc.Services = append(cc.Services, cluster.ComposeService{Name: name, Image: image,
 			Entrypoint:  []string{"sh", "-c", "printf '" + conf + "' >/tmp/sentinel.conf && exec redis-sentinel /tmp/sentinel.conf"},
 			DependsOn:   []string{"redis-replica"},
 			Healthcheck: []string{"CMD-SHELL", fmt.Sprintf("redis-cli -p %d sentinel get-master-addr-by-name %s | grep -q 127.0.0.1", p, sentinelMaster)}})
-		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, ComposeEntry(name, addr(p)))
+		cc.Sentinel.Addrs = append(cc.Sentinel.Addrs, cluster.ComposeEntry(name, addr(p)))
 	}
 	return cc
 }

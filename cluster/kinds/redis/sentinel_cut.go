@@ -1,4 +1,4 @@
-package cluster
+package redis
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
@@ -15,7 +16,7 @@ import (
 func (g *SentinelGroup) replicasOf(ctx context.Context) ([]string, error) {
 	var last error
 	for _, s := range g.Sentinels {
-		v, err := redisCall(ctx, s.endpoint(), "SENTINEL", "replicas", g.MasterName())
+		v, err := redisCall(ctx, endpoint(s), "SENTINEL", "replicas", g.MasterName())
 		if err != nil {
 			last = err
 			continue
@@ -66,7 +67,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 	heal = func(ctx context.Context) error {
 		var errs []error
 		for addr, old := range saved {
-			if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", old); err != nil {
+			if _, err := redisCall(ctx, cluster.Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", old); err != nil {
 				errs = append(errs, fmt.Errorf("cluster: heal replication of %s: %w", addr, err))
 				continue
 			}
@@ -77,7 +78,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		return errors.Join(errs...)
 	}
 	for _, addr := range replicas {
-		v, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "GET", "masterauth")
+		v, err := redisCall(ctx, cluster.Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "GET", "masterauth")
 		if err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
@@ -88,7 +89,7 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		}
 		// Written down before it is done: the guard, or a later run, sets
 		// it back if the harness dies before Heal.
-		done, err := g.journal.Add(journal.Action{Kind: undoRedisConfig, Args: g.MasterAuth.journalArgs(map[string]string{"addr": addr, "param": "masterauth", "value": old}),
+		done, err := g.journal.Add(journal.Action{Kind: undoRedisConfig, Args: g.MasterAuth.JournalArgs(map[string]string{"addr": addr, "param": "masterauth", "value": old}),
 			What: "give replica " + addr + " its own masterauth back"})
 		if err != nil {
 			_ = heal(ctx)
@@ -96,11 +97,11 @@ func (g *SentinelGroup) CutReplication(ctx context.Context) (heal func(context.C
 		}
 		undone[addr] = done
 		saved[addr] = old
-		if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", bogus); err != nil {
+		if _, err := redisCall(ctx, cluster.Endpoint{Addr: addr, Auth: g.MasterAuth}, "CONFIG", "SET", "masterauth", bogus); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
 		}
-		if _, err := redisCall(ctx, Endpoint{Addr: addr, Auth: g.MasterAuth}, "CLIENT", "KILL", "TYPE", "master"); err != nil {
+		if _, err := redisCall(ctx, cluster.Endpoint{Addr: addr, Auth: g.MasterAuth}, "CLIENT", "KILL", "TYPE", "master"); err != nil {
 			_ = heal(ctx)
 			return nil, fmt.Errorf("cluster: cut replication of %s: %w", addr, err)
 		}
