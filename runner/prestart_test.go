@@ -130,6 +130,10 @@ func TestMatrixPrestartInterrupted(t *testing.T) {
 		{"as the first cell ends", "verdict:", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Other tests of the package may keep servers of their own
+			// running (shared between tests): only what this matrix leaves
+			// counts.
+			kidsBefore, listenersBefore := children(os.Getpid()), leakcheck.Listeners(os.Getpid())
 			tmp, store := t.TempDir(), t.TempDir()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -143,10 +147,10 @@ func TestMatrixPrestartInterrupted(t *testing.T) {
 				t.Fatalf("want ErrInterrupted, got %v", err)
 			}
 			assertNothingLeft(t, tmp)
-			if kids := children(os.Getpid()); len(kids) > 0 {
+			if kids := added(kidsBefore, children(os.Getpid())); len(kids) > 0 {
 				t.Errorf("processes left: %v", kids)
 			}
-			if l := leakcheck.Listeners(os.Getpid()); len(l) > 0 {
+			if l := added(listenersBefore, leakcheck.Listeners(os.Getpid())); len(l) > 0 {
 				t.Errorf("ports still listened on: %v", l)
 			}
 			runs, _ := filepath.Glob(filepath.Join(store, "baseline", "pg-advisory", "*", "run.log"))
@@ -177,6 +181,21 @@ func (c *cancelAt) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// added lists what is in after and was not in before.
+func added[T comparable](before, after []T) []T {
+	seen := make(map[T]bool, len(before))
+	for _, b := range before {
+		seen[b] = true
+	}
+	var out []T
+	for _, a := range after {
+		if !seen[a] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // children lists "pid: command" of the processes whose parent is pid.
