@@ -15,6 +15,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -236,7 +237,7 @@ func (s *server) open(ctx context.Context, r Inbound) error {
 		Cluster: cluster.NewExternal(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
 		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Options: opts,
 		Servers: cluster.StartOptions{Persistence: s.cfg.Persistence, Sentinel: s.cfg.Redis == backends.RedisSentinel,
-			Postgres: s.cfg.Postgres, Members: map[string]int{"etcd": s.cfg.EtcdMembers}},
+			Postgres: s.cfg.Postgres, Members: map[string]int{etcd.Kind: s.cfg.EtcdMembers}},
 	}
 	b, err := factory(ctx, env)
 	if err != nil {

@@ -35,6 +35,11 @@ type Kind struct {
 	// Image is the image its servers run from in docker mode when the run
 	// names none: the official one, as a user with a registry gets it.
 	Image string
+	// StartupCost is about how long a server of this kind takes to start
+	// on a busy 2-core machine, for scheduling only (a matrix runs its
+	// longest cells first, and starts a lane's next servers ahead when
+	// they are slow enough). Zero: next to nothing.
+	StartupCost time.Duration
 	// DSN says a server of this kind is named by one connection string
 	// (postgres://...) rather than by host:port: a servers file names one,
 	// and the client protocol gives one.

@@ -12,6 +12,10 @@ import (
 
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // The client side of the client protocol for a user's Lock: what a client
@@ -216,8 +220,8 @@ func (s *childServer) close() {
 // asServers is the Servers a lock is built with from the ServerSet a
 // client process was given.
 func asServers(g cluster.ServerSet) Servers {
-	sv := Servers{Redis: g.Addrs("redis"), Etcd: g.Addrs("etcd"), ZooKeeper: g.Addrs("zookeeper")}
-	if dsn := g.Addrs("postgres"); len(dsn) > 0 {
+	sv := Servers{Redis: g.Addrs(redis.Kind), Etcd: g.Addrs(etcd.Kind), ZooKeeper: g.Addrs(zookeeper.Kind)}
+	if dsn := g.Addrs(postgres.Kind); len(dsn) > 0 {
 		sv.Postgres = dsn[0]
 	}
 	if sg := g.Sentinel; sg != nil {

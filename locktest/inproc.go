@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -39,7 +40,7 @@ func inprocBackend(s Suite, n int) string {
 	_, execFactory, _ := backends.Lookup("exec")
 	backends.Register(backends.Info{
 		Name: name, Description: "a lock under go test (locktest, in-process clients)",
-		Servers: strings.Join(kinds, ", "), Kinds: kinds, Lease: true, Sentinel: slices.Contains(kinds, "redis"),
+		Servers: strings.Join(kinds, ", "), Kinds: kinds, Lease: true, Sentinel: slices.Contains(kinds, redis.Kind),
 		Options: func() backends.Options { return backends.FreeOptions{} },
 	}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
 		env.ExecServers = kinds

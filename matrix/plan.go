@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/shell"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -101,17 +102,6 @@ func userNotApplicable(sc *scenarios.Scenario, info backends.Info) string {
 	return "the scenario runs only over the backends it names: " + strings.Join(sc.Backends, ", ")
 }
 
-// startupCost is about how long a server of each kind takes to start on a
-// busy 2-core machine (PostgreSQL and MariaDB copy their data directory
-// and start their server, ZooKeeper starts a JVM), for scheduling only.
-var startupCost = map[string]time.Duration{
-	"postgres":  2 * time.Second,
-	"zookeeper": 1500 * time.Millisecond,
-	"mariadb":   time.Second,
-	"etcd":      500 * time.Millisecond,
-	"redis":     100 * time.Millisecond,
-}
-
 // Estimate is about how long the cell takes, for running the longest
 // first: its clients' run time, one more critical section (a client in
 // one when the time is up finishes it) and its servers' start-up. It
@@ -121,12 +111,15 @@ func (c Planned) Estimate() time.Duration {
 }
 
 // Startup is about how long the cell's servers take to start (the sum
-// over its kinds of startupCost), for scheduling only: a lane starts the
-// servers of its next cell ahead when this is long enough.
+// over its kinds of each one's cluster.Kind.StartupCost), for scheduling
+// only: a lane starts the servers of its next cell ahead when this is long
+// enough.
 func (c Planned) Startup() time.Duration {
 	var d time.Duration
 	for _, k := range c.Kinds {
-		d += startupCost[k]
+		if kind, ok := cluster.LookupKind(k); ok {
+			d += kind.StartupCost
+		}
 	}
 	return d
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // Version is one set of servers a matrix's cells run with: the images of
@@ -101,7 +103,7 @@ func checkVersions(vs []Version) error {
 			return fmt.Errorf("%w: version set %d has no name", errPlan, i+1)
 		case seen[v.Name]:
 			return fmt.Errorf("%w: version set %q is named twice", errPlan, v.Name)
-		case v.RedisProgram != "" && v.RedisProgram != "redis" && v.RedisProgram != "valkey":
+		case v.RedisProgram != "" && v.RedisProgram != cluster.RedisProgramRedis && v.RedisProgram != cluster.RedisProgramValkey:
 			return fmt.Errorf("%w: version set %q: redis_program must be redis or valkey, not %q", errPlan, v.Name, v.RedisProgram)
 		}
 		seen[v.Name] = true

@@ -57,7 +57,7 @@ func (p *FailoverParams) Validate(s Shape) error { return p.validate(s.Clients) 
 func (failover) Params() Params { return &FailoverParams{} }
 
 func (failover) Applies(s Shape) error {
-	if !hasKind(s.Kinds, "redis") {
+	if !hasKind(s.Kinds, redis.Kind) {
 		return fmt.Errorf("failover does not apply to %s: it needs Redis with Sentinel", s.Backend)
 	}
 	if !s.Sentinel {

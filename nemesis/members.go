@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/cluster/links"
 )
 
@@ -46,7 +47,7 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 	if s.Members < 2 {
 		this := "this run's servers: none"
 		switch {
-		case slices.Contains(s.Kinds, "zookeeper"):
+		case slices.Contains(s.Kinds, zookeeper.Kind):
 			this = "this run's ZooKeeper has one member"
 		case len(s.Kinds) > 0:
 			this = "this run's servers: " + strings.Join(s.Kinds, ", ")

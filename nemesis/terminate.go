@@ -43,7 +43,7 @@ func (p *TerminateParams) Validate(s Shape) error { return p.validate(s.Clients)
 func (terminate) Params() Params { return &TerminateParams{} }
 
 func (terminate) Applies(s Shape) error {
-	if !hasKind(s.Kinds, "postgres") {
+	if !hasKind(s.Kinds, postgres.Kind) {
 		return fmt.Errorf("terminate does not apply to %s: it has no PostgreSQL session", s.Backend)
 	}
 	return nil

@@ -84,10 +84,10 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	g.Journal = j
 	r.sc.KeyPrefix = ns + ":"
 	r.lg.Printf("external servers: namespace %s: keys %sk0...", ns, r.sc.KeyPrefix)
-	if slices.Contains(kinds, "postgres") {
+	if slices.Contains(kinds, postgres.Kind) {
 		r.lg.Printf("external servers: PostgreSQL schema %s", postgres.Schema(ns))
 	}
-	if slices.Contains(kinds, "mariadb") {
+	if slices.Contains(kinds, mariadb.Kind) {
 		r.lg.Printf("external servers: MariaDB database %s", mariadb.DatabaseOf(ns))
 	}
 	return cluster.NewExternal(g), nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -29,7 +30,7 @@ func refusal(ctx context.Context, sc *scenarios.Scenario) string {
 		programs = append(programs, sentinel)
 	}
 	for _, p := range programs {
-		if why := cluster.ProgramMissing(ctx, sc.Servers, sc.Images, "redis", p, p); why != "" {
+		if why := cluster.ProgramMissing(ctx, sc.Servers, sc.Images, redis.Kind, p, p); why != "" {
 			return "redis_program: valkey: " + why + "; Debian has Valkey from 13 (trixie): --image redis=locktorture-servers:trixie (make images SUITES=trixie)"
 		}
 	}
@@ -43,8 +44,8 @@ func runsRedis(sc *scenarios.Scenario) bool {
 		if sc.Exec == nil || len(sc.Exec.Servers) == 0 {
 			return true // exec's default: one redis-server
 		}
-		return slices.Contains(sc.Exec.Servers, "redis")
+		return slices.Contains(sc.Exec.Servers, redis.Kind)
 	}
 	info, _, err := backends.Lookup(sc.Backend)
-	return err == nil && slices.Contains(info.ServerKinds(), "redis")
+	return err == nil && slices.Contains(info.ServerKinds(), redis.Kind)
 }

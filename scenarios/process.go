@@ -8,6 +8,8 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
+	"github.com/locktorture/locktorture/workload"
 )
 
 // Client modes (client_mode, --client-mode).
@@ -112,8 +114,8 @@ func (s *Scenario) serverKinds(info backends.Info) []string {
 		}
 	}
 	// postgres_via: pgbouncer puts one in front of the run's PostgreSQL.
-	if s.PostgresVia == cluster.ViaPgBouncer && slices.Contains(out, "postgres") && !slices.Contains(out, "pgbouncer") {
-		out = append(out, "pgbouncer")
+	if s.PostgresVia == cluster.ViaPgBouncer && slices.Contains(out, postgres.Kind) && !slices.Contains(out, postgres.PgBouncerKind) {
+		out = append(out, postgres.PgBouncerKind)
 	}
 	return out
 }
@@ -144,7 +146,7 @@ func (s *Scenario) validateClients() error {
 			}
 		}
 	}
-	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && (s.Resource == "postgres" || s.Resource == "mysql") {
+	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && (s.Resource == workload.ResourcePostgres || s.Resource == "mysql") {
 		return bad("client_mode", "backend %s with the %s resource writes inside the lock's own transaction, which cannot leave the client's process: run it with client_mode inproc", s.Backend, s.Resource)
 	}
 	return nil

@@ -43,6 +43,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // Sentinel errors of this package.
@@ -77,7 +79,7 @@ type PostgresSettings struct {
 // (etcd_members, zookeeper_members), PostgreSQL's timeouts.
 func (s *Scenario) StartOptions() cluster.StartOptions {
 	return cluster.StartOptions{Persistence: s.Persistence, Sentinel: s.Redis == backends.RedisSentinel, Postgres: s.PostgresOptions(),
-		Members: map[string]int{"etcd": s.EtcdMembers, "zookeeper": s.ZooKeeperMembers}}
+		Members: map[string]int{etcd.Kind: s.EtcdMembers, zookeeper.Kind: s.ZooKeeperMembers}}
 }
 
 // PostgresOptions converts the settings for the cluster (zero when unset).

@@ -10,6 +10,7 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -275,7 +276,7 @@ func (s *Scenario) validatePooler() error {
 		return bad("pool_size", "pool_size must be 1 or more, not %d", s.PoolSize)
 	}
 	info, _, _ := backends.Lookup(s.Backend)
-	if !slices.Contains(s.serverKinds(info), "postgres") && s.Resource != workload.ResourcePostgres {
+	if !slices.Contains(s.serverKinds(info), postgres.Kind) && s.Resource != workload.ResourcePostgres {
 		return bad("postgres_via", "postgres_via: backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
 	}
 	if s.Security == SecurityTLS {

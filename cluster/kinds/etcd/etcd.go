@@ -61,7 +61,7 @@ func newEtcdMember(s cluster.Faultable) *EtcdMember {
 // endpointMember is the member someone else runs at e, with e's
 // credentials.
 func endpointMember(e cluster.Endpoint) *EtcdMember {
-	s := cluster.NewFaultable(etcdKind, "etcd "+e.Addr)
+	s := cluster.NewFaultable(Kind, "etcd "+e.Addr)
 	s.SetExternal(e.Addr)
 	s.SetAuth(e.Auth)
 	return newEtcdMember(s)
@@ -76,12 +76,12 @@ const maxEtcdMembers = 7
 // different member count than the running one is an error. A missing etcd
 // program names the Debian package etcd-server.
 func Start(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, error) {
-	return cluster.Group(c, etcdKind, func(cur *Etcd, ok bool) (*Etcd, error) {
+	return cluster.Group(c, Kind, func(cur *Etcd, ok bool) (*Etcd, error) {
 		running := 0
 		if ok {
 			running = len(cur.members)
 		}
-		return cluster.KeptEnsemble(c, cur, running, etcdKind, "etcd", opt.Members, maxEtcdMembers, func(ms []cluster.Faultable) (*Etcd, []cluster.Server) {
+		return cluster.KeptEnsemble(c, cur, running, Kind, "etcd", opt.Members, maxEtcdMembers, func(ms []cluster.Faultable) (*Etcd, []cluster.Server) {
 			e := &Etcd{}
 			for _, s := range ms {
 				e.members = append(e.members, newEtcdMember(s))
@@ -144,7 +144,7 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions)
 		if err != nil {
 			return nil, err
 		}
-		s := cluster.NewFaultable(etcdKind, name)
+		s := cluster.NewFaultable(Kind, name)
 		s.SetAddr(host, cp)
 		m := newEtcdMember(s)
 		m.peerPort, m.dataDir = pp, path.Join(dir, "data")
@@ -388,23 +388,24 @@ func (m *EtcdMember) id(ctx context.Context) (uint64, error) {
 	return st.ID, err
 }
 
-// etcdKind is the etcd kind's name.
-const etcdKind = "etcd"
+// Kind is the etcd kind's name.
+const Kind = "etcd"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		TLS:      []string{cluster.ServersLocal, cluster.ServersDocker},
-		Name:     etcdKind,
-		Sessions: true,
-		Leader:   true,
-		Packages: []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
-		Image:    "gcr.io/etcd-development/etcd:v3.5.17",
+		StartupCost: 500 * time.Millisecond, // a Go binary
+		TLS:         []string{cluster.ServersLocal, cluster.ServersDocker},
+		Name:        Kind,
+		Sessions:    true,
+		Leader:      true,
+		Packages:    []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
+		Image:       "gcr.io/etcd-development/etcd:v3.5.17",
 
 		// topology: members cannot act on its members.
 		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
 
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, EtcdOptions{Members: o.Members[etcdKind]})
+			_, err := Start(ctx, c, EtcdOptions{Members: o.Members[Kind]})
 			return err
 		},
 		Check: func(ctx context.Context, e cluster.Endpoint) error {
@@ -459,7 +460,7 @@ func etcdCompose(port int, image string) cluster.ComposeCluster {
 				"--initial-cluster-token", "locktorture", "--initial-cluster-state", "new"},
 			Healthcheck: []string{"CMD", "etcdctl", "--endpoints=" + url(client), "endpoint", "health"},
 			Retries:     60})
-		cc.Servers[etcdKind] = append(cc.Servers[etcdKind], cluster.ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
+		cc.Servers[Kind] = append(cc.Servers[Kind], cluster.ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(client)))
 	}
 	return cc
 }

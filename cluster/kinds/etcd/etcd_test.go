@@ -378,7 +378,7 @@ func TestExternalCleanup(t *testing.T) {
 		}
 		return f
 	}
-	kinds := []string{etcdKind}
+	kinds := []string{Kind}
 	err := file("LT_TEST_ETCD_WRONG").Check(ctx, kinds, false)
 	if want := "etcd " + e.Endpoints()[0] + ": refused: "; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a wrong etcd password: %v, want one line with %q", err, want)

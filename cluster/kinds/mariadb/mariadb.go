@@ -34,8 +34,8 @@ const (
 	mariadbDatabase = "locktorture"
 )
 
-// mariadbKind is the MariaDB kind's name.
-const mariadbKind = "mariadb"
+// Kind is the MariaDB kind's name.
+const Kind = "mariadb"
 
 // MariaDB is the run's MariaDB server (Debian's mariadb-server), started
 // once per cluster: a data directory of its own (on this machine a copy
@@ -133,8 +133,8 @@ func (d mariadbDSN) config(addr string) (*mysql.Config, error) {
 // same server afterwards; on a cluster of servers someone else runs, it
 // hands out the one named.
 func Start(ctx context.Context, c *cluster.Cluster) (*MariaDB, error) {
-	return cluster.StartOnce(c, mariadbKind, func() (*MariaDB, error) {
-		return cluster.One(c, mariadbKind, "mariadb", "the backend wants MariaDB, but the servers file names none",
+	return cluster.StartOnce(c, Kind, func() (*MariaDB, error) {
+		return cluster.One(c, Kind, "mariadb", "the backend wants MariaDB, but the servers file names none",
 			func(dsn string, s cluster.Faultable) (*MariaDB, error) { return adopt(c, dsn, s) },
 			func() (*MariaDB, error) { return start(ctx, c) })
 	})
@@ -180,7 +180,7 @@ func start(ctx context.Context, c *cluster.Cluster) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{Faultable: cluster.NewFaultable(mariadbKind, "mariadb"),
+	m := &MariaDB{Faultable: cluster.NewFaultable(Kind, "mariadb"),
 		dsn: mariadbDSN{user: mariadbUser, password: cluster.NewPassword(), database: mariadbDatabase}, setups: map[string]bool{}}
 	secret.Register(m.dsn.password)
 	m.SetReady(m.ping)
@@ -221,7 +221,7 @@ func start(ctx context.Context, c *cluster.Cluster) (*MariaDB, error) {
 			// METADATA_LOCK_INFO: who holds which GET_LOCK lock (KillSessions).
 			"--plugin-load-add=metadata_lock_info",
 		}, strings.Fields(mariadbInnoDB)...)
-		return cluster.Spec{Kind: mariadbKind, Program: path.Join(dir, "data"), Args: args, Shell: mariadbFirstStart, Dir: dir, User: "mysql",
+		return cluster.Spec{Kind: Kind, Program: path.Join(dir, "data"), Args: args, Shell: mariadbFirstStart, Dir: dir, User: "mysql",
 			Files: []cluster.File{{Path: path.Join(dir, "init.sql"), Content: []byte(init), Mode: 0o644}}}, nil
 	})
 	if err != nil {
@@ -503,11 +503,12 @@ func DatabaseOf(namespace string) string { return "locktorture_" + namespace }
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		Name:     mariadbKind,
-		Sessions: true,
-		Packages: []string{"mariadb-server"},
-		Image:    "mariadb:11.4",
-		DSN:      true,
+		StartupCost: time.Second, // copies its data directory, then starts
+		Name:        Kind,
+		Sessions:    true,
+		Packages:    []string{"mariadb-server"},
+		Image:       "mariadb:11.4",
+		DSN:         true,
 		Start: func(ctx context.Context, c *cluster.Cluster, _ cluster.StartOptions) error {
 			_, err := Start(ctx, c)
 			return err
@@ -575,7 +576,7 @@ exec mariadbd --no-defaults --user=mysql --datadir=$D --port=` + p + ` --bind-ad
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "mariadb-admin ping -h 127.0.0.1 -P " + p + " -u locktorture -p" + cluster.ComposePassword + " --silent"},
 			Retries:     60}},
-		Servers: map[string][]cluster.ServerEntry{mariadbKind: {cluster.ComposeEntry("mariadb",
+		Servers: map[string][]cluster.ServerEntry{Kind: {cluster.ComposeEntry("mariadb",
 			"mariadb://locktorture:"+cluster.ComposePassword+"@127.0.0.1:"+p+"/locktorture")}},
 	}
 }

@@ -159,10 +159,10 @@ func TestMariaDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Check(ctx, []string{mariadbKind}, false); err != nil {
+		if err := f.Check(ctx, []string{Kind}, false); err != nil {
 			t.Fatal(err)
 		}
-		g, err := f.Prepare(ctx, "ltmaria", []string{mariadbKind})
+		g, err := f.Prepare(ctx, "ltmaria", []string{Kind})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestMariaDB(t *testing.T) {
 		if err := ext.Setup(ctx, "x", "CREATE TABLE x (k INT)"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Cleanup(ctx, "ltmaria", []string{mariadbKind}); err != nil {
+		if err := f.Cleanup(ctx, "ltmaria", []string{Kind}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ext.ping(ctx); err == nil {
@@ -188,7 +188,7 @@ func TestMariaDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Check(ctx, []string{mariadbKind}, false); err != nil {
+		if err := f.Check(ctx, []string{Kind}, false); err != nil {
 			t.Fatalf("with the file's credentials: %v", err)
 		}
 		t.Setenv("LT_TEST_MARIADB_PW", "wrong-password")
@@ -196,7 +196,7 @@ func TestMariaDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Check(ctx, []string{mariadbKind}, false); err == nil || strings.Contains(err.Error(), "wrong-password") {
+		if err := f.Check(ctx, []string{Kind}, false); err == nil || strings.Contains(err.Error(), "wrong-password") {
 			t.Fatalf("a wrong password: %v", err)
 		}
 		if _, err := serversFile(t, []byte("mariadb: 127.0.0.1:3306\n"), "s.yaml"); err == nil {

@@ -26,8 +26,8 @@ func poolSize(o cluster.PgBouncerOptions) int {
 	return max(1, o.Clients)
 }
 
-// pgbouncerKind is the PgBouncer kind's name.
-const pgbouncerKind = "pgbouncer"
+// PgBouncerKind is the PgBouncer kind's name.
+const PgBouncerKind = "pgbouncer"
 
 // The database names the harness's PgBouncer serves (both the harness's
 // database on the server): the clients' pool, and the postgres
@@ -63,11 +63,11 @@ func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt c
 	if err := cluster.CheckPoolMode(opt.PoolMode); err != nil {
 		return nil, fmt.Errorf("cluster: pgbouncer: %w", err)
 	}
-	return cluster.Group(c, pgbouncerKind, func(cur *PgBouncer, ok bool) (*PgBouncer, error) {
+	return cluster.Group(c, PgBouncerKind, func(cur *PgBouncer, ok bool) (*PgBouncer, error) {
 		if ok {
 			return cur, nil
 		}
-		return cluster.One(c, pgbouncerKind, pgbouncerKind,
+		return cluster.One(c, PgBouncerKind, PgBouncerKind,
 			"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but the servers file names none (pgbouncer: DSN)",
 			func(dsn string, s cluster.Faultable) (*PgBouncer, error) { return adoptPgBouncer(c, dsn, s, pg, opt) },
 			func() (*PgBouncer, error) { return startPgBouncer(ctx, c, pg, opt) })
@@ -76,7 +76,7 @@ func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt c
 
 // frontOf is c's PgBouncer when one runs in front of pg, else nil.
 func frontOf(c *cluster.Cluster, pg *Postgres) *PgBouncer {
-	if b, ok := cluster.Kept[*PgBouncer](c, pgbouncerKind); ok && b.pg == pg {
+	if b, ok := cluster.Kept[*PgBouncer](c, PgBouncerKind); ok && b.pg == pg {
 		return b
 	}
 	return nil
@@ -108,7 +108,7 @@ func ResourceDSN(c *cluster.Cluster, pg *Postgres) string {
 
 // startPgBouncer starts c's PgBouncer in front of pg.
 func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
-	const name = pgbouncerKind
+	const name = PgBouncerKind
 	if pg.externalDSN != "" {
 		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", cluster.ErrStart, name)
 	}
@@ -144,7 +144,7 @@ func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt c
 		if err != nil {
 			return nil, err
 		}
-		s := cluster.NewFaultable(pgbouncerKind, name)
+		s := cluster.NewFaultable(PgBouncerKind, name)
 		s.SetAddr(host, port)
 		b := &PgBouncer{Faultable: s, pg: pg, opt: opt}
 		b.SetReady(b.ping)
@@ -152,7 +152,7 @@ func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt c
 		auth := path.Join(dir, "userlist.txt")
 		u, err := c.Launch(ctx, cluster.Spec{
 			Name:    name,
-			Kind:    pgbouncerKind,
+			Kind:    PgBouncerKind,
 			Program: bin,
 			Args:    []string{ini},
 			Dir:     dir,
@@ -354,7 +354,7 @@ func adoptPgBouncer(c *cluster.Cluster, dsn string, s cluster.Faultable, pg *Pos
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		Name:     pgbouncerKind,
+		Name:     PgBouncerKind,
 		Packages: []string{"pgbouncer"},
 		// There is no official PgBouncer image: the one `make images`
 		// builds from Debian's packages has it.
@@ -398,7 +398,7 @@ func init() {
 // comes up where locktorture-servers was not built.
 func pgbouncerCompose(port int, image string) cluster.ComposeCluster {
 	pgPort := 17030
-	if k, ok := cluster.LookupKind(postgresKind); ok && k.Compose != nil && k.Compose.Port != 0 {
+	if k, ok := cluster.LookupKind(Kind); ok && k.Compose != nil && k.Compose.Port != 0 {
 		pgPort = k.Compose.Port
 	}
 	const dir = "/tmp/pgbouncer"
@@ -407,20 +407,20 @@ func pgbouncerCompose(port int, image string) cluster.ComposeCluster {
 		s.SetAddr("127.0.0.1", port)
 		return s
 	}
-	b := &PgBouncer{Faultable: at(pgbouncerKind, port), pg: &Postgres{Faultable: at(postgresKind, pgPort)},
+	b := &PgBouncer{Faultable: at(PgBouncerKind, port), pg: &Postgres{Faultable: at(Kind, pgPort)},
 		opt: cluster.PgBouncerOptions{PoolMode: cluster.PoolSession, PoolSize: 50}}
 	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
 		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, cluster.ComposePassword) + "EOF\n" +
 		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"
 	p := strconv.Itoa(port)
 	return cluster.ComposeCluster{
-		Services: []cluster.ComposeService{{Name: pgbouncerKind, Image: image,
+		Services: []cluster.ComposeService{{Name: PgBouncerKind, Image: image,
 			Entrypoint: []string{"sh", "-c", script},
 			DependsOn:  []string{"postgres"},
-			Profile:    pgbouncerKind,
+			Profile:    PgBouncerKind,
 			Healthcheck: []string{"CMD-SHELL", "PGPASSWORD=" + cluster.ComposePassword + " psql -h 127.0.0.1 -p " + p + " -U " + postgresUser +
 				" -d " + pgbouncerClientsDB + " -Atc 'SELECT 1'"}}},
-		Servers: map[string][]cluster.ServerEntry{pgbouncerKind: {cluster.ComposeEntry(pgbouncerKind,
+		Servers: map[string][]cluster.ServerEntry{PgBouncerKind: {cluster.ComposeEntry(PgBouncerKind,
 			"postgres://"+postgresUser+":"+cluster.ComposePassword+"@127.0.0.1:"+p+"/"+pgbouncerClientsDB+"?sslmode=disable")}},
 	}
 }

@@ -55,7 +55,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if err := c.StartKind(ctx, pgbouncerKind, cluster.StartOptions{Postgres: cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
+				if err := c.StartKind(ctx, PgBouncerKind, cluster.StartOptions{Postgres: cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
 					t.Fatal(err)
 				}
 				if pg, err = Start(ctx, c, cluster.PostgresOptions{}); err != nil {
@@ -68,7 +68,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 			if b == nil {
 				t.Fatal("no PgBouncer in front of the server")
 			}
-			if b.Kind() != pgbouncerKind || c.Label(b) != "B" {
+			if b.Kind() != PgBouncerKind || c.Label(b) != "B" {
 				t.Errorf("kind %q, label %q; want pgbouncer, B (after the server)", b.Kind(), c.Label(b))
 			}
 			for _, f := range []string{"pgbouncer.ini", "userlist.txt"} {

@@ -113,7 +113,7 @@ type Postgres struct {
 // share it. A later call may pass zero options, or the same ones; other
 // settings are an error (the server already runs with the first).
 func Start(ctx context.Context, c *cluster.Cluster, opt cluster.PostgresOptions) (*Postgres, error) {
-	pg, err := cluster.Group(c, postgresKind, func(cur *Postgres, ok bool) (*Postgres, error) {
+	pg, err := cluster.Group(c, Kind, func(cur *Postgres, ok bool) (*Postgres, error) {
 		if c.Closed() {
 			return nil, cluster.ErrClosed
 		}
@@ -123,7 +123,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opt cluster.PostgresOptions)
 			}
 			return cur, nil
 		}
-		return cluster.One(c, postgresKind, "postgres", "the backend wants PostgreSQL, but the servers file names none",
+		return cluster.One(c, Kind, "postgres", "the backend wants PostgreSQL, but the servers file names none",
 			func(dsn string, s cluster.Faultable) (*Postgres, error) { return adopt(c, dsn, s, opt) },
 			func() (*Postgres, error) { return start(ctx, c, opt) })
 	})
@@ -230,7 +230,7 @@ func startHere(ctx context.Context, c *cluster.Cluster, m cluster.Machine, opt c
 		if err != nil {
 			return nil, err
 		}
-		s := cluster.NewFaultable(postgresKind, name)
+		s := cluster.NewFaultable(Kind, name)
 		s.SetAddr("127.0.0.1", port)
 		pg := newPostgres(s, opt, data)
 		pg.tlsCA = tlsCA
@@ -547,7 +547,7 @@ func startInContainer(ctx context.Context, c *cluster.Cluster, opt cluster.Postg
 		return nil, err
 	}
 	data := path.Join(dir, "pgdata")
-	s := cluster.NewFaultable(postgresKind, name)
+	s := cluster.NewFaultable(Kind, name)
 	s.SetAddr(host, port)
 	pg := newPostgres(s, opt, data)
 	pg.password = cluster.NewPassword()
@@ -622,14 +622,15 @@ func pgExec(ctx context.Context, dsn, stmt string) error {
 	return err
 }
 
-// postgresKind is the PostgreSQL kind's name.
-const postgresKind = "postgres"
+// Kind is the PostgreSQL kind's name.
+const Kind = "postgres"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
+		StartupCost: 2 * time.Second, // copies its data directory, then starts
 		TLS:         []string{cluster.ServersLocal},
 		Credentials: postgresCredentials,
-		Name:        postgresKind,
+		Name:        Kind,
 		Sessions:    true,
 		Packages:    []string{"postgresql"},
 		Image:       "postgres:16",
@@ -712,7 +713,7 @@ exec runuser -u postgres -- $B/postgres -D $D -p ` + p + ` -c listen_addresses=1
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD-SHELL", "PATH=$PATH:$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1) pg_isready -h 127.0.0.1 -p " + p},
 			Retries:     60}},
-		Servers: map[string][]cluster.ServerEntry{postgresKind: {cluster.ComposeEntry("postgres",
+		Servers: map[string][]cluster.ServerEntry{Kind: {cluster.ComposeEntry("postgres",
 			"postgres://"+postgresUser+":"+cluster.ComposePassword+"@127.0.0.1:"+p+"/"+postgresDatabase+"?sslmode=disable")}},
 	}
 }

@@ -269,7 +269,7 @@ func TestExternalCleanup(t *testing.T) {
 	if ks := c.SessionKillers(); len(ks) != 1 || any(ks[0]) != any(pg) {
 		t.Errorf("session killers %v, want the server once", ks)
 	}
-	kinds := []string{postgresKind}
+	kinds := []string{Kind}
 	f, err := cluster.LoadServersFile(testenv.WriteFile(t, "s.yaml", "postgres: "+pg.DSN()+"\n"))
 	if err != nil {
 		t.Fatal(err)

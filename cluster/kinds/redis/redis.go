@@ -67,7 +67,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opt RedisOptions) (*Redis, e
 	}
 	r.SetAuth(redisAuth(c)) // a server someone else runs: the file's (Place)
 	bin, _ := cluster.RedisPrograms(c.RedisProgram())
-	err := c.Place(ctx, &r.Faultable, name, cluster.Placement{Kind: redisKind, Program: bin, Package: bin, Usual: 6379,
+	err := c.Place(ctx, &r.Faultable, name, cluster.Placement{Kind: Kind, Program: bin, Package: bin, Usual: 6379,
 		Args: func(host string, port int, dir string) []string { return redisArgs(host, port, dir, opt) },
 		Prepare: func(sp *cluster.Spec, host string, port int, dir string) error {
 			return secureRedis(c, r, sp, host, port, dir)
@@ -244,7 +244,7 @@ return n`
 // newRedis is a Redis server named name (set when it is placed: "");
 // match limits its ShortenTTLs.
 func newRedis(name string, opt RedisOptions, match string) *Redis {
-	r := &Redis{Faultable: cluster.NewFaultable(redisKind, name), opt: opt, match: match}
+	r := &Redis{Faultable: cluster.NewFaultable(Kind, name), opt: opt, match: match}
 	r.SetReady(r.ping)
 	return r
 }
@@ -296,15 +296,16 @@ func redisDeleteMatching(ctx context.Context, addr cluster.Endpoint, pattern str
 	}
 }
 
-// redisKind is the Redis kind's name.
-const redisKind = "redis"
+// Kind is the Redis kind's name.
+const Kind = "redis"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		Name:       redisKind,
-		Sessions:   true,
-		Companions: []string{sentinelKind},
-		Packages:   []string{"redis-server", "redis-sentinel"},
+		StartupCost: 100 * time.Millisecond,
+		Name:        Kind,
+		Sessions:    true,
+		Companions:  []string{SentinelKind},
+		Packages:    []string{"redis-server", "redis-sentinel"},
 		// Its Sentinels too.
 		TLS: []string{cluster.ServersLocal, cluster.ServersDocker},
 		// Valkey (redis_program: valkey): Debian 13 on.
@@ -408,7 +409,7 @@ func redisCompose(port int, image string) cluster.ComposeCluster {
 	for i := range 5 {
 		name := fmt.Sprintf("redis-%d", i)
 		cc.Services = append(cc.Services, server(name, port+i))
-		cc.Servers[redisKind] = append(cc.Servers[redisKind], cluster.ComposeEntry(name, addr(port+i)))
+		cc.Servers[Kind] = append(cc.Servers[Kind], cluster.ComposeEntry(name, addr(port+i)))
 	}
 	primary, replica := port+10, port+11
 	rs := server("redis-replica", replica, "--replicaof", "127.0.0.1", strconv.Itoa(primary))

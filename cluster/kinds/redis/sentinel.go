@@ -97,13 +97,13 @@ func (g *SentinelGroup) ForceFailover(ctx context.Context) error {
 // SentinelGroupOf returns c's Sentinel group, or nil (was
 // Cluster.SentinelGroup).
 func SentinelGroupOf(c *cluster.Cluster) *SentinelGroup {
-	g, _ := cluster.Kept[*SentinelGroup](c, redisKind)
+	g, _ := cluster.Kept[*SentinelGroup](c, Kind)
 	return g
 }
 
 // keep makes g c's Sentinel group (the Redis kind's group: cluster.Group).
 func keep(c *cluster.Cluster, g *SentinelGroup) {
-	_, _ = cluster.Group(c, redisKind, func(*SentinelGroup, bool) (*SentinelGroup, error) { return g, nil })
+	_, _ = cluster.Group(c, Kind, func(*SentinelGroup, bool) (*SentinelGroup, error) { return g, nil })
 }
 
 // Companions are the group's Sentinels (cluster.Companioned): not among
@@ -124,10 +124,10 @@ func (g *SentinelGroup) ClientCompanions(set *cluster.ServerSet, addr func(clust
 	set.Sentinel = &cluster.SentinelSet{Master: g.MasterName(), MasterAuth: g.MasterAuth}
 	for _, s := range g.Sentinels {
 		set.Sentinel.Addrs = append(set.Sentinel.Addrs, addr(s))
-		set.Auth.Add(sentinelKind, s.Auth().WithServerName(s.Addr()))
+		set.Auth.Add(SentinelKind, s.Auth().WithServerName(s.Addr()))
 	}
-	if len(set.Auth[redisKind]) == 0 && g.MasterAuth != nil {
-		set.Auth.Add(redisKind, g.MasterAuth)
+	if len(set.Auth[Kind]) == 0 && g.MasterAuth != nil {
+		set.Auth.Add(Kind, g.MasterAuth)
 	}
 }
 
@@ -257,7 +257,7 @@ sentinel down-after-milliseconds %s 1000
 sentinel failover-timeout %s 2500
 sentinel parallel-syncs %s 1
 `, port, host, dir, sentinelMaster, primary.Host(), primary.Port(), sentinelMaster, sentinelMaster, sentinelMaster)
-	s := &Sentinel{cluster.NewCompanion(sentinelKind, name)}
+	s := &Sentinel{cluster.NewCompanion(SentinelKind, name)}
 	s.SetAddr(host, port)
 	mode := os.FileMode(0o666) // Sentinel rewrites its file
 	if a := primary.Auth(); a != nil {
@@ -301,6 +301,6 @@ sentinel parallel-syncs %s 1
 	return s, nil
 }
 
-// sentinelKind names Sentinels (Kind): a Sentinel group belongs to the
+// SentinelKind names Sentinels (Kind): a Sentinel group belongs to the
 // Redis kind, and a servers file names it under sentinel.
-const sentinelKind = "sentinel"
+const SentinelKind = "sentinel"

@@ -42,7 +42,7 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("%s asks for no password", s.Name())
 		}
 		cmd := "FLUSHALL"
-		if s.(cluster.Kinded).Kind() == sentinelKind {
+		if s.(cluster.Kinded).Kind() == SentinelKind {
 			cmd = "PING"
 		}
 		tlsOnly := &cluster.Auth{TLS: cluster.AuthOf(s).TLS}

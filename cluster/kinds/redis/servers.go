@@ -12,14 +12,14 @@ import (
 
 // externalRedis hands out the next external Redis server.
 func externalRedis(c *cluster.Cluster, opt RedisOptions) (*Redis, error) {
-	addr, n, err := c.NextExternal(redisKind)
+	addr, n, err := c.NextExternal(Kind)
 	if err != nil {
 		return nil, err
 	}
 	if opt.Name == "" {
 		opt.Name = fmt.Sprintf("redis-%d", n)
 	}
-	return externalRedisAt(c, opt, addr, c.External().Auth.For(redisKind, n)), nil
+	return externalRedisAt(c, opt, addr, c.External().Auth.For(Kind, n)), nil
 }
 
 // externalRedisAt lists the external Redis server at addr, asking for
@@ -55,7 +55,7 @@ func externalSentinelGroup(c *cluster.Cluster) (*SentinelGroup, error) {
 	g := &SentinelGroup{Master: gs.Master, MasterAuth: gs.MasterAuth, journal: ext.Journal}
 	if g.MasterAuth == nil {
 		// A client process is given the master's credentials as auth.redis.
-		g.MasterAuth = ext.Auth.For(redisKind, 0)
+		g.MasterAuth = ext.Auth.For(Kind, 0)
 	}
 	serverAuth := func(i int) *cluster.Auth {
 		if i < len(gs.ServersAuth) && gs.ServersAuth[i] != nil {
@@ -70,19 +70,19 @@ func externalSentinelGroup(c *cluster.Cluster) (*SentinelGroup, error) {
 			g.Replica = externalRedisAt(c, RedisOptions{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
 		}
 	default:
-		if len(ext.Addrs(redisKind)) > 0 {
+		if len(ext.Addrs(Kind)) > 0 {
 			g.Primary, _ = externalRedis(c, RedisOptions{Name: "redis-primary"})
 		}
-		if len(ext.Addrs(redisKind)) > 1 {
+		if len(ext.Addrs(Kind)) > 1 {
 			g.Replica, _ = externalRedis(c, RedisOptions{Name: "redis-replica"})
 		}
 	}
 	for i, a := range gs.Addrs {
 		name := fmt.Sprintf("sentinel-%d", i)
-		s := &Sentinel{cluster.NewCompanion(sentinelKind, name)}
+		s := &Sentinel{cluster.NewCompanion(SentinelKind, name)}
 		s.SetExternal(a)
 		s.SetUnit(c.ExternalUnit(name, a))
-		s.SetAuth(ext.Auth.For(sentinelKind, i))
+		s.SetAuth(ext.Auth.For(SentinelKind, i))
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	keep(c, g)

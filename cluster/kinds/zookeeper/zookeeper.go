@@ -116,12 +116,12 @@ const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 // asking for a different member count than the running one is an error.
 // A missing java or zookeeper.jar names the Debian packages.
 func Start(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooKeeper, error) {
-	return cluster.Group(c, zookeeperKind, func(cur *ZooKeeper, ok bool) (*ZooKeeper, error) {
+	return cluster.Group(c, Kind, func(cur *ZooKeeper, ok bool) (*ZooKeeper, error) {
 		running := 0
 		if ok {
 			running = len(cur.members)
 		}
-		return cluster.KeptEnsemble(c, cur, running, zookeeperKind, "ZooKeeper", opt.Members, maxZooKeeperMembers, func(ms []cluster.Faultable) (*ZooKeeper, []cluster.Server) {
+		return cluster.KeptEnsemble(c, cur, running, Kind, "ZooKeeper", opt.Members, maxZooKeeperMembers, func(ms []cluster.Faultable) (*ZooKeeper, []cluster.Server) {
 			z := &ZooKeeper{}
 			for i, s := range ms {
 				z.members = append(z.members, newZooKeeperMember(s, i+1))
@@ -168,7 +168,7 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt ZooKeeperOpt
 	port := cluster.Ports(pv, "zookeeper")
 	for i := range opt.Members {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := newZooKeeperMember(cluster.NewFaultable(zookeeperKind, name), i+1)
+		m := newZooKeeperMember(cluster.NewFaultable(Kind, name), i+1)
 		var client int
 		var err error
 		for _, f := range []struct {
@@ -590,18 +590,19 @@ type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
 
-// zookeeperKind is the ZooKeeper kind's name.
-const zookeeperKind = "zookeeper"
+// Kind is the ZooKeeper kind's name.
+const Kind = "zookeeper"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		Name:     zookeeperKind,
-		Sessions: true,
-		Leader:   true,
-		Packages: []string{"zookeeper", "default-jre-headless"},
-		Image:    "zookeeper:3.9",
+		StartupCost: 1500 * time.Millisecond, // starts a JVM
+		Name:        Kind,
+		Sessions:    true,
+		Leader:      true,
+		Packages:    []string{"zookeeper", "default-jre-headless"},
+		Image:       "zookeeper:3.9",
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, ZooKeeperOptions{Members: o.Members[zookeeperKind]})
+			_, err := Start(ctx, c, ZooKeeperOptions{Members: o.Members[Kind]})
 			return err
 		},
 		Compose: &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
@@ -648,7 +649,7 @@ exec zkServer.sh start-foreground /tmp/zoo.cfg
 			Entrypoint:  []string{"sh", "-c", script},
 			Healthcheck: []string{"CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + p + " && echo ruok >&3 && grep -q imok <&3"},
 			Retries:     60}},
-		Servers: map[string][]cluster.ServerEntry{zookeeperKind: {cluster.ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
+		Servers: map[string][]cluster.ServerEntry{Kind: {cluster.ComposeEntry("zookeeper", "127.0.0.1:"+p)}},
 	}
 }
 

@@ -220,7 +220,7 @@ func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 // every member of three names all three, with its own client port.
 func TestZooKeeperConfig(t *testing.T) {
 	member := func(port, id, quorum, election int, dir string) *ZooKeeperMember {
-		s := cluster.NewFaultable(zookeeperKind, "")
+		s := cluster.NewFaultable(Kind, "")
 		s.SetAddr("127.0.0.1", port)
 		return &ZooKeeperMember{Faultable: s, id: id, quorumPort: quorum, electionPort: election, dataDir: dir}
 	}
