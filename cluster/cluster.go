@@ -6,7 +6,9 @@
 // once, by a provider: local processes on 127.0.0.1 with free ports
 // (cluster/local, the default), one container each (cluster/docker), or
 // external: servers someone else runs, named in a servers file
-// (ServersFile), which the cluster adopts instead of starting. Each kind of
+// (ServersFile), which the cluster adopts instead of starting (the
+// standing cluster such a run can use, docker-compose.yml and
+// compose.servers.yaml, is written by cluster/external). Each kind of
 // server registers a Kind (RegisterKind) from its package's init, linked
 // by cluster/kinds/all; the provider types
 // and the registry of modes are in cluster/provider, the links in

@@ -115,7 +115,7 @@ type Kind struct {
 const DefaultKind = redisKind
 
 // redisKind is the Redis kind's name (cluster/kinds/redis): a servers
-// file's Sentinel group (sentinelKind) belongs to it.
+// file's Sentinel group (SentinelKind) belongs to it.
 const redisKind = "redis"
 
 // StartOptions are a run's settings for the servers it starts.
@@ -441,4 +441,71 @@ type Leading interface {
 	// LeaderServer is the member that leads, or an error when none
 	// answers with a leader.
 	LeaderServer(ctx context.Context) (Server, error)
+}
+
+// The standing cluster's part of a kind (Kind.Compose): what
+// cluster/external writes docker-compose.yml and compose.servers.yaml from.
+
+// ComposeSpec is how a kind's servers run in the standing cluster.
+type ComposeSpec struct {
+	// Port is the first port of the kind's block of ten there (Redis's
+	// 17000-17029, PostgreSQL's 17030...). Zero: a block from 17100 on,
+	// in the order of the kinds' names.
+	Port int
+	// Services are the kind's services and its servers file's entries,
+	// for its block's first port and the image its services run from.
+	Services func(port int, image string) ComposeCluster
+}
+
+// ComposeCluster is a kind's part of the standing cluster.
+type ComposeCluster struct {
+	// Services are its services, in order.
+	Services []ComposeService
+	// Servers are its entries in the servers file (by kind; a Sentinel
+	// group in Sentinel).
+	Servers map[string][]ServerEntry
+	// Sentinel is a Sentinel group's entry.
+	Sentinel *SentinelEntry
+}
+
+// ComposeService is one service of docker-compose.yml: one server. Its
+// strings are written as they are meant, "$" included: the file escapes
+// them for docker-compose.
+type ComposeService struct {
+	// Name is the service's name; its container is locktorture-<Name>.
+	Name string
+	// Image is its image (a reference, or ${VAR:-default}: kept as it is).
+	Image string
+	// Entrypoint and Command are its command line.
+	Entrypoint, Command []string
+	// Environment are its environment variables.
+	Environment map[string]string
+	// DependsOn are services that must be healthy first.
+	DependsOn []string
+	// Healthcheck is its health check's test (["CMD", ...] or
+	// ["CMD-SHELL", "..."]); empty: none. Retries is how many 1s tries
+	// it has (0: 30).
+	Healthcheck []string
+	Retries     int
+	// Profile, when set, puts the service in that docker-compose profile:
+	// it starts only when asked (docker-compose --profile NAME up -d), as
+	// one whose image no registry has must (`docker-compose up -d` would
+	// otherwise fail to pull it where it was not built).
+	Profile string
+}
+
+// ComposePassword is the password of the standing cluster's PostgreSQL
+// and MariaDB (and of the PgBouncer in front of that PostgreSQL): a test
+// cluster's, written in its files. Not the program's name: a password is
+// a secret, masked wherever the harness writes it, and "locktorture"
+// masked would blank every repeat command and path in the output.
+const ComposePassword = "standing-cluster-pw"
+
+// ComposeContainer is the container name of service name.
+func ComposeContainer(name string) string { return "locktorture-" + name }
+
+// ComposeEntry is the servers file entry of a service's server at addr,
+// controlled through its container.
+func ComposeEntry(service, addr string) ServerEntry {
+	return ServerEntry{Addr: addr, Control: "docker", Container: ComposeContainer(service)}
 }

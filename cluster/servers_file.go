@@ -68,7 +68,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 	f.Servers = map[string][]ServerEntry{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
-		if key.Value == sentinelKind {
+		if key.Value == SentinelKind {
 			f.Sentinel = &SentinelEntry{}
 			if err := val.Decode(f.Sentinel); err != nil {
 				return err
@@ -100,7 +100,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 // ServersFileKeys are the keys a servers file takes: every registered
 // kind, and sentinel.
 func ServersFileKeys() []string {
-	keys := append(KindNames(), sentinelKind)
+	keys := append(KindNames(), SentinelKind)
 	sort.Strings(keys)
 	return keys
 }
@@ -382,7 +382,7 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 		}
 		for i := range s.Addrs {
 			e := &s.Addrs[i]
-			if err := check(sentinelKind, e); err != nil {
+			if err := check(SentinelKind, e); err != nil {
 				return nil, err
 			}
 			if e.auth == nil {
@@ -440,7 +440,7 @@ func (f *ServersFile) ServerSet() ServerSet {
 	if s := f.Sentinel; s != nil {
 		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.masterAuth()}
 		for _, e := range s.Addrs {
-			g.Auth.Add(sentinelKind, e.auth)
+			g.Auth.Add(SentinelKind, e.auth)
 		}
 		for _, e := range s.Servers {
 			g.Sentinel.ServersAuth = append(g.Sentinel.ServersAuth, e.auth)
@@ -552,9 +552,9 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	return nil
 }
 
-// sentinelKind is the servers file's key of a Sentinel group (and the
+// SentinelKind is the servers file's key of a Sentinel group (and the
 // kind its Sentinels go by): the group belongs to the Redis kind.
-const sentinelKind = "sentinel"
+const SentinelKind = "sentinel"
 
 // adapt turns the entry's credentials into what its kind's clients take:
 // its kind's Credentials (ZooKeeper's digest); PostgreSQL's DSN

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
@@ -39,7 +40,7 @@ func cmdCompose(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locktorture compose: --image: %v\n", err)
 		return exitBadArgs
 	}
-	compose, servers, err := cluster.ComposeFiles(images)
+	compose, servers, err := external.ComposeFiles(images)
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture compose: %v\n", err)
 		return exitHarness

@@ -1,10 +1,17 @@
-package cluster
+// Package external holds what serves runs on servers someone else runs
+// (--servers external) beside the core's servers file: the standing
+// cluster that docker-compose.yml brings up and compose.servers.yaml
+// points such a run at (`locktorture compose`), both written from the
+// registry of kinds.
+package external
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // The standing cluster: docker-compose.yml brings up servers of every
@@ -14,70 +21,6 @@ import (
 // served there too: its Kind.Compose, or — for a kind that is one program
 // (Kind.Program) — a service made from its ProgramSpec.
 
-// ComposeSpec is how a kind's servers run in the standing cluster.
-type ComposeSpec struct {
-	// Port is the first port of the kind's block of ten there (Redis's
-	// 17000-17029, PostgreSQL's 17030...). Zero: a block from 17100 on,
-	// in the order of the kinds' names.
-	Port int
-	// Services are the kind's services and its servers file's entries,
-	// for its block's first port and the image its services run from.
-	Services func(port int, image string) ComposeCluster
-}
-
-// ComposeCluster is a kind's part of the standing cluster.
-type ComposeCluster struct {
-	// Services are its services, in order.
-	Services []ComposeService
-	// Servers are its entries in the servers file (by kind; a Sentinel
-	// group in Sentinel).
-	Servers map[string][]ServerEntry
-	// Sentinel is a Sentinel group's entry.
-	Sentinel *SentinelEntry
-}
-
-// ComposeService is one service of docker-compose.yml: one server. Its
-// strings are written as they are meant, "$" included: the file escapes
-// them for docker-compose.
-type ComposeService struct {
-	// Name is the service's name; its container is locktorture-<Name>.
-	Name string
-	// Image is its image (a reference, or ${VAR:-default}: kept as it is).
-	Image string
-	// Entrypoint and Command are its command line.
-	Entrypoint, Command []string
-	// Environment are its environment variables.
-	Environment map[string]string
-	// DependsOn are services that must be healthy first.
-	DependsOn []string
-	// Healthcheck is its health check's test (["CMD", ...] or
-	// ["CMD-SHELL", "..."]); empty: none. Retries is how many 1s tries
-	// it has (0: 30).
-	Healthcheck []string
-	Retries     int
-	// Profile, when set, puts the service in that docker-compose profile:
-	// it starts only when asked (docker-compose --profile NAME up -d), as
-	// one whose image no registry has must (`docker-compose up -d` would
-	// otherwise fail to pull it where it was not built).
-	Profile string
-}
-
-// ComposePassword is the password of the standing cluster's PostgreSQL
-// and MariaDB (and of the PgBouncer in front of that PostgreSQL): a test
-// cluster's, written in its files. Not the program's name: a password is
-// a secret, masked wherever the harness writes it, and "locktorture"
-// masked would blank every repeat command and path in the output.
-const ComposePassword = "standing-cluster-pw"
-
-// composeContainer is the container name of service name.
-func composeContainer(name string) string { return "locktorture-" + name }
-
-// ComposeEntry is the servers file entry of a service's server at addr,
-// controlled through its container.
-func ComposeEntry(service, addr string) ServerEntry {
-	return ServerEntry{Addr: addr, Control: "docker", Container: composeContainer(service)}
-}
-
 // composeImageVar is the environment variable that names kind's image in
 // docker-compose.yml (REDIS_IMAGE).
 func composeImageVar(kind string) string {
@@ -86,13 +29,13 @@ func composeImageVar(kind string) string {
 
 // programCompose is the standing cluster's one server of a kind that is
 // one program: spec's command line on its block's first port.
-func programCompose(kind string, spec ProgramSpec) ComposeSpec {
-	return ComposeSpec{Services: func(port int, image string) ComposeCluster {
+func programCompose(kind string, spec cluster.ProgramSpec) cluster.ComposeSpec {
+	return cluster.ComposeSpec{Services: func(port int, image string) cluster.ComposeCluster {
 		name := kind + "-0"
-		return ComposeCluster{
-			Services: []ComposeService{{Name: name, Image: image,
+		return cluster.ComposeCluster{
+			Services: []cluster.ComposeService{{Name: name, Image: image,
 				Command: append([]string{spec.Program}, spec.Args("127.0.0.1", port, "/tmp")...)}},
-			Servers: map[string][]ServerEntry{kind: {ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
+			Servers: map[string][]cluster.ServerEntry{kind: {cluster.ComposeEntry(name, "127.0.0.1:"+strconv.Itoa(port))}},
 		}
 	}}
 }
@@ -111,8 +54,8 @@ func ComposeFiles(images map[string]string) (compose, servers string, err error)
 
 // composePart is one kind's part, with the ports it was given.
 type composePart struct {
-	kind Kind
-	ComposeCluster
+	kind cluster.Kind
+	cluster.ComposeCluster
 }
 
 // composeParts is every kind's part, in the order of the kinds' names.
@@ -120,7 +63,7 @@ func composeParts(images map[string]string) ([]composePart, error) {
 	var parts []composePart
 	used := map[int]string{}
 	next := 17100
-	for _, k := range Kinds() {
+	for _, k := range cluster.Kinds() {
 		spec := k.Compose
 		if spec == nil && k.Program != nil {
 			s := programCompose(k.Name, *k.Program)
@@ -137,7 +80,7 @@ func composeParts(images map[string]string) ([]composePart, error) {
 			return nil, fmt.Errorf("cluster: compose: kinds %s and %s both have the ports from %d", other, k.Name, port)
 		}
 		used[port] = k.Name
-		image := "${" + composeImageVar(k.Name) + ":-" + ResolveImage(images, k.Name, k.Image) + "}"
+		image := "${" + composeImageVar(k.Name) + ":-" + cluster.ResolveImage(images, k.Name, k.Image) + "}"
 		parts = append(parts, composePart{kind: k, ComposeCluster: spec.Services(port, image)})
 	}
 	return parts, nil
@@ -195,8 +138,8 @@ func writeCompose(parts []composePart) string {
 }
 
 // writeService writes one service.
-func writeService(b *strings.Builder, s ComposeService) {
-	fmt.Fprintf(b, "  %s:\n    container_name: %s\n    image: %s\n    network_mode: host\n    restart: \"no\"\n", s.Name, composeContainer(s.Name), s.Image)
+func writeService(b *strings.Builder, s cluster.ComposeService) {
+	fmt.Fprintf(b, "  %s:\n    container_name: %s\n    image: %s\n    network_mode: host\n    restart: \"no\"\n", s.Name, cluster.ComposeContainer(s.Name), s.Image)
 	if s.Profile != "" {
 		fmt.Fprintf(b, "    profiles: [%s]\n", composeQuote(s.Profile))
 	}
@@ -289,7 +232,7 @@ func writeComposeServers(parts []composePart) string {
 		sort.Strings(kinds)
 		for _, k := range kinds {
 			es := p.Servers[k]
-			if kk, ok := LookupKind(k); ok && kk.DSN && len(es) == 1 {
+			if kk, ok := cluster.LookupKind(k); ok && kk.DSN && len(es) == 1 {
 				fmt.Fprintf(&b, "%s: %s\n", k, entryFlow(es[0], "dsn"))
 				continue
 			}
@@ -299,7 +242,7 @@ func writeComposeServers(parts []composePart) string {
 			}
 		}
 		if s := p.Sentinel; s != nil {
-			fmt.Fprintf(&b, "%s:\n  master: %s\n  addrs:\n", sentinelKind, s.Master)
+			fmt.Fprintf(&b, "%s:\n  master: %s\n  addrs:\n", cluster.SentinelKind, s.Master)
 			for _, e := range s.Addrs {
 				fmt.Fprintf(&b, "    - %s\n", entryFlow(e, "addr"))
 			}
@@ -315,7 +258,7 @@ func writeComposeServers(parts []composePart) string {
 }
 
 // entryFlow is one servers file entry as a flow mapping.
-func entryFlow(e ServerEntry, key string) string {
+func entryFlow(e cluster.ServerEntry, key string) string {
 	addr := e.Addr
 	if strings.ContainsAny(addr, "?#,{}[]&*!|>'\"%@`") {
 		addr = strconv.Quote(addr)

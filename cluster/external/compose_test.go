@@ -1,11 +1,33 @@
-package cluster
+package external
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/cluster"
+	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 )
+
+// testProgramKind is a kind registered by this test alone, one program on
+// one port: nothing was written for it to be served in the standing
+// cluster.
+const testProgramKind = "test-program"
+
+func init() {
+	cluster.RegisterKind(cluster.Kind{
+		Name: testProgramKind, Packages: []string{"redis-server"}, Image: "redis:7.4",
+		Program: &cluster.ProgramSpec{
+			Program: "redis-server", Package: "redis-server", Port: 6379,
+			Args: func(host string, port int, dir string) []string {
+				return []string{"--bind", host, "--port", "0"}
+			},
+		},
+	})
+}
 
 // TestComposeServesEveryKind: the standing cluster has services for every
 // registered kind that says how it runs there or is one program (this
@@ -14,7 +36,7 @@ import (
 // a service whose image is no official one is in a profile of its own,
 // and docker-compose's "$" is escaped.
 func TestComposeServesEveryKind(t *testing.T) {
-	compose, servers, err := ComposeFiles(map[string]string{imageAll: "locktorture-servers:bookworm"})
+	compose, servers, err := ComposeFiles(map[string]string{"all": "locktorture-servers:bookworm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +47,11 @@ func TestComposeServesEveryKind(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(compose), &doc); err != nil {
 		t.Fatalf("docker-compose.yml does not parse: %v\n%s", err, compose)
 	}
-	f, err := parseServersFile([]byte(servers), "compose.servers.yaml")
+	path := filepath.Join(t.TempDir(), "compose.servers.yaml")
+	if err := os.WriteFile(path, []byte(servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cluster.LoadServersFile(path)
 	if err != nil {
 		t.Fatalf("compose.servers.yaml does not parse: %v\n%s", err, servers)
 	}
@@ -34,7 +60,8 @@ func TestComposeServesEveryKind(t *testing.T) {
 		service string
 		entries int
 	}{
-		{redisKind, "redis-0", 5},
+		{"redis", "redis-0", 5},
+		{testProgramKind, testProgramKind + "-0", 1},
 		{"postgres", "postgres", 1},
 		{"etcd", "etcd-2", 3},
 		{"zookeeper", "zookeeper", 1},
@@ -50,7 +77,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 			if s["image"] != want {
 				t.Errorf("image %v, want %s", s["image"], want)
 			}
-			if s["container_name"] != composeContainer(tt.service) {
+			if s["container_name"] != cluster.ComposeContainer(tt.service) {
 				t.Errorf("container %v", s["container_name"])
 			}
 			if got := len(f.Servers[tt.kind]); got != tt.entries {
@@ -58,7 +85,7 @@ func TestComposeServesEveryKind(t *testing.T) {
 			}
 			for _, e := range f.Servers[tt.kind] {
 				if e.Control != "docker" || doc.Services[strings.TrimPrefix(e.Container, "locktorture-")] == nil {
-					t.Errorf("%s names container %q, not one of a service", e.address(), e.Container)
+					t.Errorf("%s names container %q, not one of a service", e.Addr, e.Container)
 				}
 			}
 		})
