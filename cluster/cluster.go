@@ -6,9 +6,9 @@
 // once, by a provider: local processes on 127.0.0.1 with free ports
 // (cluster/local, the default), one container each (cluster/docker), or
 // external: servers someone else runs, named in a servers file
-// (ServersFile), which the cluster adopts instead of starting (the
-// standing cluster such a run can use, docker-compose.yml and
-// compose.servers.yaml, is written by cluster/external). Each kind of
+// (ServersFile), which the cluster adopts instead of starting
+// (cluster/external watches them, and writes the standing cluster such a
+// run can use: docker-compose.yml and compose.servers.yaml). Each kind of
 // server registers a Kind (RegisterKind) from its package's init, linked
 // by cluster/kinds/all; the provider types
 // and the registry of modes are in cluster/provider, the links in
@@ -287,7 +287,7 @@ func (c *Cluster) ServerByAddr(addr string) Server {
 			return s
 		}
 	}
-	for _, s := range c.companions() {
+	for _, s := range c.Companions() {
 		if s.Addr() == addr {
 			return s
 		}
@@ -307,8 +307,9 @@ type Companioned interface {
 	ClientCompanions(g *ServerSet, addr func(Server) string)
 }
 
-// companions are the companions of every group kept (Companioned).
-func (c *Cluster) companions() []Server {
+// Companions are the companions of every group kept (Companioned): the
+// programs beside its servers that no fault acts on (Redis's Sentinels).
+func (c *Cluster) Companions() []Server {
 	var out []Server
 	for _, g := range c.keptGroups() {
 		if cg, ok := g.(Companioned); ok {
@@ -395,6 +396,17 @@ func (c *Cluster) serverDied(name, logPath string) {
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.died = append(c.died, fmt.Sprintf("%s exited by itself (its log: %s)", name, filepath.Base(logPath)))
+	}
+}
+
+// ServerGone lists why in Died — a server that stopped answering, as
+// cluster/external's Watch finds one someone else runs — unless the
+// cluster is closed.
+func (c *Cluster) ServerGone(why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.died = append(c.died, why)
 	}
 }
 

@@ -176,3 +176,16 @@ func (u uncontrolledUnit) LogPath() string { return "" }
 
 // OnDeath is not watched.
 func (u uncontrolledUnit) OnDeath(func(name, logPath string)) {}
+
+// Uncontrolled reports whether s is a server someone else runs that no
+// fault can act on: its unit is the one ExternalUnit gives a server its
+// servers file names no control for (whatever the key it was named by:
+// an address, or a DSN).
+func Uncontrolled(s Server) bool {
+	u, ok := s.(interface{ unit() Unit })
+	if !ok {
+		return false
+	}
+	_, un := u.unit().(uncontrolledUnit)
+	return un
+}

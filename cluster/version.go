@@ -18,7 +18,7 @@ func (c *Cluster) ServerVersion(ctx context.Context, s Server) (string, error) {
 // ServerVersions asks every server (and Sentinel) for its version, by
 // name; a server that does not answer is left out.
 func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
-	all := append(c.Servers(), c.companions()...)
+	all := append(c.Servers(), c.Companions()...)
 	out := map[string]string{}
 	for _, s := range all {
 		if v, err := c.ServerVersion(ctx, s); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/nemesis"
@@ -291,7 +292,7 @@ func (r *run) startServers(ctx context.Context) error {
 	r.deferClose(func() { _ = res.Close() })
 	// Someone else's server that goes away mid-run fails the run as one of
 	// ours that exits does (Died); ours are watched by their processes.
-	r.deferClose(cl.WatchExternal(500 * time.Millisecond))
+	r.deferClose(external.Watch(cl, 500*time.Millisecond))
 	r.recordServers(ctx)
 	return nil
 }

@@ -1,14 +1,16 @@
-package cluster
+package external
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
-// WatchExternal makes a cluster notice a server someone else runs that
-// goes away mid-run, as a cluster that runs its own servers notices one
+// Watch makes a cluster notice a server someone else runs that goes away
+// mid-run, as a cluster that runs its own servers notices one
 // that exits: every interval it dials each server that no fault can act
 // on (its unit is uncontrolled: the servers file names no control for
 // it), and a server that refuses two dials in a row is listed in Died.
@@ -16,11 +18,11 @@ import (
 // so is every server the cluster starts itself (it notices their exits):
 // on such a cluster it does nothing. It returns the function that stops
 // watching.
-func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
+func Watch(c *cluster.Cluster, interval time.Duration) (stop func()) {
 	type target struct{ name, addr string }
 	var ts []target
-	for _, s := range append(c.Servers(), c.companions()...) {
-		if uncontrolled(s) {
+	for _, s := range append(c.Servers(), c.Companions()...) {
+		if cluster.Uncontrolled(s) {
 			ts = append(ts, target{s.Name(), s.Addr()})
 		}
 	}
@@ -60,11 +62,7 @@ func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
 					continue
 				}
 				reported[s.name] = true
-				c.mu.Lock()
-				if !c.closed {
-					c.died = append(c.died, fmt.Sprintf("%s (%s, someone else's server) stopped answering at %s: %v", s.name, s.addr, time.Now().Format("15:04:05.000"), err))
-				}
-				c.mu.Unlock()
+				c.ServerGone(fmt.Sprintf("%s (%s, someone else's server) stopped answering at %s: %v", s.name, s.addr, time.Now().Format("15:04:05.000"), err))
 			}
 		}
 	}()
@@ -72,17 +70,4 @@ func (c *Cluster) WatchExternal(interval time.Duration) (stop func()) {
 		cancel()
 		<-done
 	}
-}
-
-// uncontrolled reports whether s is a server someone else runs that no
-// fault can act on: its unit is the one ExternalUnit gives a server its
-// servers file names no control for (whatever the key it was named by:
-// an address, or a DSN).
-func uncontrolled(s Server) bool {
-	u, ok := s.(interface{ unit() Unit })
-	if !ok {
-		return false
-	}
-	_, un := u.unit().(uncontrolledUnit)
-	return un
 }
