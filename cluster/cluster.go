@@ -7,8 +7,9 @@
 // (cluster/local, the default), one container each (cluster/docker), or
 // external: servers someone else runs, named in a servers file
 // (ServersFile), which the cluster adopts instead of starting
-// (cluster/external watches them, and writes the standing cluster such a
-// run can use: docker-compose.yml and compose.servers.yaml). Each kind of
+// (cluster/external makes and removes a run's namespace on them, watches
+// them, and writes the standing cluster such a run can use:
+// docker-compose.yml and compose.servers.yaml). Each kind of
 // server registers a Kind (RegisterKind) from its package's init, linked
 // by cluster/kinds/all; the provider types
 // and the registry of modes are in cluster/provider, the links in

@@ -395,7 +395,7 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 				return nil, err
 			}
 			if e.auth == nil {
-				e.auth = s.masterAuth()
+				e.auth = s.PrimaryAuth()
 			}
 		}
 	}
@@ -411,16 +411,17 @@ func addrs(es []ServerEntry) []string {
 	return out
 }
 
-// masterAuth is what the group's primary asks (nil: nothing).
-func (s *SentinelEntry) masterAuth() *Auth {
+// PrimaryAuth is what the group's primary asks (nil: nothing): its
+// MasterAuth, resolved.
+func (s *SentinelEntry) PrimaryAuth() *Auth {
 	if s.MasterAuth == nil {
 		return nil
 	}
 	return s.MasterAuth.auth
 }
 
-// endpoints are the entries as the harness dials them.
-func endpoints(es []ServerEntry) []Endpoint {
+// Endpoints are the entries as the harness dials them.
+func Endpoints(es []ServerEntry) []Endpoint {
 	var out []Endpoint
 	for _, e := range es {
 		out = append(out, Endpoint{Addr: e.address(), Auth: e.auth})
@@ -438,7 +439,7 @@ func (f *ServersFile) ServerSet() ServerSet {
 		}
 	}
 	if s := f.Sentinel; s != nil {
-		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.masterAuth()}
+		g.Sentinel = &SentinelSet{Master: s.Master, Addrs: addrs(s.Addrs), Servers: addrs(s.Servers), MasterAuth: s.PrimaryAuth()}
 		for _, e := range s.Addrs {
 			g.Auth.Add(SentinelKind, e.auth)
 		}
@@ -450,9 +451,9 @@ func (f *ServersFile) ServerSet() ServerSet {
 	return g
 }
 
-// controls maps each controlled server's address (a DSN for PostgreSQL)
+// Controls maps each controlled server's address (a DSN for PostgreSQL)
 // to its container.
-func (f *ServersFile) controls() map[string]string {
+func (f *ServersFile) Controls() map[string]string {
 	out := map[string]string{}
 	add := func(es ...ServerEntry) {
 		for _, e := range es {
@@ -530,7 +531,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		if !ok || k.Check == nil {
 			continue
 		}
-		for _, e := range endpoints(es) {
+		for _, e := range Endpoints(es) {
 			if err := k.Check(ctx, e); err != nil {
 				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, RedactDSN(e.Addr), err)
 			}
@@ -547,7 +548,7 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
 	if k, ok := LookupKind(redisKind); ok && k.CheckSentinel != nil {
-		return k.CheckSentinel(ctx, endpoints(s.Addrs), s.Master, s.masterAuth())
+		return k.CheckSentinel(ctx, Endpoints(s.Addrs), s.Master, s.PrimaryAuth())
 	}
 	return nil
 }

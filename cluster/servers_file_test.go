@@ -70,7 +70,7 @@ func TestServersFileControls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := f.controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
+	if c := f.Controls(); c["127.0.0.1:6379"] != "r0" || len(c) != 1 {
 		t.Errorf("Controls() = %v", c)
 	}
 	got := strings.Join(f.Uncontrolled([]string{"redis", "postgres"}, false), "; ")

@@ -12,27 +12,18 @@ import (
 // What a run does to servers it does not own is journaled before it is
 // done (internal/journal): these are the undos a guard or a later run
 // replays when the harness died before undoing them itself (a kind can
-// register its own: redis's replication cut). A run's guard starts once
+// register its own: redis's replication cut; cluster/external registers
+// the clean-up of an external run's namespace). A run's guard starts once
 // every kind is registered (cluster/kinds/all).
 const (
 	// undoDocker thaws the container (args: container) if it is paused
 	// and starts it if it is not running: after docker pause or kill.
 	undoDocker = "docker-restore"
-	// undoNamespace removes an external run's keys and schema (args:
-	// servers_file, namespace, kinds): after Prepare.
-	undoNamespace = "external-cleanup"
 )
 
 func init() {
 	journal.Register(undoDocker, func(ctx context.Context, args map[string]string) error {
 		return restoreContainer(ctx, args["container"])
-	})
-	journal.Register(undoNamespace, func(ctx context.Context, args map[string]string) error {
-		f, err := LoadServersFile(args["servers_file"])
-		if err != nil {
-			return err
-		}
-		return f.Cleanup(ctx, args["namespace"], strings.Split(args["kinds"], ","))
 	})
 }
 
@@ -55,11 +46,4 @@ func restoreContainer(ctx context.Context, container string) error {
 		}
 	}
 	return nil
-}
-
-// NamespaceUndo is the journal's action that removes an external run's
-// keys and schema (namespace) from the servers a servers file names.
-func NamespaceUndo(serversFile, namespace string, kinds []string) journal.Action {
-	return journal.Action{Kind: undoNamespace, What: "remove run " + namespace + "'s keys from the servers in " + serversFile,
-		Args: map[string]string{"servers_file": serversFile, "namespace": namespace, "kinds": strings.Join(kinds, ",")}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 	"github.com/locktorture/locktorture/cluster/kinds/mariadb"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
@@ -22,7 +23,7 @@ import (
 // (a bad one is bad input) and refuses faults the file gives no control
 // for; before clients start it asks every server whether it answers and
 // is what the file says; and whatever ends the run, it removes exactly
-// what the run made there (cluster.ServersFile.Cleanup).
+// what the run made there (external.Cleanup).
 
 // loadServersFile reads an external run's servers file and tells the
 // scenario which servers faults cannot act on, so that validation refuses
@@ -59,25 +60,25 @@ func (r *run) externalCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := cluster.NewNamespace()
+	ns := external.NewNamespace()
 	// The namespace is journaled before anything is written in it: the
 	// run's guard, or a later run, removes it if this harness dies first.
 	file, _ := filepath.Abs(r.sc.ServersFile)
-	cleaned, err := j.Add(cluster.NamespaceUndo(file, ns, kinds))
+	cleaned, err := j.Add(external.NamespaceUndo(file, ns, kinds))
 	if err != nil {
 		return nil, err
 	}
 	r.deferClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := f.Cleanup(ctx, ns, kinds); err != nil {
+		if err := external.Cleanup(ctx, f, ns, kinds); err != nil {
 			r.lg.Printf("external servers: %v", err)
 			return
 		}
 		cleaned()
 		r.lg.Printf("external servers: removed the run's keys and schema (namespace %s)", ns)
 	})
-	g, err := f.Prepare(ctx, ns, kinds)
+	g, err := external.Prepare(ctx, f, ns, kinds)
 	if err != nil {
 		return nil, err
 	}

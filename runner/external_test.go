@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/internal/journal"
@@ -230,7 +231,7 @@ func TestLaterRunReplaysJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Add(cluster.NamespaceUndo(file, "ltdead0001", []string{"redis"})); err != nil {
+	if _, err := j.Add(external.NamespaceUndo(file, "ltdead0001", []string{"redis"})); err != nil {
 		t.Fatal(err)
 	}
 	_ = j.Close() // an undo is left: the file stays

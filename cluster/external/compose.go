@@ -1,9 +1,10 @@
 // Package external holds what serves runs on servers someone else runs
-// (--servers external) beside the core's servers file: the watch that
-// notices one that goes away mid-run (Watch), and the standing cluster
-// that docker-compose.yml brings up and compose.servers.yaml points such
-// a run at (`locktorture compose`), both written from the registry of
-// kinds.
+// (--servers external) beside the core's servers file: a run's namespace
+// there, made and removed (NewNamespace, Prepare, Cleanup, and the undo a
+// guard replays: NamespaceUndo), the watch that notices one that goes
+// away mid-run (Watch), and the standing cluster that docker-compose.yml
+// brings up and compose.servers.yaml points such a run at (`locktorture
+// compose`), both written from the registry of kinds.
 package external
 
 import (

@@ -12,6 +12,9 @@ package all
 import (
 	"github.com/locktorture/locktorture/internal/journal"
 
+	// The clean-up of an external run's namespace (an undo).
+	_ "github.com/locktorture/locktorture/cluster/external"
+
 	// etcd (etcd).
 	_ "github.com/locktorture/locktorture/cluster/kinds/etcd"
 	// MariaDB (mariadb).
@@ -25,7 +28,8 @@ import (
 )
 
 func init() {
-	// Every kind above is initialised before this package: a guard
-	// replays a run's journal with each kind's undos and clean-up.
+	// Every kind above, and cluster/external, is initialised before this
+	// package: a guard replays a run's journal with each kind's undos and
+	// clean-up, and the external run's.
 	journal.RunGuardIfAsked()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -387,16 +388,16 @@ func TestExternalCleanup(t *testing.T) {
 	if err := f.Check(ctx, kinds, false); err != nil {
 		t.Fatal(err)
 	}
-	ns := cluster.NewNamespace()
+	ns := external.NewNamespace()
 	m := e.Members()[0]
 	put(t, ctx, m, "app/config", "v")
 	put(t, ctx, m, "locktorture/lock/lt00000000:k0", "other run")
-	if _, err := f.Prepare(ctx, ns, kinds); err != nil {
+	if _, err := external.Prepare(ctx, f, ns, kinds); err != nil {
 		t.Fatal(err)
 	}
 	put(t, ctx, m, "locktorture/lock/"+ns+":k0/694d", "")
 	put(t, ctx, m, "locktorture/value/"+ns+":k1", "3")
-	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+	if err := external.Cleanup(ctx, f, ns, kinds); err != nil {
 		t.Fatal(err)
 	}
 	keys := etcdKeys(t, m)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/internal/testenv"
 )
 
@@ -162,7 +163,7 @@ func TestMariaDB(t *testing.T) {
 		if err := f.Check(ctx, []string{Kind}, false); err != nil {
 			t.Fatal(err)
 		}
-		g, err := f.Prepare(ctx, "ltmaria", []string{Kind})
+		g, err := external.Prepare(ctx, f, "ltmaria", []string{Kind})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestMariaDB(t *testing.T) {
 		if err := ext.Setup(ctx, "x", "CREATE TABLE x (k INT)"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Cleanup(ctx, "ltmaria", []string{Kind}); err != nil {
+		if err := external.Cleanup(ctx, f, "ltmaria", []string{Kind}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ext.ping(ctx); err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/locktorture/locktorture/internal/leakcheck"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 )
 
 func requirePostgres(t *testing.T) {
@@ -277,21 +278,21 @@ func TestExternalCleanup(t *testing.T) {
 	if err := f.Check(ctx, kinds, false); err != nil {
 		t.Fatal(err)
 	}
-	ns := cluster.NewNamespace()
+	ns := external.NewNamespace()
 	if err := pgExec(ctx, pg.DSN(), "CREATE TABLE mine (x int); INSERT INTO mine VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
-	g, err := f.Prepare(ctx, ns, kinds)
+	g, err := external.Prepare(ctx, f, ns, kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Prepare(ctx, ns, kinds); err == nil {
+	if _, err := external.Prepare(ctx, f, ns, kinds); err == nil {
 		t.Error("a second Prepare adopted an existing schema")
 	}
 	if err := pgExec(ctx, g.Addrs("postgres")[0], "CREATE TABLE locktorture_locks (key text PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+	if err := external.Cleanup(ctx, f, ns, kinds); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := query(ctx, pg, "SELECT count(*) FROM mine"); err != nil || n != 1 {

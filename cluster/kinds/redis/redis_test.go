@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 	// TestServersFileCheck's files name etcd and ZooKeeper servers too.
 	_ "github.com/locktorture/locktorture/cluster/kinds/etcd"
 	_ "github.com/locktorture/locktorture/cluster/kinds/zookeeper"
@@ -131,13 +132,13 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 	if err := f.Check(ctx, kinds, false); err != nil {
 		t.Fatal(err)
 	}
-	ns := cluster.NewNamespace()
+	ns := external.NewNamespace()
 	// The owner's data, and another run's, before the run.
 	theirs := []string{"user:1", "locktorture:lock:k0", "locktorture:lock:lt00000000:k0", "k0", ns + "-not-a-key"}
 	for _, k := range theirs {
 		mustRedis(t, r.Addr(), "SET", k, "mine")
 	}
-	if _, err := f.Prepare(ctx, ns, kinds); err != nil {
+	if _, err := external.Prepare(ctx, f, ns, kinds); err != nil {
 		t.Fatal(err)
 	}
 	// The run's data: keys of its backends and resources.
@@ -146,7 +147,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 		mustRedis(t, r.Addr(), "SET", k, "run")
 	}
 
-	if err := f.Cleanup(ctx, ns, kinds); err != nil {
+	if err := external.Cleanup(ctx, f, ns, kinds); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range ours {
@@ -420,7 +421,7 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err := f.Check(ctx, []string{testProgramKind}, false); err != nil {
 		t.Fatal(err)
 	}
-	g, err := f.Prepare(ctx, "ltkind", []string{testProgramKind})
+	g, err := external.Prepare(ctx, f, "ltkind", []string{testProgramKind})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func TestAKindIsOneFile(t *testing.T) {
 	if err := ext.StartKind(ctx, testProgramKind, cluster.StartOptions{}); err == nil {
 		t.Fatal("a second server was handed out, but one was external")
 	}
-	if err := f.Cleanup(ctx, "ltkind", []string{testProgramKind}); err != nil {
+	if err := external.Cleanup(ctx, f, "ltkind", []string{testProgramKind}); err != nil {
 		t.Fatal(err)
 	}
 }

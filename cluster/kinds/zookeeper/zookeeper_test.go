@@ -15,6 +15,7 @@ import (
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/external"
 )
 
 // requireZooKeeper skips (fails under CI) without java and Debian's
@@ -256,14 +257,14 @@ func TestExternalCleanupZooKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := cluster.NewNamespace()
+	ns := external.NewNamespace()
 	conn := zkConnect(t, addr)
 	for _, p := range []string{"/app", "/locktorture", "/locktorture/k0", "/locktorture/lt00000000:k0", "/locktorture/" + ns + ":k0", "/locktorture/" + ns + ":k0/lock-0000000001", "/locktorture/" + ns + ":k11"} {
 		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
-	if err := f.Cleanup(ctx, ns, []string{"zookeeper"}); err != nil {
+	if err := external.Cleanup(ctx, f, ns, []string{"zookeeper"}); err != nil {
 		t.Fatal(err)
 	}
 	kids, _, err := conn.Children("/locktorture")
