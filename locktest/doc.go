@@ -37,7 +37,7 @@
 //	func TestLock(t *testing.T) {
 //		locktest.Run(t, locktest.Suite{
 //			New: func(ctx context.Context, cfg locktest.Config) (locktest.Lock, error) {
-//				cr := cfg.Credentials("redis", 0) // the servers ask for a password, as the CLI's do
+//				cr := cfg.Credentials(locktest.KindRedis, 0) // the servers ask for a password, as the CLI's do
 //				return lock{redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], Username: cr.Username,
 //					Password: cr.Password, MaxRetries: -1}), cfg}, nil
 //			},

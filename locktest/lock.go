@@ -68,8 +68,8 @@ type Config struct {
 	TTL, Timeout time.Duration
 	// Process is the client's number, from 0.
 	Process int
-	// Auth holds credentials by kind of server ("redis", "etcd",
-	// "zookeeper", "sentinel"): one entry for every server of the kind,
+	// Auth holds credentials by kind of server (KindRedis, KindEtcd,
+	// KindZooKeeper, KindSentinel): one entry for every server of the kind,
 	// or one per address in the order of Servers (Credentials picks).
 	// The servers the suite starts ask for them, as those of a
 	// locktorture run do, each with a random password of its own: Redis
@@ -84,8 +84,8 @@ type Config struct {
 	events *events
 }
 
-// Credentials are what server i of kind ("redis", "sentinel", "etcd",
-// "zookeeper", "postgres"; i indexes Servers' list of the kind, or
+// Credentials are what server i of kind (KindRedis, KindSentinel, KindEtcd,
+// KindZooKeeper, KindPostgres; i indexes Servers' list of the kind, or
 // Sentinel.Addrs) asks this client to prove: Auth's one entry for every
 // server of the kind, or its entry i; the zero Credentials when the
 // server asks for nothing.

@@ -31,8 +31,8 @@ type Shape struct {
 	Clients int
 	// Backend names the lock under test (for messages).
 	Backend string
-	// Kinds are the kinds of server the backend runs ("redis",
-	// "postgres", "etcd"); none for an in-process lock.
+	// Kinds are the kinds of server the backend runs (the kinds'
+	// names: cluster.KindNames); none for an in-process lock.
 	Kinds []string
 	// Lease is set when the backend's grants carry a lease.
 	Lease bool

@@ -16,8 +16,8 @@ import (
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 )
 
-// resourceEtcd is a value per key stored in the run's etcd.
-const resourceEtcd = "etcd"
+// resourceEtcd is a value per key stored in the run's etcd, named for its kind.
+const resourceEtcd = etcd.Kind
 
 // The etcd resource's keys: the value of key k is at etcdValuePrefix+k and
 // the highest fence seen for k at etcdFencePrefix+k (20 zero-padded

@@ -14,8 +14,8 @@ import (
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 )
 
-// ResourcePostgres is a row per key in the run's PostgreSQL.
-const ResourcePostgres = "postgres"
+// ResourcePostgres is a row per key in the run's PostgreSQL, named for its kind.
+const ResourcePostgres = postgres.Kind
 
 func init() {
 	registerResource(ResourcePostgres, func(ctx context.Context, env ResourceEnv) (Resource, error) {

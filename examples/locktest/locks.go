@@ -30,7 +30,7 @@ var (
 // servers locktest starts ask for a password of their own, as a
 // locktorture run's do).
 func client(cfg locktest.Config) *redis.Client {
-	cr := cfg.Credentials("redis", 0)
+	cr := cfg.Credentials(locktest.KindRedis, 0)
 	return redis.NewClient(&redis.Options{Addr: cfg.Servers.Redis[0], Username: cr.Username, Password: cr.Password,
 		MaxRetries: -1, ContextTimeoutEnabled: true,
 		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout})
