@@ -44,8 +44,9 @@ images: build
 	@SUITES="$(SUITES)" BARE="$(BARE)" WITH_BARE="$(WITH_BARE)" LOCKTORTURE=$(BIN) bash scripts/images.sh
 
 ## test: unit and integration tests (real servers on loopback; in containers too when Docker
-##   answers: the images are built beside vet and the tests, which wait for them: scripts/test.sh)
-test: deps
+##   answers): builds bin/locktorture, then runs make deps, the image build and vet side by
+##   side; the tests start when deps and vet are done, and wait for the images (scripts/test.sh)
+test:
 	@GO="$(GO)" MAKE="$(MAKE)" bash scripts/test.sh
 
 ## findings: run every finding (locktorture list findings; docs/findings.md) over FINDINGS_SEEDS

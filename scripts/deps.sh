@@ -91,8 +91,10 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packages may start system services on their default ports; the harness
 # never uses them, so stop them to keep the machine quiet.
 for p in "${missing[@]}"; do

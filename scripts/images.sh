@@ -78,8 +78,10 @@ OPTIONAL=$(awk 'NR > 1 && $3 == "optional" {print $1}' <<<"$list" | sort -u | tr
 if ! command -v debootstrap >/dev/null 2>&1; then
   say "installing debootstrap"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  # shellcheck source=scripts/apt.sh
+  . scripts/apt.sh
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends debootstrap >/dev/null
 fi
 
 tmpbase="${TMPDIR:-/var/tmp}"

@@ -1,17 +1,36 @@
 #!/usr/bin/env bash
-# make test's body, after `make deps`: the container images are built in
-# the background (scripts/images.sh, WITH_BARE=1) while vet and the tests
-# run; a test that needs an image waits for that build (internal/testenv:
-# LOCKTORTURE_IMAGES_STATUS holds nothing while it runs, then its exit
-# status). Without a Docker engine no image is built and the container
-# tests skip, saying so. The build is stopped if this script ends first.
+# make test's body. bin/locktorture is built first (it lists the packages
+# of every kind); then three things run side by side: `make deps`
+# (scripts/deps.sh: the servers' packages, when missing), the container
+# images (scripts/images.sh, WITH_BARE=1) and vet. The tests start when
+# deps and vet are done; a test that needs an image waits for that build
+# (internal/testenv: LOCKTORTURE_IMAGES_STATUS holds nothing while it runs,
+# then its exit status). Without a Docker engine no image is built and the
+# container tests skip, saying so. The build is stopped if this script
+# ends first. deps and images take turns with apt on this machine
+# (scripts/apt-lock.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 
+t0=$(date +%s)
+# say prints a line with the seconds since make test began.
+say() { echo "test: [$(($(date +%s) - t0))s] $*"; }
+
+"$GO" build -o bin/locktorture ./cmd/locktorture
+export LOCKTORTURE=bin/locktorture
+
 status=""
 build=""
+deps=""
+depslog=$(mktemp "${TMPDIR:-/tmp}/locktorture-deps.XXXXXX")
 stop_build() {
+	# deps is waited for, never stopped: dpkg cut off half-way leaves the
+	# machine's packages half-installed.
+	if [ -n "$deps" ]; then
+		wait "$deps" 2>/dev/null || true
+	fi
+	rm -f "$depslog"
 	if [ -n "$build" ] && kill -0 "$build" 2>/dev/null; then
 		echo "test: stopping the image build" >&2
 		kill -TERM -- "-$build" 2>/dev/null || kill -TERM "$build" 2>/dev/null || true
@@ -29,7 +48,7 @@ if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
 	set -m
 	(
 		rc=0
-		WITH_BARE=1 bash scripts/images.sh >"$status.log" 2>&1 || rc=$?
+		WITH_BARE=1 LOCKTORTURE=bin/locktorture bash scripts/images.sh >"$status.log" 2>&1 || rc=$?
 		echo "$rc" >"$status"
 		if [ "$rc" = 0 ]; then
 			grep '^images:' "$status.log" >&2 || true
@@ -46,7 +65,22 @@ else
 	echo "images: no Docker engine answers: the container tests (--servers docker) will skip"
 fi
 
+# The servers' packages, beside vet (which needs none of them): its log is
+# shown when it ends; the tests wait for it.
+(DEPS="${DEPS:-}" bash scripts/deps.sh) >"$depslog" 2>&1 &
+deps=$!
+say "installing what is missing of the servers' packages beside vet (make deps)"
 ${MAKE:-make} --no-print-directory vet GO="$GO"
+say "vet done"
+rc=0
+wait "$deps" || rc=$?
+deps=""
+cat "$depslog"
+if [ "$rc" != 0 ]; then
+	echo "test: make deps failed (exit $rc)" >&2
+	exit "$rc"
+fi
+say "deps done; go test"
 # go test runs the packages it is given in about that order, two at a
 # time: the longest first (runner with its container tests, the CLI's, the
 # nightly job's test, which waits for the bare image, shrink's...), so that
@@ -64,7 +98,9 @@ for p in "${all[@]}"; do
 	case " ${pkgs[*]} " in *" $p "*) ;; *) pkgs+=("$p") ;; esac
 done
 "$GO" test -count=1 -timeout 45m "${pkgs[@]}"
+say "go test done; examples/locktest"
 (cd examples/locktest && "$GO" vet ./... && "$GO" test -count=1 -timeout 10m ./...)
+say "examples/locktest done"
 if [ -n "$build" ]; then
 	wait "$build" || true
 	build=""
