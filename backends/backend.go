@@ -141,7 +141,8 @@ type Env struct {
 	Seed int64
 	// Servers are the run's settings for the servers it starts, whatever
 	// their kind: Redis persistence, a Sentinel group for single-Redis
-	// backends, ensembles' sizes by kind, PostgreSQL's timeouts.
+	// backends, each kind's own settings (an ensemble's size, PostgreSQL's
+	// timeouts: cluster.OptionsOf).
 	Servers cluster.StartOptions
 	// ExecServers are the servers the exec backend starts for its program,
 	// by kind, one entry per server (the scenario's exec.servers).

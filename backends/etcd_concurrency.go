@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 )
 
@@ -64,7 +65,7 @@ type etcdConcurrencyBackend struct {
 }
 
 func newEtcdConcurrency(ctx context.Context, env Env) (Backend, error) {
-	e, err := etcd.Start(ctx, env.Cluster, etcd.EtcdOptions{Members: env.Servers.Members["etcd"]})
+	e, err := etcd.Start(ctx, env.Cluster, cluster.OptionsOf[etcd.EtcdOptions](env.Servers, etcd.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -25,7 +25,7 @@ func init() {
 	registerProgram(Info{
 		Name:         "curator",
 		Description:  "Apache Curator's InterProcessMutex (libcurator-recipes-java) over ZooKeeper: an ephemeral sequential znode held by Curator's session; lost on SUSPENDED/LOST, as its docs advise (clients/java/CuratorLock.java)",
-		Servers:      "1 or 3 zookeeper (zookeeper_members)",
+		Servers:      "1 or 3 zookeeper (zookeeper: {members: 3})",
 		Kinds:        []string{"zookeeper"},
 		Lease:        true,
 		Library:      &Library{Name: "Apache Curator", Module: "org.apache.curator:curator-recipes", Jar: CuratorJar, Debian: "libcurator-recipes-java", Language: "Java"},

@@ -50,7 +50,7 @@ func pgLockID(key string) int64 {
 
 // startPostgres starts (or joins) the run's PostgreSQL.
 func startPostgres(ctx context.Context, env Env) (*postgres.Postgres, error) {
-	pg, err := postgres.Start(ctx, env.Cluster, env.Servers.Postgres)
+	pg, err := postgres.Start(ctx, env.Cluster, postgres.RunOptions(env.Servers))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

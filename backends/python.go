@@ -20,7 +20,7 @@ func init() {
 	registerProgram(Info{
 		Name:         "kazoo",
 		Description:  "kazoo's Lock (python3-kazoo) over ZooKeeper: an ephemeral znode held by kazoo's session; lost on SUSPENDED/LOST, as its docs advise (clients/python/kazoo_lock.py)",
-		Servers:      "1 or 3 zookeeper (zookeeper_members)",
+		Servers:      "1 or 3 zookeeper (zookeeper: {members: 3})",
 		Kinds:        []string{"zookeeper"},
 		Lease:        true,
 		Library:      &Library{Name: "kazoo", Module: "kazoo", Python: "kazoo", Debian: "python3-kazoo", Language: "Python"},
@@ -29,7 +29,7 @@ func init() {
 	registerProgram(Info{
 		Name:        "python-etcd3",
 		Description: "python-etcd3's Lock (python3-etcd3) over etcd: a lease of whole seconds, never refreshed; runs over TLS (its token is a gRPC call credential) (clients/python/etcd3_lock.py)",
-		Servers:     "1 or 3 etcd (etcd_members), with TLS",
+		Servers:     "1 or 3 etcd (etcd: {members: 3}), with TLS",
 		Kinds:       []string{"etcd"},
 		Lease:       true,
 		Library:     &Library{Name: "python-etcd3", Module: "etcd3", Python: "etcd3", Debian: "python3-etcd3", Language: "Python"},
@@ -47,7 +47,7 @@ func init() {
 	registerProgram(Info{
 		Name:         "tooz-zookeeper",
 		Description:  "tooz's lock, zookeeper driver (python3-tooz): kazoo's Lock under tooz's coordinator (clients/python/tooz_lock.py zookeeper)",
-		Servers:      "1 or 3 zookeeper (zookeeper_members)",
+		Servers:      "1 or 3 zookeeper (zookeeper: {members: 3})",
 		Kinds:        []string{"zookeeper"},
 		Lease:        true,
 		Library:      tooz,

@@ -46,7 +46,7 @@ func init() {
 	Register(Info{
 		Name:         "zk-lock",
 		Description:  "github.com/go-zookeeper/zk's own zk.NewLock (blocking Lock, Unlock), one session per client",
-		Servers:      "1 or 3 zookeeper (Debian's zookeeper 3.8; zookeeper_members)",
+		Servers:      "1 or 3 zookeeper (Debian's zookeeper 3.8; zookeeper: {members: 3})",
 		Kinds:        []string{"zookeeper"},
 		Lease:        true,
 		Library:      &Library{Name: "github.com/go-zookeeper/zk", Module: "github.com/go-zookeeper/zk", Language: "Go"},
@@ -64,7 +64,7 @@ type zkLockBackend struct {
 }
 
 func newZKLock(ctx context.Context, env Env) (Backend, error) {
-	z, err := zookeeper.Start(ctx, env.Cluster, zookeeper.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
+	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.ZooKeeperOptions](env.Servers, zookeeper.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -69,7 +69,7 @@ func init() {
 	Register(Info{
 		Name:        "zookeeper",
 		Description: "the ZooKeeper lock recipe (ephemeral sequential znodes, the lowest holds) over github.com/go-zookeeper/zk; fence = the lock znode's czxid",
-		Servers:     "1 or 3 zookeeper (Debian's zookeeper 3.8; zookeeper_members)",
+		Servers:     "1 or 3 zookeeper (Debian's zookeeper 3.8; zookeeper: {members: 3})",
 		Kinds:       []string{"zookeeper"},
 		Fencing:     true,
 		Lease:       true,
@@ -87,7 +87,7 @@ type zkBackend struct {
 }
 
 func newZooKeeper(ctx context.Context, env Env) (Backend, error) {
-	z, err := zookeeper.Start(ctx, env.Cluster, zookeeper.ZooKeeperOptions{Members: env.Servers.Members["zookeeper"]})
+	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.ZooKeeperOptions](env.Servers, zookeeper.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

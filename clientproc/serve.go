@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientsim"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -29,12 +29,14 @@ type ChildConfig struct {
 	Clients int      `json:"clients"`
 	Keys    []string `json:"keys"`
 	Seed    int64    `json:"seed"`
-	// Redis, Persistence, EtcdMembers and Postgres are the run's server
-	// setup, as backends.Env has them.
-	Redis       string                  `json:"redis,omitempty"`
-	Persistence bool                    `json:"persistence,omitempty"`
-	EtcdMembers int                     `json:"etcd_members,omitempty"`
-	Postgres    cluster.PostgresOptions `json:"postgres"`
+	// Redis and Persistence are the run's Redis setup, as backends.Env has
+	// it.
+	Redis       string `json:"redis,omitempty"`
+	Persistence bool   `json:"persistence,omitempty"`
+	// Kinds are the kinds' own settings of the run (its etcd: and
+	// postgres: blocks), by kind, each as JSON of the type its
+	// cluster.Kind.Options returns (EncodeKinds).
+	Kinds map[string]json.RawMessage `json:"kinds,omitempty"`
 	// Aliases map each server's real address to this client's link to it.
 	Aliases map[string]string `json:"aliases,omitempty"`
 }
@@ -233,11 +235,15 @@ func (s *server) open(ctx context.Context, r Inbound) error {
 	if err != nil {
 		return err
 	}
+	kinds, err := decodeKinds(s.cfg.Kinds)
+	if err != nil {
+		return err
+	}
 	env := backends.Env{
 		Cluster: cluster.NewExternal(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
 		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Options: opts,
 		Servers: cluster.StartOptions{Persistence: s.cfg.Persistence, Sentinel: s.cfg.Redis == backends.RedisSentinel,
-			Postgres: s.cfg.Postgres, Members: map[string]int{etcd.Kind: s.cfg.EtcdMembers}},
+			Clients: s.cfg.Clients, Kinds: kinds},
 	}
 	b, err := factory(ctx, env)
 	if err != nil {
@@ -283,6 +289,43 @@ func decodeOptions(backend string, opts map[string]any) (backends.Options, error
 		return nil, err
 	}
 	return backends.DecodeOptions(backend, doc.Content[0])
+}
+
+// EncodeKinds turns the run's kinds' settings into ChildConfig.Kinds.
+func EncodeKinds(kinds map[string]cluster.KindOptions) (map[string]json.RawMessage, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	out := map[string]json.RawMessage{}
+	for name, o := range kinds {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("clientproc: the settings of %s: %w", name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// decodeKinds is the run's kinds' settings from ChildConfig.Kinds, each
+// decoded into the fresh options of its kind.
+func decodeKinds(raw map[string]json.RawMessage) (map[string]cluster.KindOptions, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := map[string]cluster.KindOptions{}
+	for name, r := range raw {
+		k, ok := cluster.LookupKind(name)
+		if !ok || k.Options == nil {
+			return nil, fmt.Errorf("%s: kinds: %q is no kind of server that takes settings (known: %s)", ConfigEnv, name, strings.Join(cluster.KindNames(), ", "))
+		}
+		o := k.Options()
+		if err := json.Unmarshal(r, o); err != nil {
+			return nil, fmt.Errorf("%s: kinds: %s: %w", ConfigEnv, name, err)
+		}
+		out[name] = o
+	}
+	return out, nil
 }
 
 func (s *server) shutdown() {

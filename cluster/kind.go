@@ -3,10 +3,15 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/internal/yamlkeys"
 )
 
 // Kind is one kind of server: how the harness starts it (as a local
@@ -107,6 +112,16 @@ type Kind struct {
 	// (host:port) as the first Sentinel that answers names it ("" when
 	// none does): Cleanup removes the run's data there too.
 	SentinelPrimary func(ctx context.Context, sentinels []Endpoint, master string) string
+	// Options, when set, returns the kind's fresh settings with their
+	// defaults: what a scenario's block keyed by the kind's name takes
+	// (DecodeKindOptions), and what its Start reads from
+	// StartOptions.Kinds. Nil: the kind takes no settings.
+	Options func() KindOptions
+	// OlderKeys are top-level scenario keys of an older spelling, each
+	// mapped to the key of the kind's block it stands for
+	// ("etcd_members": "members"): still read, and refused beside the
+	// block's own key.
+	OlderKeys map[string]string
 }
 
 // DefaultKind is the kind of server started where none is named
@@ -125,94 +140,88 @@ type StartOptions struct {
 	// Sentinel makes the Redis a Sentinel group (a primary, a replica,
 	// three Sentinels) rather than one server.
 	Sentinel bool
-	// Members is an ensemble's size by kind ("etcd": 3); 0 or none is 1.
-	Members map[string]int
-	// Postgres are PostgreSQL's settings (timeouts, keepalives).
-	Postgres PostgresOptions
+	// Clients is the number of the run's client processes (a pooler in
+	// front of a server sizes its pool from it).
+	Clients int
+	// Kinds are the kinds' own settings, by kind name (a scenario's
+	// `etcd: {members: 3}`), each of the type its Kind.Options returns;
+	// a kind's Start reads its own (OptionsOf). None: its defaults.
+	Kinds map[string]KindOptions
 }
 
-// PostgresOptions are the server settings of a run's PostgreSQL. The zero
-// value is a fast throwaway server: fsync and full_page_writes off. That
-// loses nothing when the server is killed (every commit is still written
-// to the operating system before it returns); only an operating system
-// crash could lose data. synchronous_commit stays on by default for that
-// reason: with it off, a kill -9 loses the last fraction of a second of
-// commits, and a kill nemesis would then report lost updates that the
-// lock did not cause.
-type PostgresOptions struct {
-	// Durable turns fsync and full_page_writes back on.
-	Durable bool
-	// AsyncCommit sets synchronous_commit off: faster commits, but a killed
-	// server forgets the last ones it acknowledged.
-	AsyncCommit bool
-	// MaxConnections is max_connections; zero means 100.
-	MaxConnections int
-	// IdleSessionTimeout ends a session idle outside a transaction this
-	// long (and so frees its session-level locks); zero means never.
-	IdleSessionTimeout time.Duration
-	// IdleInTransactionSessionTimeout ends a session idle inside a
-	// transaction this long; zero means never.
-	IdleInTransactionSessionTimeout time.Duration
-	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
-	// the server's keepalives on client connections, which decide how soon
-	// it notices a client that vanished (a partition) and frees its
-	// locks; zero means the operating system's default. Rounded up to
-	// whole seconds.
-	TCPKeepalivesIdle     time.Duration
-	TCPKeepalivesInterval time.Duration
-	TCPKeepalivesCount    int
-	// Settings are further server settings, name to value, as
-	// postgresql.conf would spell them ("lock_timeout": "2s").
-	Settings map[string]string
-	// Bouncer, when its pool mode is set, puts a PgBouncer in front of
-	// the server (pgbouncer.go): the clients of every PostgreSQL backend
-	// and the postgres resource dial it instead.
-	Bouncer PgBouncerOptions
+// KindOptions are a kind's own settings: a scenario's block keyed by the
+// kind's name (`zookeeper: {members: 3}`), decoded strictly by
+// DecodeKindOptions into the fresh value its Kind.Options returns (a
+// pointer to a struct whose yaml tags are the keys the block takes).
+type KindOptions interface {
+	// Check says what is wrong with the settings themselves (a
+	// *KeyError names the key at fault), nil when nothing is.
+	Check() error
 }
 
-// PgBouncer's pool modes (PgBouncerOptions.PoolMode).
-const (
-	// PoolSession gives a client one server connection from its first
-	// statement until it disconnects; the connection is then reset
-	// (DISCARD ALL, which also frees session-level advisory locks) and
-	// handed to the next client.
-	PoolSession = "session"
-	// PoolTransaction gives a client a server connection for one
-	// transaction only (a statement outside a transaction is one): its
-	// next transaction may run on another server connection, and the
-	// previous one may serve another client meanwhile. Session state — a
-	// session-level advisory lock among it — stays on the server
-	// connection it was made on, not with the client.
-	PoolTransaction = "transaction"
-)
-
-// ViaPgBouncer is the only value of PostgresOptions.Via that puts
-// something in front of the server.
-const ViaPgBouncer = "pgbouncer"
-
-// PgBouncerOptions put a PgBouncer in front of the run's PostgreSQL:
-// every client of a PostgreSQL backend, and the postgres resource,
-// dials it instead of the server.
-type PgBouncerOptions struct {
-	// PoolMode is PoolSession or PoolTransaction.
-	PoolMode string `json:"pool_mode,omitempty"`
-	// PoolSize is how many server connections the clients' pool keeps at
-	// most (default_pool_size): fewer than the clients makes them share.
-	// Zero means one per client in session mode (a client keeps its
-	// server connection while it stays connected: with fewer, the others
-	// would wait for one) and half the clients, at least one, in
-	// transaction mode.
-	PoolSize int `json:"pool_size,omitempty"`
-	// Clients is the number of client processes (for PoolSize's default).
-	Clients int `json:"clients,omitempty"`
+// EnsembleOptions are the settings of a kind whose servers form an
+// ensemble of a size the run chooses.
+type EnsembleOptions interface {
+	KindOptions
+	// Size is the number of members asked for (0: the default, one).
+	Size() int
 }
 
-// CheckPoolMode says what is wrong with a pool mode.
-func CheckPoolMode(mode string) error {
-	if mode != PoolSession && mode != PoolTransaction {
-		return fmt.Errorf("pool_mode %q is not %s or %s", mode, PoolSession, PoolTransaction)
+// KeyError is what a kind's Check returns about one key of its block.
+type KeyError struct {
+	// Key is the block's key at fault ("members").
+	Key string
+	// Msg says what is wrong, naming the key ("members must be 1 or 3, not 2").
+	Msg string
+}
+
+func (e *KeyError) Error() string { return e.Msg }
+
+// OptionsOf is kind's settings in o, of the type T its Kind.Options
+// makes (a *T), or T's zero value when o has none.
+func OptionsOf[T any](o StartOptions, kind string) T {
+	if v, ok := any(o.Kinds[kind]).(*T); ok && v != nil {
+		return *v
 	}
-	return nil
+	var zero T
+	return zero
+}
+
+// DecodeKindOptions decodes a scenario's block for kind (nil or null: the
+// kind's defaults) into the kind's fresh options, strictly: a key the kind
+// does not take is refused, naming the keys it does take. Nil for a kind
+// that takes none, whose block may only be empty. Errors begin
+// "line N: ", as yaml's own do.
+func DecodeKindOptions(kind string, n *yaml.Node) (KindOptions, error) {
+	k, ok := LookupKind(kind)
+	if !ok {
+		return nil, fmt.Errorf("no kind of server named %q (known: %s)", kind, strings.Join(KindNames(), ", "))
+	}
+	given := n != nil && n.Kind != 0 && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+	if k.Options == nil {
+		if given && (n.Kind != yaml.MappingNode || len(n.Content) > 0) {
+			return nil, fmt.Errorf("line %d: %s takes no settings in a scenario (its servers start as they are)", n.Line, kind)
+		}
+		return nil, nil
+	}
+	o := k.Options()
+	if !given {
+		return o, nil
+	}
+	takes := yamlkeys.Of(o)
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: the settings of %s are a mapping of its keys (%s)", n.Line, kind, strings.Join(takes, ", "))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if key := n.Content[i]; !slices.Contains(takes, key.Value) {
+			return nil, fmt.Errorf("line %d: %s takes no setting %q (it takes: %s)", key.Line, kind, key.Value, strings.Join(takes, ", "))
+		}
+	}
+	if err := n.Decode(o); err != nil {
+		// yaml's type errors name their lines; keep them whole.
+		return nil, err
+	}
+	return o, nil
 }
 
 // Versioner is a server that can say its version, as the server reports it.

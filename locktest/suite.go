@@ -204,7 +204,7 @@ func (s Suite) scenarioNames() ([]string, error) {
 // needs one server of each kind, and follows a script (no random faults).
 func applies(sc *scenarios.Scenario, kinds []string, like string) bool {
 	if sc.Backend == scenarios.ExecBackend || sc.Nemesis.Random != nil || sc.Redis == backends.RedisSentinel ||
-		sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 {
+		sc.Ensemble() {
 		return false
 	}
 	if f := scenarios.FamilyOf(sc.Name); slices.Contains(scenarios.Families, f) {
@@ -410,7 +410,7 @@ func isShareable(sc *scenarios.Scenario, where string) bool {
 	if where != cluster.ServersLocal && where != cluster.ServersDocker {
 		return false
 	}
-	if sc.Redis == backends.RedisSentinel || sc.EtcdMembers > 1 || sc.ZooKeeperMembers > 1 || sc.Postgres != nil || sc.Persistence {
+	if sc.Redis == backends.RedisSentinel || !sc.DefaultServers() || sc.Persistence {
 		return false
 	}
 	probe := *sc

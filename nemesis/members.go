@@ -52,7 +52,7 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 		case len(s.Kinds) > 0:
 			this = "this run's servers: " + strings.Join(s.Kinds, ", ")
 		}
-		return keyErr("topology", "%s (topology members) needs an ensemble whose members talk to one another: zookeeper with zookeeper_members: 3 (%s)", fault, this)
+		return keyErr("topology", "%s (topology members) needs an ensemble whose members talk to one another: zookeeper with zookeeper: {members: 3} (%s)", fault, this)
 	}
 	for _, n := range servers {
 		if strings.TrimSpace(n) == "" {

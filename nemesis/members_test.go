@@ -49,7 +49,7 @@ func TestMembersTopologyValidate(t *testing.T) {
 		{"latency, zookeeper 3", zk3, slow("C"), "", ""},
 		{"no servers", zk3, members(), "servers", "needs `servers:`"},
 		{"clients", zk3, withClients, "clients", "no `clients:`"},
-		{"one member", zk1, members("A"), "topology", "zookeeper_members: 3 (this run's ZooKeeper has one member)"},
+		{"one member", zk1, members("A"), "topology", "zookeeper: {members: 3} (this run's ZooKeeper has one member)"},
 		{"redis", redis, members("A"), "topology", "this run's servers: redis"},
 		{"etcd", etcd, members("A"), "topology", "does not apply to etcd"},
 		{"latency, etcd", etcd, slow("A"), "topology", "does not apply to etcd"},

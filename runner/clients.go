@@ -54,8 +54,12 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 			}
 			opt.Command = []string{self, "client"}
 		}
+		kinds, err := clientproc.EncodeKinds(sc.StartOptions().Kinds)
+		if err != nil {
+			return err
+		}
 		opt.Builtin = &clientproc.ChildConfig{Backend: sc.Backend, Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed,
-			Redis: sc.Redis, Persistence: sc.Persistence, EtcdMembers: sc.EtcdMembers, Postgres: sc.PostgresOptions()}
+			Redis: sc.Redis, Persistence: sc.Persistence, Kinds: kinds}
 	}
 	l := clientproc.New(opt)
 	r.launcher = l

@@ -28,8 +28,8 @@ func TestPgBouncerRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = own.Close() })
-	opt := cluster.PgBouncerOptions{PoolMode: cluster.PoolTransaction, PoolSize: 2}
-	pg, err := postgres.Start(ctx, own, cluster.PostgresOptions{Bouncer: opt})
+	opt := postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, PoolSize: 2}
+	pg, err := postgres.Start(ctx, own, postgres.PostgresOptions{Bouncer: opt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/external"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/journal"
 	"github.com/locktorture/locktorture/nemesis"
@@ -284,7 +285,7 @@ func (r *run) startServers(ctx context.Context) error {
 		r.lg.Printf("server up, log %s", filepath.Base(l))
 	}
 	sc := r.sc
-	res, err := workload.NewResource(ctx, sc.Resource, workload.ResourceEnv{Cluster: cl, Fencing: sc.Fencing, Keys: sc.KeyNames(), Backend: sc.Backend, Postgres: sc.PostgresOptions()})
+	res, err := workload.NewResource(ctx, sc.Resource, workload.ResourceEnv{Cluster: cl, Fencing: sc.Fencing, Keys: sc.KeyNames(), Backend: sc.Backend, Postgres: postgres.RunOptions(sc.StartOptions())})
 	if err != nil {
 		return fmt.Errorf("resource %s: %w", sc.Resource, err)
 	}

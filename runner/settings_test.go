@@ -17,7 +17,7 @@ func TestSettingsShowEverySetting(t *testing.T) {
 			t.Errorf("settings[%q] = %q, want %q (all: %v)", k, got[k], want, got)
 		}
 	}
-	for _, k := range []string{"persistence", "etcd_members", "nemesis", "checkers", "seed", "hold", "think_min"} {
+	for _, k := range []string{"persistence", "nemesis", "checkers", "seed", "hold", "think_min"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("settings leave out %q: %v", k, got)
 		}

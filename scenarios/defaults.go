@@ -9,7 +9,6 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -102,18 +101,10 @@ func (s *Scenario) applyDefaults(given fieldSet) {
 	if !given["redis"] {
 		s.Redis = backends.RedisSingle
 	}
-	if !given["etcd_members"] {
-		s.EtcdMembers = 1
-	}
-	if !given["zookeeper_members"] {
-		s.ZooKeeperMembers = 1
-	}
 	if !given["checkers"] {
 		s.Checkers = append([]string(nil), checker.All...)
 	}
-	if s.PostgresVia != "" && !given["pool_mode"] {
-		s.PoolMode = cluster.PoolSession
-	}
+	s.fillKinds()
 }
 
 // checkGiven refuses a zero the file gave where zero means nothing and
@@ -125,14 +116,8 @@ func (s *Scenario) checkGiven(given fieldSet) error {
 	switch {
 	case given["redis"] && s.Redis == "":
 		return bad("redis", "redis: an empty setup (single or sentinel; leave it out for single)")
-	case given["etcd_members"] && s.EtcdMembers == 0:
-		return bad("etcd_members", "etcd_members must be from 1 to 7, not 0 (leave it out for 1)")
-	case given["zookeeper_members"] && s.ZooKeeperMembers == 0:
-		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not 0 (leave it out for 1)")
 	case given["checkers"] && len(s.Checkers) == 0:
 		return bad("checkers", "checkers: an empty list checks nothing (leave it out for all: %s)", strings.Join(checker.All, ", "))
-	case given["pool_size"] && s.PoolSize == 0:
-		return bad("pool_size", "pool_size must be 1 or more, not 0 (leave it out for the default)")
 	case given["backends"] && len(s.Backends) == 0:
 		return bad("backends", "backends: an empty list applies to no backend (leave it out for every backend)")
 	}

@@ -1,45 +1,8 @@
 package scenarios
 
-import (
-	"fmt"
-	"time"
+import "github.com/locktorture/locktorture/internal/duration"
 
-	"gopkg.in/yaml.v3"
-)
-
-// Duration is a time.Duration written as "1s", "250ms" in YAML.
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// String formats like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// UnmarshalYAML parses "1s"-style durations, naming the line when it fails.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseDuration(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: bad duration %q (want e.g. 500ms, 2.5s)", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// parseDuration parses a Go duration; a bare 0 is allowed.
-func parseDuration(s string) (time.Duration, error) {
-	if s == "0" {
-		return 0, nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("negative duration %s", s)
-	}
-	return v, nil
-}
+// Duration is a time.Duration written as "1s", "250ms" in YAML (a bare 0
+// too; a negative one is refused): the scenario's durations and those of
+// the kinds' settings blocks are the one type.
+type Duration = duration.Duration

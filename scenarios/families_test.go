@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster/kinds/etcd"
+	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // TestFamiliesCoverEveryBackend: every family says of every built-in
@@ -64,8 +66,8 @@ func TestFailoverLeader(t *testing.T) {
 		if err := s.Apply(Overrides{Backend: &b}); err != nil {
 			t.Fatalf("failover-leader with %s: %v", b, err)
 		}
-		if s.EtcdMembers != 3 || s.ZooKeeperMembers != 3 || s.Expected(b).Valid != "valid" {
-			t.Errorf("failover-leader with %s: %d etcd members, %d ZooKeeper members, expects %v", b, s.EtcdMembers, s.ZooKeeperMembers, s.Expected(b))
+		if s.members(etcd.Kind) != 3 || s.members(zookeeper.Kind) != 3 || s.Expected(b).Valid != "valid" {
+			t.Errorf("failover-leader with %s: %d etcd members, %d ZooKeeper members, expects %v", b, s.members(etcd.Kind), s.members(zookeeper.Kind), s.Expected(b))
 		}
 		f, err := Builtin("failover")
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 //go:embed builtin/*.yaml
@@ -49,8 +51,12 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var s Scenario
-	if err := dec.Decode(&s); err != nil {
+	var f scenarioFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, located(source, err)
+	}
+	s := f.Scenario
+	if err := s.readKinds(&root, f.Rest); err != nil {
 		return nil, located(source, err)
 	}
 	given := givenFields(&root)
@@ -64,6 +70,16 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		line := 1
 		if errors.As(err, &fe) {
 			line = lineOf(&root, append([]string{fe.field}, fe.path...))
+			if _, isKind := cluster.LookupKind(fe.field); isKind {
+				// A kind's block, or its older spelling.
+				key := ""
+				if len(fe.path) > 0 {
+					key = fe.path[0]
+				}
+				if l := kindLine(&root, fe.field, key); l > 0 {
+					line = l
+				}
+			}
 		}
 		return nil, fmt.Errorf("%s:%d: %w: %s", source, line, ErrInvalid, err.Error())
 	}
@@ -108,12 +124,11 @@ var (
 	}
 	// sectionNames says where an unknown field was found, by Go type.
 	sectionNames = map[string]string{
-		"Scenario":         "",
-		"Random":           " in nemesis.random",
-		"Nemesis":          " in nemesis (want script, random)",
-		"PostgresSettings": " in postgres",
-		"Expectation":      " in an expectation (want valid, checkers, why)",
-		"Expect":           " in expect (want valid, checkers, why, backends, fenced)",
+		"Scenario":    "",
+		"Random":      " in nemesis.random",
+		"Nemesis":     " in nemesis (want script, random)",
+		"Expectation": " in an expectation (want valid, checkers, why)",
+		"Expect":      " in expect (want valid, checkers, why, backends, fenced)",
 	}
 )
 

@@ -171,9 +171,9 @@ func (s *Scenario) nemesisShape() nemesis.Shape {
 	info, _, _ := backends.Lookup(s.Backend)
 	shape := nemesis.Shape{Clients: s.Clients, Backend: s.Backend, Kinds: s.serverKinds(info), Lease: info.Lease,
 		Sentinel: s.Redis == backends.RedisSentinel, External: s.Servers == cluster.ServersExternal, Uncontrolled: s.Uncontrolled}
-	if slices.Contains(shape.Kinds, zookeeper.Kind) && s.ZooKeeperMembers > 1 && !shape.External {
+	if slices.Contains(shape.Kinds, zookeeper.Kind) && s.members(zookeeper.Kind) > 1 && !shape.External {
 		// The harness's members dial one another through links.
-		shape.Members = s.ZooKeeperMembers
+		shape.Members = s.members(zookeeper.Kind)
 	}
 	return shape
 }

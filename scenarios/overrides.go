@@ -146,6 +146,7 @@ func (s *Scenario) Apply(o Overrides) error {
 		s.Nemesis.Random.Interval = Duration(*o.NemesisInterval)
 	}
 	s.programDefaults()
+	s.fillKinds()
 	if err := s.Validate(); err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) {

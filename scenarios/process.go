@@ -113,8 +113,8 @@ func (s *Scenario) serverKinds(info backends.Info) []string {
 			out = []string{}
 		}
 	}
-	// postgres_via: pgbouncer puts one in front of the run's PostgreSQL.
-	if s.PostgresVia == cluster.ViaPgBouncer && slices.Contains(out, postgres.Kind) && !slices.Contains(out, postgres.PgBouncerKind) {
+	// postgres: {via: pgbouncer} puts one in front of the run's PostgreSQL.
+	if s.pooler() == postgres.ViaPgBouncer && slices.Contains(out, postgres.Kind) && !slices.Contains(out, postgres.PgBouncerKind) {
 		out = append(out, postgres.PgBouncerKind)
 	}
 	return out

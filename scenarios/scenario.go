@@ -1,9 +1,9 @@
 // Package scenarios is the scenario file format (YAML) and everything done
 // to a scenario before a run:
 //
-//   - scenario.go: the types (Scenario and the nemesis plan, expectations,
-//     PostgreSQL settings), the expectation lookup and Marshal, which writes
-//     the effective settings (scenario.yaml in the store);
+//   - scenario.go: the types (Scenario and the nemesis plan, expectations),
+//     the expectation lookup and Marshal, which writes the effective
+//     settings (scenario.yaml in the store);
 //   - duration.go: durations as YAML writes them ("250ms", "-2s");
 //   - load.go: Parse, LoadFile and the embedded built-ins. Loading is strict:
 //     an unknown field or a bad value is one error, "file:line: invalid
@@ -17,6 +17,8 @@
 //     fault plan in the nemesis package's form and its validation;
 //   - options.go: backend_options, each backend's block decoded by the
 //     backend itself;
+//   - kinds.go: the kinds' blocks (etcd: {members: 3}), each decoded by
+//     its kind, and their older top-level spellings (etcd_members);
 //   - process.go: clients as processes and the exec backend's program,
 //     and the kinds of servers a scenario needs;
 //   - servers.go: where the servers run (local, docker, external);
@@ -36,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/locktorture/locktorture/backends"
@@ -43,8 +46,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/kinds/etcd"
-	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
 
 // Sentinel errors of this package.
@@ -55,51 +56,12 @@ var (
 	ErrNotFound = errors.New("unknown scenario")
 )
 
-// PostgresSettings are the server-side settings a scenario may give the
-// run's PostgreSQL: they decide when the server itself ends a holder's
-// session (and so frees its locks).
-type PostgresSettings struct {
-	// IdleSessionTimeout ends a session idle outside a transaction.
-	IdleSessionTimeout Duration `yaml:"idle_session_timeout,omitempty"`
-	// IdleInTransactionSessionTimeout ends a session idle in a transaction.
-	IdleInTransactionSessionTimeout Duration `yaml:"idle_in_transaction_session_timeout,omitempty"`
-	// TCPKeepalivesIdle, TCPKeepalivesInterval and TCPKeepalivesCount are
-	// the server's keepalives on client connections.
-	TCPKeepalivesIdle     Duration `yaml:"tcp_keepalives_idle,omitempty"`
-	TCPKeepalivesInterval Duration `yaml:"tcp_keepalives_interval,omitempty"`
-	TCPKeepalivesCount    int      `yaml:"tcp_keepalives_count,omitempty"`
-	// Durable turns fsync back on.
-	Durable bool `yaml:"durable,omitempty"`
-	// Settings are any other server settings, as postgresql.conf spells them.
-	Settings map[string]string `yaml:"settings,omitempty"`
-}
-
 // StartOptions are the scenario's settings for the servers a run starts:
-// Redis persistence, redis: sentinel, the ensembles' sizes by kind
-// (etcd_members, zookeeper_members), PostgreSQL's timeouts.
+// Redis persistence, redis: sentinel, the run's clients, and each kind's
+// own block (etcd: {members: 3}, postgres: {...}).
 func (s *Scenario) StartOptions() cluster.StartOptions {
-	return cluster.StartOptions{Persistence: s.Persistence, Sentinel: s.Redis == backends.RedisSentinel, Postgres: s.PostgresOptions(),
-		Members: map[string]int{etcd.Kind: s.EtcdMembers, zookeeper.Kind: s.ZooKeeperMembers}}
-}
-
-// PostgresOptions converts the settings for the cluster (zero when unset).
-func (s *Scenario) PostgresOptions() cluster.PostgresOptions {
-	var o cluster.PostgresOptions
-	if s.PostgresVia == cluster.ViaPgBouncer {
-		o.Bouncer = cluster.PgBouncerOptions{PoolMode: s.PoolMode, PoolSize: s.PoolSize, Clients: s.Clients}
-		if o.Bouncer.PoolMode == "" {
-			o.Bouncer.PoolMode = cluster.PoolSession
-		}
-	}
-	p := s.Postgres
-	if p == nil {
-		return o
-	}
-	o.Durable, o.IdleSessionTimeout = p.Durable, p.IdleSessionTimeout.D()
-	o.IdleInTransactionSessionTimeout = p.IdleInTransactionSessionTimeout.D()
-	o.TCPKeepalivesIdle, o.TCPKeepalivesInterval = p.TCPKeepalivesIdle.D(), p.TCPKeepalivesInterval.D()
-	o.TCPKeepalivesCount, o.Settings = p.TCPKeepalivesCount, p.Settings
-	return o
+	return cluster.StartOptions{Persistence: s.Persistence, Sentinel: s.Redis == backends.RedisSentinel, Clients: s.Clients,
+		Kinds: maps.Clone(s.Kinds)}
 }
 
 // Random is a seeded random nemesis mix.
@@ -214,25 +176,14 @@ type Scenario struct {
 	// (valkey-server, valkey-sentinel: Debian 13's, or an image that has
 	// them), for every Redis backend.
 	RedisProgram string `yaml:"redis_program,omitempty"`
-	// Postgres sets server-side settings of the run's PostgreSQL.
-	Postgres *PostgresSettings `yaml:"postgres,omitempty"`
-	// PostgresVia puts a pooler in front of the run's PostgreSQL: every
-	// PostgreSQL backend's clients, and the postgres resource, dial it
-	// instead of the server. "pgbouncer", or left out: they dial the
-	// server.
-	PostgresVia string `yaml:"postgres_via,omitempty"`
-	// PoolMode is the PgBouncer's pool mode with postgres_via:
-	// session (the default) or transaction.
-	PoolMode string `yaml:"pool_mode,omitempty"`
-	// PoolSize is how many server connections the PgBouncer's clients'
-	// pool keeps at most: default one per client in session mode, half
-	// the clients (at least one) in transaction mode.
-	PoolSize int `yaml:"pool_size,omitempty"`
-	// EtcdMembers is the size of the etcd cluster: 1 (the default), 3 or 5.
-	EtcdMembers int `yaml:"etcd_members"`
-	// ZooKeeperMembers is the size of the ZooKeeper ensemble: 1 (the
-	// default) or 3.
-	ZooKeeperMembers int `yaml:"zookeeper_members"`
+	// Kinds are each kind of server's own settings, by kind name: a
+	// block in the file keyed by the kind's name (`etcd: {members: 3}`,
+	// `zookeeper: {members: 3}`, `postgres: {via: pgbouncer}`,
+	// `pgbouncer: {pool_mode: transaction}`), decoded by the kind
+	// (cluster.DecodeKindOptions), each of the type its
+	// cluster.Kind.Options returns. Parse gives each kind the run uses its
+	// defaults when the file gives no block. Set one with SetKindOptions.
+	Kinds map[string]cluster.KindOptions `yaml:"-"`
 	// BackendOptions are each backend's own settings, by backend name
 	// (`backend_options: {redis-fenced: {fence_start: 32}}`): the keys
 	// each backend takes are its own (see BackendOptions).
@@ -349,12 +300,6 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	if eff.Redis == "" {
 		eff.Redis = backends.RedisSingle
 	}
-	if eff.EtcdMembers == 0 {
-		eff.EtcdMembers = 1
-	}
-	if eff.ZooKeeperMembers == 0 {
-		eff.ZooKeeperMembers = 1
-	}
 	// The run's backend's options with their defaults written out.
 	if o := s.Options(s.Backend); o != nil {
 		eff.BackendOptions = BackendOptions{}
@@ -363,7 +308,25 @@ func (s *Scenario) Marshal() ([]byte, error) {
 		}
 		eff.BackendOptions[s.Backend] = o
 	}
-	if err := enc.Encode(&eff); err != nil {
+	var doc yaml.Node
+	if err := doc.Encode(&eff); err != nil {
+		return nil, fmt.Errorf("scenarios: encode: %w", err)
+	}
+	// The kinds' blocks, beside the other server settings.
+	blocks, err := s.kindBlocks()
+	if err != nil {
+		return nil, err
+	}
+	after := keysAfterKinds()
+	at := len(doc.Content)
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if slices.Contains(after, doc.Content[i].Value) {
+			at = i
+			break
+		}
+	}
+	doc.Content = slices.Insert(doc.Content, at, blocks...)
+	if err := enc.Encode(&doc); err != nil {
 		return nil, fmt.Errorf("scenarios: encode: %w", err)
 	}
 	return buf.Bytes(), enc.Close()

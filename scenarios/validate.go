@@ -9,8 +9,6 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -119,13 +117,7 @@ func (s *Scenario) Validate() error {
 	default:
 		return bad("redis", "unknown redis setup %q (single, sentinel)", s.Redis)
 	}
-	if s.EtcdMembers < 0 || s.EtcdMembers > 7 {
-		return bad("etcd_members", "etcd_members must be from 1 to 7, not %d", s.EtcdMembers)
-	}
-	if s.ZooKeeperMembers != 0 && s.ZooKeeperMembers != 1 && s.ZooKeeperMembers != 3 {
-		return bad("zookeeper_members", "zookeeper_members must be 1 or 3, not %d", s.ZooKeeperMembers)
-	}
-	if err := s.validatePooler(); err != nil {
+	if err := s.validateKinds(); err != nil {
 		return err
 	}
 	if err := s.validateOptions(); err != nil {
@@ -248,44 +240,4 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// validatePooler checks postgres_via, pool_mode and pool_size: a pooler
-// only in front of PostgreSQL, for a run that has one, and pool settings
-// only with a pooler.
-func (s *Scenario) validatePooler() error {
-	bad := func(field, format string, a ...any) error {
-		return &fieldError{field: field, msg: fmt.Sprintf(format, a...)}
-	}
-	switch s.PostgresVia {
-	case "":
-		if s.PoolMode != "" || s.PoolSize != 0 {
-			return bad("pool_mode", "pool_mode and pool_size are PgBouncer's: they need postgres_via: pgbouncer")
-		}
-		return nil
-	case cluster.ViaPgBouncer:
-	default:
-		return bad("postgres_via", "unknown postgres_via %q (pgbouncer, or leave it out to dial PostgreSQL itself)", s.PostgresVia)
-	}
-	if s.PoolMode != "" {
-		if err := cluster.CheckPoolMode(s.PoolMode); err != nil {
-			return bad("pool_mode", "%v", err)
-		}
-	}
-	if s.PoolSize < 0 {
-		return bad("pool_size", "pool_size must be 1 or more, not %d", s.PoolSize)
-	}
-	info, _, _ := backends.Lookup(s.Backend)
-	if !slices.Contains(s.serverKinds(info), postgres.Kind) && s.Resource != workload.ResourcePostgres {
-		return bad("postgres_via", "postgres_via: backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
-	}
-	if s.Security == SecurityTLS {
-		return bad("postgres_via", "postgres_via: pgbouncer with security: tls is not supported yet: the harness's PgBouncer speaks no TLS to its clients nor to the server")
-	}
-	// Someone else's PgBouncer passes no search_path: the run's schema,
-	// where its tables are, does not reach the server through it.
-	if s.Servers == cluster.ServersExternal && (info.Tables || (info.InTx && s.Resource == workload.ResourcePostgres)) {
-		return bad("postgres_via", "postgres_via: pgbouncer with servers: external: backend %s uses tables in the run's own schema (resource %s), which a PgBouncer cannot name to the server (it passes no search_path); run it on the harness's own servers (local or docker)", s.Backend, s.Resource)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 )
 
 // Fencing modes of a resource.
@@ -47,8 +48,8 @@ type ResourceEnv struct {
 	// Backend is the name of the lock backend in use.
 	Backend string
 	// Postgres are the PostgreSQL server's settings, if the resource
-	// starts it.
-	Postgres cluster.PostgresOptions
+	// starts it (postgres.RunOptions of the run's).
+	Postgres postgres.PostgresOptions
 }
 
 // resourceFactory builds a resource for a run.

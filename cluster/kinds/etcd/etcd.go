@@ -19,14 +19,30 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// EtcdOptions configure the run's etcd.
+// EtcdOptions configure the run's etcd; a scenario's etcd block sets
+// Members (`etcd: {members: 3}`, the older etcd_members).
 type EtcdOptions struct {
 	// Members is the number of members: 1 or 3 (any number from 1 to 7
-	// works). Zero means "the etcd already running", or 1 when none is.
-	Members int
+	// works). Zero means "the etcd already running", or 1 when none is;
+	// a scenario's block gives 1 when it leaves it out.
+	Members int `yaml:"members"`
 	// Args are extra etcd arguments for every member.
-	Args []string
+	Args []string `yaml:"-"`
 }
+
+// Check refuses a size outside 1 to 7.
+func (o *EtcdOptions) Check() error {
+	switch {
+	case o.Members == 0:
+		return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be from 1 to %d, not 0 (leave it out for 1)", maxEtcdMembers)}
+	case o.Members < 1 || o.Members > maxEtcdMembers:
+		return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be from 1 to %d, not %d", maxEtcdMembers, o.Members)}
+	}
+	return nil
+}
+
+// Size is the number of members asked for.
+func (o *EtcdOptions) Size() int { return o.Members }
 
 // Etcd is the run's etcd cluster (Debian's etcd-server 3.4): one or more
 // members on 127.0.0.1, each with its own data directory under the
@@ -405,9 +421,11 @@ func init() {
 		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
 
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, EtcdOptions{Members: o.Members[Kind]})
+			_, err := Start(ctx, c, cluster.OptionsOf[EtcdOptions](o, Kind))
 			return err
 		},
+		Options:   func() cluster.KindOptions { return &EtcdOptions{Members: 1} },
+		OlderKeys: map[string]string{Kind + "_members": "members"},
 		Check: func(ctx context.Context, e cluster.Endpoint) error {
 			return endpointMember(e).check(ctx)
 		},

@@ -16,11 +16,11 @@ import (
 )
 
 // poolSize is the clients' pool size: PoolSize, or its default.
-func poolSize(o cluster.PgBouncerOptions) int {
+func poolSize(o PgBouncerOptions) int {
 	switch {
 	case o.PoolSize > 0:
 		return o.PoolSize
-	case o.PoolMode == cluster.PoolTransaction:
+	case o.PoolMode == PoolTransaction:
 		return max(1, o.Clients/2)
 	}
 	return max(1, o.Clients)
@@ -51,7 +51,7 @@ const (
 type PgBouncer struct {
 	cluster.Faultable
 	pg  *Postgres
-	opt cluster.PgBouncerOptions
+	opt PgBouncerOptions
 	// externalDSN is the connection string of one someone else runs.
 	externalDSN string
 }
@@ -59,8 +59,8 @@ type PgBouncer struct {
 // StartPgBouncer starts c's PgBouncer in front of pg the first time it is
 // called (on an external cluster: hands out the one named) and returns
 // the same one afterwards.
-func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
-	if err := cluster.CheckPoolMode(opt.PoolMode); err != nil {
+func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
+	if err := CheckPoolMode(opt.PoolMode); err != nil {
 		return nil, fmt.Errorf("cluster: pgbouncer: %w", err)
 	}
 	return cluster.Group(c, PgBouncerKind, func(cur *PgBouncer, ok bool) (*PgBouncer, error) {
@@ -68,7 +68,7 @@ func StartPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt c
 			return cur, nil
 		}
 		return cluster.One(c, PgBouncerKind, PgBouncerKind,
-			"the run puts PgBouncer in front of PostgreSQL (postgres_via: pgbouncer), but the servers file names none (pgbouncer: DSN)",
+			"the run puts PgBouncer in front of PostgreSQL (postgres: {via: pgbouncer}), but the servers file names none (pgbouncer: DSN)",
 			func(dsn string, s cluster.Faultable) (*PgBouncer, error) { return adoptPgBouncer(c, dsn, s, pg, opt) },
 			func() (*PgBouncer, error) { return startPgBouncer(ctx, c, pg, opt) })
 	})
@@ -107,7 +107,7 @@ func ResourceDSN(c *cluster.Cluster, pg *Postgres) string {
 }
 
 // startPgBouncer starts c's PgBouncer in front of pg.
-func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
+func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
 	const name = PgBouncerKind
 	if pg.externalDSN != "" {
 		return nil, fmt.Errorf("%w: %s: the harness starts a PgBouncer only in front of a PostgreSQL it started; name yours in the servers file (pgbouncer: DSN)", cluster.ErrStart, name)
@@ -340,7 +340,7 @@ func (b *PgBouncer) Version(ctx context.Context) (string, error) {
 
 // adoptPgBouncer is the PgBouncer someone else runs at dsn, as s, in
 // front of pg.
-func adoptPgBouncer(c *cluster.Cluster, dsn string, s cluster.Faultable, pg *Postgres, opt cluster.PgBouncerOptions) (*PgBouncer, error) {
+func adoptPgBouncer(c *cluster.Cluster, dsn string, s cluster.Faultable, pg *Postgres, opt PgBouncerOptions) (*PgBouncer, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the external PgBouncer %q is not a postgres://host:port/... URL", cluster.ErrStart, cluster.RedactDSN(dsn))
@@ -361,14 +361,11 @@ func init() {
 		Image: "locktorture-servers:bookworm",
 		DSN:   true,
 		// exec.servers: [pgbouncer] starts the run's PostgreSQL (or joins
-		// it) and a PgBouncer in front (in session mode unless the run's
-		// postgres_via says).
+		// it) and a PgBouncer in front, as the run's pgbouncer block says
+		// (session mode when it says nothing).
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			bo := o.Postgres.Bouncer
-			if bo.PoolMode == "" {
-				bo.PoolMode = cluster.PoolSession
-			}
-			pg, err := Start(ctx, c, o.Postgres)
+			bo := bouncerOptions(o)
+			pg, err := Start(ctx, c, RunOptions(o))
 			if err != nil {
 				return err
 			}
@@ -382,8 +379,10 @@ func init() {
 			}
 			return nil
 		},
-		Check:   func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
-		Compose: &cluster.ComposeSpec{Port: 17070, Services: pgbouncerCompose},
+		Check:     func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
+		Compose:   &cluster.ComposeSpec{Port: 17070, Services: pgbouncerCompose},
+		Options:   func() cluster.KindOptions { return &PgBouncerOptions{PoolMode: PoolSession} },
+		OlderKeys: map[string]string{"pool_mode": "pool_mode", "pool_size": "pool_size"},
 	})
 }
 
@@ -408,7 +407,7 @@ func pgbouncerCompose(port int, image string) cluster.ComposeCluster {
 		return s
 	}
 	b := &PgBouncer{Faultable: at(PgBouncerKind, port), pg: &Postgres{Faultable: at(Kind, pgPort)},
-		opt: cluster.PgBouncerOptions{PoolMode: cluster.PoolSession, PoolSize: 50}}
+		opt: PgBouncerOptions{PoolMode: PoolSession, PoolSize: 50}}
 	script := "mkdir -p " + dir + "\ncat >" + dir + "/pgbouncer.ini <<'EOF'\n" + b.ini(dir+"/userlist.txt", "scram-sha-256") + "EOF\n" +
 		"cat >" + dir + "/userlist.txt <<'EOF'\n" + pgbouncerAuthLine(postgresUser, cluster.ComposePassword) + "EOF\n" +
 		"chown -R postgres " + dir + "\nexec runuser -u postgres -- /usr/sbin/pgbouncer " + dir + "/pgbouncer.ini\n"

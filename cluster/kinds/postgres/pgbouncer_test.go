@@ -33,8 +33,8 @@ func TestPgBouncerPoolModes(t *testing.T) {
 		secondGets bool
 		samePID    bool
 	}{
-		{cluster.PoolSession, 2, false, false},
-		{cluster.PoolTransaction, 1, true, true},
+		{PoolSession, 2, false, false},
+		{PoolTransaction, 1, true, true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -48,21 +48,21 @@ func TestPgBouncerPoolModes(t *testing.T) {
 			defer os.RemoveAll(tmp)
 			var c *cluster.Cluster
 			var pg *Postgres
-			if tc.mode == cluster.PoolSession {
+			if tc.mode == PoolSession {
 				// As exec.servers: [pgbouncer] starts it: session mode.
 				c, err = cluster.New(cluster.Options{TempDir: tmp})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if err := c.StartKind(ctx, PgBouncerKind, cluster.StartOptions{Postgres: cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
+				if err := c.StartKind(ctx, PgBouncerKind, cluster.StartOptions{Kinds: map[string]cluster.KindOptions{PgBouncerKind: &PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
 					t.Fatal(err)
 				}
-				if pg, err = Start(ctx, c, cluster.PostgresOptions{}); err != nil {
+				if pg, err = Start(ctx, c, PostgresOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				c, pg, _ = startPG(t, tmp, cluster.PostgresOptions{Bouncer: cluster.PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
+				c, pg, _ = startPG(t, tmp, PostgresOptions{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
 			}
 			b := frontOf(c, pg)
 			if b == nil {
@@ -115,7 +115,7 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				t.Errorf("client 0 got %v on backend %d, client 1 got %v on backend %d; want client 1 to get it: %v, same backend: %v",
 					got0, pid0, got1, pid1, tc.secondGets, tc.samePID)
 			}
-			if tc.mode == cluster.PoolSession {
+			if tc.mode == PoolSession {
 				// Client 0 leaves: PgBouncer resets its server connection
 				// (DISCARD ALL), which frees the lock.
 				_ = conns[0].Close(ctx)

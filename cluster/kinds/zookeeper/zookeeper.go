@@ -22,15 +22,33 @@ import (
 	"github.com/locktorture/locktorture/internal/secret"
 )
 
-// ZooKeeperOptions configure the run's ZooKeeper ensemble.
+// ZooKeeperOptions configure the run's ZooKeeper ensemble; a scenario's
+// zookeeper block sets Members (`zookeeper: {members: 3}`, the older
+// zookeeper_members).
 type ZooKeeperOptions struct {
 	// Members is the number of members: 1 or 3 (any number from 1 to 7
-	// works). Zero means "the ensemble already running", or 1 when none is.
-	Members int
+	// works in Go). Zero means "the ensemble already running", or 1 when
+	// none is; a scenario's block gives 1 when it leaves it out, and takes
+	// 1 or 3.
+	Members int `yaml:"members"`
 	// JVMArgs are extra java arguments for every member (before the main
 	// class: -D settings of ZooKeeper's own).
-	JVMArgs []string
+	JVMArgs []string `yaml:"-"`
 }
+
+// Check refuses a scenario's size other than 1 or 3.
+func (o *ZooKeeperOptions) Check() error {
+	switch o.Members {
+	case 1, 3:
+		return nil
+	case 0:
+		return &cluster.KeyError{Key: "members", Msg: "members must be 1 or 3, not 0 (leave it out for 1)"}
+	}
+	return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be 1 or 3, not %d", o.Members)}
+}
+
+// Size is the number of members asked for.
+func (o *ZooKeeperOptions) Size() int { return o.Members }
 
 // ZooKeeper is the run's ZooKeeper ensemble (Debian's zookeeper 3.8, run
 // with java directly rather than through the package's scripts): one or
@@ -602,11 +620,13 @@ func init() {
 		Packages:    []string{"zookeeper", "default-jre-headless"},
 		Image:       "zookeeper:3.9",
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, ZooKeeperOptions{Members: o.Members[Kind]})
+			_, err := Start(ctx, c, cluster.OptionsOf[ZooKeeperOptions](o, Kind))
 			return err
 		},
-		Compose: &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
-		Check:   func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },
+		Options:   func() cluster.KindOptions { return &ZooKeeperOptions{Members: 1} },
+		OlderKeys: map[string]string{Kind + "_members": "members"},
+		Compose:   &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
+		Check:     func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },
 		// A servers file's username and password are a digest user's.
 		Credentials: func(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
 			if a.TLS != nil {
