@@ -30,6 +30,7 @@ func requireEtcd(t *testing.T) {
 // contention, and every grant carried a fence (the lock key's create
 // revision); the same with the etcd resource fencing every access.
 func TestBaselineEtcd(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireEtcd(t)
 	for _, tc := range []struct{ resource, fencing string }{
 		{"memory", "none"},
@@ -72,6 +73,7 @@ func TestBaselineEtcd(t *testing.T) {
 // safe across the election (no overlap), and locks are granted before and
 // after. (Runs the pieces of a run by hand: scenarios have no member count.)
 func TestBaselineEtcdThreeMembers(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireEtcd(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
@@ -204,6 +206,7 @@ func runOn(t *testing.T, cl *cluster.Cluster, sc *scenarios.Scenario, during fun
 // stops with it, etcd expires its lease, the other client takes the lock:
 // a stale holder, and a lost update at the unfenced resource.
 func TestEtcdPause(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireEtcd(t)
 	out, _ := runIt(t, builtin(t, "etcd-pause", scenarios.Overrides{}))
 	r := out.Results
@@ -247,6 +250,7 @@ func TestEtcdPause(t *testing.T) {
 // still fails (mutex invalid), but the stale write is rejected at the
 // resource: fencing and lost-update valid.
 func TestEtcdPauseFenced(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireEtcd(t)
 	out, _ := runIt(t, builtin(t, "etcd-pause-fenced", scenarios.Overrides{}))
 	c := out.Results.Checkers

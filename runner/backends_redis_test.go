@@ -14,6 +14,7 @@ import (
 // lock is valid (no false alarm) and actually granted locks under
 // contention.
 func TestBaselineRedisFamily(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireRedis(t)
 	for _, backend := range []string{"redis-renew", "redlock", "redsync", "redislock"} {
 		t.Run(backend, func(t *testing.T) {
@@ -50,6 +51,7 @@ func readHistory(t *testing.T, out *Outcome) []history.Op {
 // expires and the other client takes the lock while the paused one still
 // believes it holds it.
 func TestRenewPause(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireRedis(t)
 	out, _ := runIt(t, builtin(t, "renew-pause", scenarios.Overrides{}))
 	r := out.Results

@@ -39,6 +39,7 @@ func requireCurator(t *testing.T) {
 // wakes to write: invalid, a stale holder and a lost update. Curator tells
 // the holder only once it runs again, which is after its write.
 func TestCuratorRow(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireCurator(t)
 	t.Run("baseline", func(t *testing.T) {
 		sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("curator"), Duration: ptr(2 * time.Second)})

@@ -23,6 +23,7 @@ import (
 // under the new leader, and again after the old one is back; and it is
 // never granted twice: valid, as the scenario expects.
 func TestFailoverLeader(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	for _, tc := range []struct {
 		backend string
 		require func(*testing.T)

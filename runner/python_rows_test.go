@@ -58,6 +58,7 @@ func requireProgramRow(t *testing.T, name string) backends.Info {
 // row's default): on plaintext gRPC refuses its login and nothing would
 // be granted.
 func TestPythonRowsBaseline(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	for _, name := range backends.ProgramNames() {
 		if info, _, _ := backends.Lookup(name); info.Library == nil || info.Library.Python == "" {
 			continue // not a Python row: curator's is TestCuratorRow
@@ -101,6 +102,7 @@ func TestPythonRowsBaseline(t *testing.T) {
 // advisory lock of the holder's own connection, which a pause does not
 // end, so the other client waits.
 func TestPythonRowsPause(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	for _, c := range []struct {
 		name string
 		want checker.Validity

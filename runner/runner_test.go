@@ -182,6 +182,7 @@ func TestKleppmannFenced(t *testing.T) {
 // (no false alarm) and actually granted locks; the in-process mutex, the
 // negative control, is caught.
 func TestBaseline(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireRedis(t)
 	for _, tc := range []struct {
 		backend string

@@ -20,6 +20,7 @@ import (
 // loaded machine the followers can miss the sync limit (10 ticks of 100ms)
 // and the election repeats past the 3s cut.
 func TestZooKeeperLeaderPartition(t *testing.T) {
+	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireZooKeeper(t)
 	out, _ := runIt(t, builtin(t, "zk-leader-partition", scenarios.Overrides{}))
 	if out.Results.Valid != checker.Valid {
