@@ -200,3 +200,27 @@ func TestEnsembleAndDefaultServers(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyKinds: a backend given on the command line gets its kinds'
+// defaults, and a kind's block the flags make wrong is refused in the
+// block's words (no flag sets it).
+func TestApplyKinds(t *testing.T) {
+	s, err := scenarios.Builtin("baseline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(scenarios.Overrides{Backend: ptr("etcd")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Kinds[etcd.Kind]; !reflect.DeepEqual(got, &etcd.EtcdOptions{Members: 1}) {
+		t.Errorf("--backend etcd: Kinds[etcd] = %#v", got)
+	}
+	s, err = scenarios.Builtin("pg-bouncer-transaction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Apply(scenarios.Overrides{TLS: true})
+	if err == nil || !strings.Contains(err.Error(), "invalid scenario: postgres.via: pgbouncer with security: tls") {
+		t.Errorf("--tls with a PgBouncer: %v", err)
+	}
+}

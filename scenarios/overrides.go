@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // Overrides are command-line settings that replace a scenario's own. A
@@ -150,6 +151,11 @@ func (s *Scenario) Apply(o Overrides) error {
 	if err := s.Validate(); err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) {
+			if _, isKind := cluster.LookupKind(fe.field); isKind {
+				// A kind's block, which no flag sets: its message says
+				// what the flags made of it.
+				return fmt.Errorf("%w: %s", ErrInvalid, fe.msg)
+			}
 			flag := strings.ReplaceAll(fe.field, "_", "-")
 			switch flag {
 			case "images":
