@@ -48,7 +48,7 @@ const postgresOpTimeout = 5 * time.Second
 // When it is a backends.PGVersion (pg-optimistic), the write is a
 // compare-and-set on the version read at acquire, whatever the fencing
 // mode. Otherwise the resource uses its own connections (to the resource's
-// own pool of the PgBouncer in front of the server, with postgres_via).
+// own pool of the PgBouncer in front of the server, with postgres: {via: pgbouncer}).
 type postgresResource struct {
 	mode string
 	pool *pgxpool.Pool
