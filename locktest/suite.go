@@ -24,8 +24,8 @@ import (
 type Suite struct {
 	// New builds one client's lock (required).
 	New NewLock
-	// Kinds are the kinds of server the lock uses: "redis" (the default,
-	// one redis-server), "postgres", "etcd", "zookeeper".
+	// Kinds are the kinds of server the lock uses: KindRedis (the default,
+	// one redis-server), KindPostgres, KindEtcd, KindZooKeeper.
 	Kinds []string
 	// Scenarios are built-in scenario names ("kleppmann-pause") or paths
 	// of scenario files (ending in .yaml or .yml). Empty: baseline and
@@ -41,7 +41,8 @@ type Suite struct {
 	// Claim is what the lock promises (default Safe); Claims, by scenario
 	// name, override it for some scenarios. Like, when set, replaces both
 	// with the built-in expectations of the closest backend
-	// ("redis-token", "redis-fenced", "etcd", ...).
+	// ("redis-token", "redis-fenced", "pg-advisory", ...: locktorture list
+	// backends).
 	Claim  Claim
 	Claims map[string]Claim
 	Like   string
@@ -51,7 +52,7 @@ type Suite struct {
 	// a servers file's path (servers someone else runs).
 	Servers string
 	// Images name, with docker servers, the image each kind of server runs
-	// from: "redis", "postgres", "etcd", "zookeeper" or "all" (official
+	// from, by kind (KindRedis, KindPostgres, ...) or "all" (official
 	// images by default). LOCKTEST_IMAGES (all=REF or KIND=REF,...) wins.
 	Images map[string]string
 	// InProcess runs the clients as goroutines of the test process instead
