@@ -128,8 +128,10 @@ type Backend interface {
 
 // Env is what a backend gets to build itself.
 type Env struct {
-	// Cluster starts the servers the backend needs.
-	Cluster *cluster.Cluster
+	// Cluster starts the servers the backend needs. Env crosses to a
+	// client process as JSON (clientproc.ChildConfigOf) without it and
+	// without Options, which the client protocol's open request gives.
+	Cluster *cluster.Cluster `json:"-"`
 	// TTL is the lock lease.
 	TTL time.Duration
 	// OpTimeout bounds each request a client makes.
@@ -150,7 +152,7 @@ type Env struct {
 	// Options are the backend's own settings (the scenario's
 	// backend_options block for it, decoded by DecodeOptions), of the type
 	// its Info.Options returns; nil means its defaults.
-	Options Options
+	Options Options `json:"-"`
 }
 
 // Info describes a backend for `locktorture list backends`.

@@ -60,7 +60,7 @@ func BenchmarkProcessVsInproc(b *testing.B) {
 		if process {
 			t0 := time.Now()
 			l := New(Options{Command: []string{self, "client"}, Cluster: cl, Dir: b.TempDir(), TTL: 10 * time.Second, Timeout: timeout,
-				Builtin: &ChildConfig{Backend: "redis-token", Clients: clients, Keys: keys, Seed: 1}})
+				Builtin: &ChildConfig{Backend: "redis-token", Env: backends.Env{Clients: clients, Keys: keys, Seed: 1}}})
 			defer l.Close()
 			if err := l.Start(ctx, Procs{Gates: procs.Gates, Clocks: procs.Clocks, History: procs.History}); err != nil {
 				b.Fatal(err)

@@ -208,7 +208,7 @@ func TestPauseFreezesProcess(t *testing.T) {
 	}
 	rec := history.NewRecorder(nil, history.RecorderOptions{})
 	l := New(Options{Command: []string{self, "client"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second,
-		Builtin: &ChildConfig{Backend: "mutex", Clients: 1, Keys: []string{"k0"}}})
+		Builtin: &ChildConfig{Backend: "mutex", Env: backends.Env{Clients: 1, Keys: []string{"k0"}}}})
 	ctx := context.Background()
 	procs := procsOf(1, rec)
 	if err := l.Start(ctx, procs); err != nil {

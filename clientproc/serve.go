@@ -25,14 +25,12 @@ import (
 type ChildConfig struct {
 	// Backend is the built-in backend's name.
 	Backend string `json:"backend"`
-	// Clients, Keys and Seed are the run's.
-	Clients int      `json:"clients"`
-	Keys    []string `json:"keys"`
-	Seed    int64    `json:"seed"`
-	// Redis and Persistence are the run's Redis setup, as backends.Env has
-	// it.
-	Redis       string `json:"redis,omitempty"`
-	Persistence bool   `json:"persistence,omitempty"`
+	// Env is the run's backends.Env as the run made it
+	// (scenarios.Scenario.BackendEnv; ChildConfigOf), but for what does not
+	// cross as JSON: the cluster and the backend's options, which the open
+	// request gives (its servers, lease, timeout and options), and the
+	// kinds' settings, which Kinds carries.
+	Env backends.Env `json:"env"`
 	// Kinds are the kinds' own settings of the run (its etcd: and
 	// postgres: blocks), by kind, each as JSON of the type its
 	// cluster.Kind.Options returns (EncodeKinds).
@@ -239,12 +237,10 @@ func (s *server) open(ctx context.Context, r Inbound) error {
 	if err != nil {
 		return err
 	}
-	env := backends.Env{
-		Cluster: cluster.NewExternal(given), TTL: time.Duration(r.TTLMS) * time.Millisecond, OpTimeout: s.timeout,
-		Clients: s.cfg.Clients, Keys: s.cfg.Keys, Seed: s.cfg.Seed, Options: opts,
-		Servers: cluster.StartOptions{Persistence: s.cfg.Persistence, Sentinel: s.cfg.Redis == backends.RedisSentinel,
-			Clients: s.cfg.Clients, Kinds: kinds},
-	}
+	// The run's Env, with what the open request and Kinds give.
+	env := s.cfg.Env
+	env.Cluster, env.TTL, env.OpTimeout, env.Options = cluster.NewExternal(given), time.Duration(r.TTLMS)*time.Millisecond, s.timeout, opts
+	env.Servers.Kinds = kinds
 	b, err := factory(ctx, env)
 	if err != nil {
 		return fmt.Errorf("backend %s: %w", s.cfg.Backend, err)
@@ -289,6 +285,18 @@ func decodeOptions(backend string, opts map[string]any) (backends.Options, error
 		return nil, err
 	}
 	return backends.DecodeOptions(backend, doc.Content[0])
+}
+
+// ChildConfigOf is what a client process of backend is told of env, the
+// run's backends.Env (scenarios.Scenario.BackendEnv): all of it but the
+// cluster and the backend's options, which the open request carries.
+func ChildConfigOf(backend string, env backends.Env) (*ChildConfig, error) {
+	kinds, err := EncodeKinds(env.Servers.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	env.Cluster, env.Options, env.Servers.Kinds = nil, nil, nil
+	return &ChildConfig{Backend: backend, Env: env, Kinds: kinds}, nil
 }
 
 // EncodeKinds turns the run's kinds' settings into ChildConfig.Kinds.

@@ -145,8 +145,9 @@ type StartOptions struct {
 	Clients int
 	// Kinds are the kinds' own settings, by kind name (a scenario's
 	// `etcd: {members: 3}`), each of the type its Kind.Options returns;
-	// a kind's Start reads its own (OptionsOf). None: its defaults.
-	Kinds map[string]KindOptions
+	// a kind's Start reads its own (OptionsOf). None: its defaults. Not
+	// JSON: each kind's settings decode only into their own type.
+	Kinds map[string]KindOptions `json:"-"`
 }
 
 // KindOptions are a kind's own settings: a scenario's block keyed by the

@@ -54,12 +54,11 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 			}
 			opt.Command = []string{self, "client"}
 		}
-		kinds, err := clientproc.EncodeKinds(sc.StartOptions().Kinds)
+		cfg, err := clientproc.ChildConfigOf(sc.Backend, sc.BackendEnv(r.cl))
 		if err != nil {
 			return err
 		}
-		opt.Builtin = &clientproc.ChildConfig{Backend: sc.Backend, Clients: sc.Clients, Keys: sc.KeyNames(), Seed: sc.Seed,
-			Redis: sc.Redis, Persistence: sc.Persistence, Kinds: kinds}
+		opt.Builtin = cfg
 	}
 	l := clientproc.New(opt)
 	r.launcher = l

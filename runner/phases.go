@@ -272,7 +272,7 @@ func (r *run) startServers(ctx context.Context) error {
 		// so faults can cut or slow one (client, server) pair.
 		cl.EnableLinks()
 	}
-	backend, err := r.factory(ctx, backendEnv(r.sc, cl))
+	backend, err := r.factory(ctx, r.sc.BackendEnv(cl))
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w", ErrInterrupted, err)

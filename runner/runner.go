@@ -16,7 +16,6 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
@@ -70,22 +69,6 @@ type Outcome struct {
 	Expected scenarios.Expectation
 	// Summary is the one-screen text for the terminal.
 	Summary string
-}
-
-// backendEnv is what the scenario tells the backend.
-func backendEnv(sc *scenarios.Scenario, cl *cluster.Cluster) backends.Env {
-	env := backends.Env{
-		Cluster:     cl,
-		TTL:         sc.TTL.D(),
-		OpTimeout:   sc.Timeout.D(),
-		Clients:     sc.Clients,
-		Keys:        sc.KeyNames(),
-		Seed:        sc.Seed,
-		Servers:     sc.StartOptions(),
-		Options:     sc.Options(sc.Backend),
-		ExecServers: sc.ExecServers(),
-	}
-	return env
 }
 
 // noteSkipped says in the results which checkers did not apply.

@@ -75,7 +75,7 @@ func (s *Scenario) fillOptions() {
 // a block for a backend the scenario does not run (a typo would otherwise
 // go unnoticed).
 func (s *Scenario) validateOptions() error {
-	env := backends.Env{Servers: s.StartOptions(), Clients: s.Clients, TTL: s.TTL.D(), OpTimeout: s.Timeout.D()}
+	env := s.BackendEnv(nil)
 	for _, name := range sortedKeys(s.BackendOptions) {
 		field := &fieldError{field: "backend_options", path: []string{name}}
 		if name != s.Backend && !s.Applies(name) {

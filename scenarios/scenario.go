@@ -64,6 +64,24 @@ func (s *Scenario) StartOptions() cluster.StartOptions {
 		Kinds: maps.Clone(s.Kinds)}
 }
 
+// BackendEnv is what the scenario tells its backend: the one place a
+// backends.Env is made from a run's settings — the runner's, the check of
+// backend_options blocks (cl nil: nothing started), and, carried over the
+// wire (clientproc.ChildConfigOf), a client process's.
+func (s *Scenario) BackendEnv(cl *cluster.Cluster) backends.Env {
+	return backends.Env{
+		Cluster:     cl,
+		TTL:         s.TTL.D(),
+		OpTimeout:   s.Timeout.D(),
+		Clients:     s.Clients,
+		Keys:        s.KeyNames(),
+		Seed:        s.Seed,
+		Servers:     s.StartOptions(),
+		Options:     s.Options(s.Backend),
+		ExecServers: s.ExecServers(),
+	}
+}
+
 // Random is a seeded random nemesis mix.
 type Random struct {
 	// Faults are the faults to draw from, or [all]: every fault that
@@ -253,7 +271,7 @@ type Scenario struct {
 
 // KeyNames returns k0..k(n-1).
 func (s *Scenario) KeyNames() []string {
-	out := make([]string, s.Keys)
+	out := make([]string, max(s.Keys, 0))
 	for i := range out {
 		out[i] = s.KeyPrefix + "k" + strconv.Itoa(i)
 	}
