@@ -81,12 +81,16 @@ if [ "$rc" != 0 ]; then
 	exit "$rc"
 fi
 say "deps done; go test"
-# go test runs the packages it is given in about that order, two at a
-# time: the longest first (runner with its container tests, the CLI's, the
-# nightly job's test, which waits for the bare image, shrink's...), so that
-# the short ones fill in beside them at the end rather than a long one
-# starting last. A package not in this list keeps its place after them; a
-# name here that is no package any more is passed over.
+# go test runs the packages it is given in about that order, three at a
+# time (LOCKTORTURE_TEST_P; go's default is one per core, two here): the
+# packages mostly wait on servers, faults and timers rather than on the
+# cores, and each run has servers, ports and stores of its own. The longest
+# go first (runner with its container tests, the CLI's, the nightly job's
+# test, which waits for the bare image, shrink's...), so that the short
+# ones fill in beside them at the end rather than a long one starting last.
+# A package not in this list keeps its place after them; a name here that
+# is no package any more is passed over. examples/locktest (a module of its
+# own) is tested beside them, its output shown when both are done.
 long="runner cmd/locktorture internal/nightly shrink locktest cluster clientproc backends"
 mod=$("$GO" list -m)
 mapfile -t all < <("$GO" list ./...)
@@ -97,10 +101,20 @@ done
 for p in "${all[@]}"; do
 	case " ${pkgs[*]} " in *" $p "*) ;; *) pkgs+=("$p") ;; esac
 done
-"$GO" test -count=1 -timeout 45m "${pkgs[@]}"
-say "go test done; examples/locktest"
-(cd examples/locktest && "$GO" vet ./... && "$GO" test -count=1 -timeout 10m ./...)
-say "examples/locktest done"
+exlog=$(mktemp "${TMPDIR:-/tmp}/locktorture-examples.XXXXXX")
+(cd examples/locktest && "$GO" vet ./... && "$GO" test -count=1 -timeout 10m ./...) >"$exlog" 2>&1 &
+ex=$!
+rc=0
+"$GO" test -count=1 -p "${LOCKTORTURE_TEST_P:-3}" -timeout 45m "${pkgs[@]}" || rc=$?
+say "go test done (exit $rc)"
+exrc=0
+wait "$ex" || exrc=$?
+echo "examples/locktest:"
+cat "$exlog"
+rm -f "$exlog"
+say "examples/locktest done (exit $exrc)"
+[ "$rc" = 0 ] || exit "$rc"
+[ "$exrc" = 0 ] || exit "$exrc"
 if [ -n "$build" ]; then
 	wait "$build" || true
 	build=""
