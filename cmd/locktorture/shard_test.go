@@ -279,11 +279,12 @@ func readText(t *testing.T, p string) string {
 	return string(b)
 }
 
-// TestParallelAuto: --parallel auto runs as many cells at once as the
-// machine has cores, and says how many, for matrix and compare; a word
+// TestParallelAuto: --parallel auto runs two cells at once for each core
+// the machine has, and says how many, for matrix and compare; a word
 // other than auto, or a number out of range, is bad input.
 func TestParallelAuto(t *testing.T) {
-	n := runtime.NumCPU()
+	cores := runtime.NumCPU()
+	n := min(cellsPerCore*cores, maxParallel)
 	for _, args := range [][]string{
 		{"matrix", "--scenarios", "baseline", "--backends", "mutex,redis-token"},
 		{"compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1"},
@@ -292,7 +293,7 @@ func TestParallelAuto(t *testing.T) {
 		if code != exitValid {
 			t.Fatalf("%s: exit %d\n%s", args[0], code, stderr)
 		}
-		if want := fmt.Sprintf("--parallel auto: %d %s found, %d at once", n, map[bool]string{true: "core", false: "cores"}[n == 1], n); !strings.Contains(stderr, want) {
+		if want := fmt.Sprintf("--parallel auto: %d %s found, %d at once", cores, map[bool]string{true: "core", false: "cores"}[cores == 1], n); !strings.Contains(stderr, want) {
 			t.Errorf("%s: stderr lacks %q:\n%s", args[0], want, stderr)
 		}
 		if want := fmt.Sprintf("at --parallel %d)", n); !strings.Contains(out, want) {
