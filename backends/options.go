@@ -1,10 +1,6 @@
 package backends
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/internal/yamlkeys"
@@ -38,32 +34,7 @@ func DecodeOptions(backend string, node *yaml.Node) (Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	given := node != nil && node.Kind != 0 && !(node.Kind == yaml.ScalarNode && node.Tag == "!!null")
-	if info.Options == nil {
-		if given && (node.Kind != yaml.MappingNode || len(node.Content) > 0) {
-			return nil, fmt.Errorf("line %d: %s takes no options", node.Line, backend)
-		}
-		return nil, nil
-	}
-	o := info.Options()
-	if !given {
-		return o, nil
-	}
-	if node.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: the options of %s are a mapping of settings", node.Line, backend)
-	}
-	if takes := OptionKeys(o); takes != nil {
-		for i := 0; i+1 < len(node.Content); i += 2 {
-			if k := node.Content[i]; !slices.Contains(takes, k.Value) {
-				return nil, fmt.Errorf("line %d: %s takes no option %q (it takes: %s)", k.Line, backend, k.Value, strings.Join(takes, ", "))
-			}
-		}
-	}
-	if err := node.Decode(o); err != nil {
-		// yaml's type errors name their lines; keep them whole.
-		return nil, err
-	}
-	return o, nil
+	return yamlkeys.Decode(node, yamlkeys.Block{Owner: backend, Noun: "option", None: "takes no options"}, info.Options)
 }
 
 // OptionKeys lists the keys an options struct takes, from its yaml tags

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -198,31 +197,7 @@ func DecodeKindOptions(kind string, n *yaml.Node) (KindOptions, error) {
 	if !ok {
 		return nil, fmt.Errorf("no kind of server named %q (known: %s)", kind, strings.Join(KindNames(), ", "))
 	}
-	given := n != nil && n.Kind != 0 && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null")
-	if k.Options == nil {
-		if given && (n.Kind != yaml.MappingNode || len(n.Content) > 0) {
-			return nil, fmt.Errorf("line %d: %s takes no settings in a scenario (its servers start as they are)", n.Line, kind)
-		}
-		return nil, nil
-	}
-	o := k.Options()
-	if !given {
-		return o, nil
-	}
-	takes := yamlkeys.Of(o)
-	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: the settings of %s are a mapping of its keys (%s)", n.Line, kind, strings.Join(takes, ", "))
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if key := n.Content[i]; !slices.Contains(takes, key.Value) {
-			return nil, fmt.Errorf("line %d: %s takes no setting %q (it takes: %s)", key.Line, kind, key.Value, strings.Join(takes, ", "))
-		}
-	}
-	if err := n.Decode(o); err != nil {
-		// yaml's type errors name their lines; keep them whole.
-		return nil, err
-	}
-	return o, nil
+	return yamlkeys.Decode(n, yamlkeys.Block{Owner: kind, Noun: "setting", None: "takes no settings in a scenario (its servers start as they are)"}, k.Options)
 }
 
 // Versioner is a server that can say its version, as the server reports it.

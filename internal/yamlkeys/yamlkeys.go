@@ -1,5 +1,5 @@
 // Package yamlkeys lists the YAML keys a settings struct takes, from its
-// yaml tags: what a fault's params and a backend's options decode, named
+// yaml tags: what a fault's params, a backend's options and a kind's settings decode, named
 // in the errors that refuse any other key.
 package yamlkeys
 
