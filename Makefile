@@ -100,11 +100,12 @@ matrix: deps build
 .PHONY: compare
 COMPARE_FLAGS ?=
 
-## compare: every fault family on every built-in backend, 3 seeds, fenced too where grants carry
-## tokens (locktorture compare), two cells at a time; the table lands in
-## $(STORE)/matrix/latest/compare.html (compare.png, compare.txt)
+## compare: every fault family on every row, 3 seeds, fenced too where grants carry tokens
+## (locktorture compare), two cells per core at a time (--parallel auto; COMPARE_FLAGS after it
+## wins, e.g. --parallel 2); the table lands in $(STORE)/matrix/latest/compare.html (compare.png,
+## compare.txt). About 14 minutes on 2 cores
 compare: deps build
-	./$(BIN) compare --store $(STORE) $(COMPARE_FLAGS)
+	./$(BIN) compare --store $(STORE) --parallel auto $(COMPARE_FLAGS)
 
 .PHONY: soak
 SOAK_DURATION ?= 10m
