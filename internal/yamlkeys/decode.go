@@ -11,7 +11,7 @@ import (
 // Block says how a scenario's block of someone's own settings reads: a
 // backend's backend_options entry, a kind's block.
 type Block struct {
-	// Owner names whose settings they are ("etcd", "redis-fenced").
+	// Owner names whose settings they are: a kind of server, a backend.
 	Owner string
 	// Noun is what one of them is called ("setting", "option").
 	Noun string
