@@ -14,7 +14,8 @@ all: build
 ##   postgresql, pgbouncer, mariadb-server), chromium (browser tests) and the program rows'
 ##   client libraries (its "client" lines: python3-redis, -kazoo, -etcd3, -tooz, -psycopg2)
 ##   (scripts/deps.sh)
-##   DEPS=servers: the server kinds' packages alone (what the nightly job installs)
+##   DEPS=rows: the servers and the program rows' client libraries, not chromium (what a matrix
+##   or comparison run needs: the nightly jobs install it); DEPS=servers: the servers alone
 deps:
 	@DEPS="$(DEPS)" bash scripts/deps.sh
 

@@ -10,8 +10,11 @@
 # (valkey-server where the suite has it); with DEPS=all (the default), each
 # "client" one too: the Python libraries of the program rows and their
 # drivers (python3-redis, python3-kazoo, python3-etcd3, python3-tooz,
-# python3-psycopg2), for Debian's /usr/bin/python3. Besides them: chromium
-# (the browser tests).
+# python3-psycopg2), for Debian's /usr/bin/python3, and the Java row's (a
+# JDK, Curator). Besides them: chromium (the browser tests). DEPS=rows:
+# the servers and the rows' client libraries, not chromium (what a matrix
+# or comparison run needs: the nightly jobs). DEPS=servers: the servers
+# alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,9 +53,12 @@ else
   [ -x /usr/sbin/mariadbd ] || have mariadbd || missing+=(mariadb-server)
 fi
 case "${DEPS:-}" in
-"" | all)
-  # Headless Chromium opens the HTML reports in the browser tests.
-  [ -x /usr/bin/chromium ] || missing+=(chromium)
+"" | all | rows)
+  # Headless Chromium opens the HTML reports in the browser tests (not
+  # for rows: what a matrix or comparison run needs, as the nightly's).
+  if [ "${DEPS:-}" != rows ]; then
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+  fi
   # The program rows' clients (clients/python): their libraries, from the
   # registry's "client" lines; without it (no Go yet), redis-py's.
   if [ -n "$list" ] && have dpkg-query; then
@@ -63,10 +69,11 @@ case "${DEPS:-}" in
     /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
   fi
   what="every server kind's packages, chromium and the client libraries"
+  [ "${DEPS:-}" != rows ] || what="every server kind's packages and the program rows' client libraries"
   ;;
 servers) what="every server kind's packages" ;;
 *)
-  echo "deps: DEPS=$DEPS: want all (the default) or servers" >&2
+  echo "deps: DEPS=$DEPS: want all (the default), rows or servers" >&2
   exit 1
   ;;
 esac
