@@ -178,6 +178,21 @@ func (c *Cluster) Provider() Provider {
 	return c.prov
 }
 
+// ServerHome is where the server called name lives under the run's
+// provider: its directory (the provider's Dir) and the host it listens on
+// (Host). Ports are the caller's: a kind asks for its own, and some try
+// again on another.
+func (c *Cluster) ServerHome(ctx context.Context, name string) (dir, host string, err error) {
+	pv := c.Provider()
+	if dir, err = pv.Dir(name); err != nil {
+		return "", "", err
+	}
+	if host, err = pv.Host(ctx, name); err != nil {
+		return "", "", err
+	}
+	return dir, host, nil
+}
+
 // Mode is where the cluster's servers run: local, docker, or external
 // (an external cluster: servers someone else runs).
 func (c *Cluster) Mode() string {

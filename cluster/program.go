@@ -263,13 +263,11 @@ func (c *Cluster) startOne(ctx context.Context, s *Faultable, pl Placement) erro
 // it: where the provider says so, it tries again on another.
 func (c *Cluster) StartSpec(ctx context.Context, s *Faultable, usual int, spec func(host string, port int, dir string) (Spec, error)) error {
 	pv := c.Provider()
-	dir, err := pv.Dir(s.name)
+	dir, host, err := c.ServerHome(ctx, s.name)
 	if err != nil {
 		return err
 	}
-	if s.host, err = pv.Host(ctx, s.name); err != nil {
-		return err
-	}
+	s.host = host
 	attempts := 1
 	if r, ok := pv.(PortRacer); ok && r.PortsRace() {
 		attempts = 3

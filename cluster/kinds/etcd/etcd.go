@@ -152,11 +152,7 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions)
 			return nil, err
 		}
 		name := fmt.Sprintf("etcd-%d", i)
-		dir, err := pv.Dir(name)
-		if err != nil {
-			return nil, err
-		}
-		host, err := pv.Host(ctx, name)
+		dir, host, err := c.ServerHome(ctx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -124,11 +124,7 @@ func startPgBouncer(ctx context.Context, c *cluster.Cluster, pg *Postgres, opt P
 	if err != nil {
 		return nil, err
 	}
-	dir, err := pv.Dir(name)
-	if err != nil {
-		return nil, err
-	}
-	host, err := pv.Host(ctx, name)
+	dir, host, err := c.ServerHome(ctx, name)
 	if err != nil {
 		return nil, err
 	}

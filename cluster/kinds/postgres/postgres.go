@@ -534,11 +534,7 @@ exec postgres -D "$D" "$@"
 func startInContainer(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postgres, error) {
 	const name = "postgres"
 	pv := c.Provider()
-	dir, err := pv.Dir(name)
-	if err != nil {
-		return nil, err
-	}
-	host, err := pv.Host(ctx, name)
+	dir, host, err := c.ServerHome(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -235,11 +235,7 @@ func sentinelSeesReplica(name string, v any) error {
 // monitoring primary, and waits until it answers PING.
 func startSentinel(ctx context.Context, c *cluster.Cluster, bin, name string, primary *Redis) (*Sentinel, error) {
 	pv := c.Provider()
-	dir, err := pv.Dir(name)
-	if err != nil {
-		return nil, err
-	}
-	host, err := pv.Host(ctx, name)
+	dir, host, err := c.ServerHome(ctx, name)
 	if err != nil {
 		return nil, err
 	}

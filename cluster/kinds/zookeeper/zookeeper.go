@@ -197,13 +197,11 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt ZooKeeperOpt
 				return nil, err
 			}
 		}
-		if m.dataDir, err = pv.Dir(name); err != nil {
-			return nil, err
-		}
-		host, err := pv.Host(ctx, name)
+		dir, host, err := c.ServerHome(ctx, name)
 		if err != nil {
 			return nil, err
 		}
+		m.dataDir = dir
 		m.SetAddr(host, client)
 		// Each attempt starts from an empty data directory (Dir's): a
 		// member that knew other peers' ports cannot join new ones.
