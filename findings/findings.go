@@ -63,9 +63,20 @@ type Finding struct {
 	// AgainstClaim is set when the scenario expects the backend valid, as
 	// its library's own claim says: a library row's expectation follows
 	// from the claim and is never changed to match a run (docs/compare.md),
-	// so `compare` shows the cell NOT AS EXPECTED while the finding stands.
-	// Unset, the scenario expects the run invalid, as the finding does.
+	// so `compare` shows the cell NOT AS EXPECTED, naming this finding
+	// (Covers), while the finding stands. Unset, the scenario expects the
+	// run invalid, as the finding does: the row's claim itself concedes it.
 	AgainstClaim bool
+	// Also lists more cells of a matrix or a comparison (scenario and
+	// backend) whose contradiction of the row's claim this finding
+	// explains, beside its own scenario on Backend (see Covers).
+	Also []Cell
+}
+
+// Cell names a matrix's or comparison's cells by scenario and backend (any
+// seed, version and fencing mode).
+type Cell struct {
+	Scenario, Backend string
 }
 
 // registry is every finding, in the order docs/findings.md tells them.
@@ -108,22 +119,26 @@ var registry = []Finding{
 	{
 		ID: "rueidislock-renew-partition", Library: "rueidislock", Module: "github.com/redis/rueidis",
 		Breaks:   "cut off, its context is cancelled ~1s after the key expired: stale holder",
-		Scenario: "renew-partition", Backend: "rueidislock", Seeds: []int64{1, 2, 3},
+		Scenario: "renew-partition", Backend: "rueidislock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also: []Cell{{"renew-partition", "rueidislock-1"}},
 	},
 	{
 		ID: "rueidislock-renew-delay", Library: "rueidislock", Module: "github.com/redis/rueidis",
 		Breaks:   "slow replies: the key expires, its context is cancelled ~1s later: stale holder",
-		Scenario: "renew-delay", Backend: "rueidislock", Seeds: []int64{1, 2, 3},
+		Scenario: "renew-delay", Backend: "rueidislock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also: []Cell{{"renew-delay", "rueidislock-1"}},
 	},
 	{
 		ID: "rueidislock-failover", Library: "rueidislock", Module: "github.com/redis/rueidis",
 		Breaks:   "its Redis down in a failover, the context stays live until a retry reaches the new primary: double grant",
 		Scenario: "rueidislock-failover", File: "rueidislock-failover.yaml", Backend: "rueidislock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also: []Cell{{"failover", "rueidislock"}, {"failover", "rueidislock-1"}},
 	},
 	{
 		ID: "zk-lock-renew-partition", Library: "go-zookeeper zk.Lock", Module: "github.com/go-zookeeper/zk",
 		Breaks:   "never tells the holder its session expired: stale holder",
-		Scenario: "renew-partition", Backend: "zk-lock", Seeds: []int64{1, 2, 3},
+		Scenario: "renew-partition", Backend: "zk-lock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also:     []Cell{{"renew-delay", "zk-lock"}, {"zk-partition", "zk-lock"}},
 		Upstream: "https://github.com/samuel/go-zookeeper/issues/20",
 	},
 	{
@@ -136,6 +151,7 @@ var registry = []Finding{
 		ID: "curator-kill-session", Library: "Apache Curator (ZooKeeper Java client)", Package: "libcurator-recipes-java",
 		Breaks:   "its session closed, the holder hears SUSPENDED 100ms after the drop, while ZooKeeper grants the next at once: double grant",
 		Scenario: "curator-kill-session", File: "curator-kill-session.yaml", Backend: "curator", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also: []Cell{{"kill-session", "curator"}},
 	},
 	{
 		ID: "tooz-redis-renew-delay", Library: "tooz (redis driver)", Package: "python3-tooz",
@@ -172,6 +188,33 @@ func Lookup(id string) (Finding, error) {
 	return Finding{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, id, strings.Join(IDs(), ", "))
 }
 
+// Covers lists the cells of a matrix or comparison whose contradiction
+// of the row's claim the finding explains: its own scenario on its backend
+// (a built-in's; a finding with a file of its own runs a scenario no
+// matrix has) and Also. A finding the row's claim concedes (not
+// AgainstClaim) explains no contradiction: its cells are expected invalid.
+func (f Finding) Covers() []Cell {
+	if !f.AgainstClaim {
+		return nil
+	}
+	var out []Cell
+	if f.File == "" {
+		out = append(out, Cell{f.Scenario, f.Backend})
+	}
+	return append(out, f.Also...)
+}
+
+// Covering returns the id of the finding that explains a contradiction
+// of the row's claim in a cell of scenario on backend, or "".
+func Covering(scenario, backend string) string {
+	for _, f := range registry {
+		if slices.Contains(f.Covers(), Cell{scenario, backend}) {
+			return f.ID
+		}
+	}
+	return ""
+}
+
 // Version is the library's version here: the Go module's as this program
 // was built with it, or the installed Debian package's; "unknown" when
 // neither can be read.
@@ -188,10 +231,10 @@ func (f Finding) Version() string {
 	return "unknown"
 }
 
-// Line is the finding's line of `locktorture list findings`: its id, the
-// library and version, what breaks.
+// Line is the finding's line of `locktorture list findings`: its id, its
+// class (defect, limitation, gap), the library and version, what breaks.
 func (f Finding) Line() string {
-	return f.ID + "\t" + f.Library + " " + f.Version() + "\t" + f.Breaks
+	return f.ID + "\t" + string(f.Class()) + "\t" + f.Library + " " + f.Version() + "\t" + f.Breaks
 }
 
 // Load returns the built-in scenario that reproduces the finding, set to

@@ -1,4 +1,4 @@
-package findings
+package findings_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/findings"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/runner"
@@ -73,7 +74,7 @@ func TestRenewPartitionCatchesStaleHolder(t *testing.T) {
 			if m == nil || m.StaleHolders == 0 || len(m.Violations) == 0 {
 				t.Fatalf("%s: no stale holder: %+v", tc.backend, m)
 			}
-			if s := Signal(ops, m.Violations[0]); !strings.Contains(s, tc.signal) {
+			if s := findings.Signal(ops, m.Violations[0]); !strings.Contains(s, tc.signal) {
 				t.Errorf("%s: signal %q, want %q", tc.backend, s, tc.signal)
 			}
 		})

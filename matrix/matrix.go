@@ -7,6 +7,8 @@
 package matrix
 
 import (
+	"github.com/locktorture/locktorture/findings"
+
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -109,6 +111,11 @@ type Cell struct {
 	// verdict) matches; Why says what differs when it does not.
 	AsExpected bool   `json:"as_expected"`
 	Why        string `json:"why,omitempty"`
+	// KnownFinding names the finding (locktorture list findings) that
+	// explains a cell whose invalid run contradicts the row's claim of
+	// valid: the cell stays NOT AS EXPECTED (the expectation is the claim,
+	// never the finding), and the matrix counts it as known, not new.
+	KnownFinding string `json:"known_finding,omitempty"`
 	// Error is the harness error of a failed run.
 	Error string `json:"error,omitempty"`
 	// Dir is the run's directory relative to the matrix directory, empty
@@ -154,7 +161,9 @@ type Cell struct {
 type Matrix struct {
 	// Kind is always "matrix".
 	Kind string `json:"kind"`
-	// Valid is set when every planned cell ran and came out as expected.
+	// Valid is set when every planned cell ran and came out as expected,
+	// or contradicted its row's claim as a known finding says it does
+	// (Cell.KnownFinding): only something new makes a matrix invalid.
 	Valid bool `json:"valid"`
 	// Started names the matrix (its directory's timestamp, YYYYMMDDTHHMMSS).
 	Started string `json:"started"`
@@ -352,9 +361,11 @@ func (m *Matrix) Finish() {
 	})
 	m.Valid = !m.Interrupted && len(m.Cells) > 0
 	ran := map[CellKey]bool{}
-	for _, c := range m.Cells {
+	for i := range m.Cells {
+		c := &m.Cells[i]
 		ran[c.CellKey] = true
-		if !c.AsExpected {
+		c.KnownFinding = knownFinding(*c)
+		if !c.AsExpected && c.KnownFinding == "" {
 			m.Valid = false
 		}
 	}
@@ -365,6 +376,57 @@ func (m *Matrix) Finish() {
 			}
 		}
 	}
+}
+
+// knownFinding names the finding that explains cell c, when its run
+// contradicts the row's claim as the finding shows: c was expected valid
+// (the claim), came out invalid, and a finding covers its scenario on its
+// backend. "" otherwise: as expected, an error, a missing or unknown run,
+// or a contradiction no finding explains (something new).
+func knownFinding(c Cell) string {
+	if c.AsExpected || c.Verdict != checker.Invalid.String() || c.Expected != checker.Valid.String() {
+		return ""
+	}
+	return findings.Covering(c.Scenario, c.Backend)
+}
+
+// Known counts the cells NOT as expected that a known finding explains
+// (Cell.KnownFinding).
+func (m *Matrix) Known() int {
+	n := 0
+	for _, c := range m.Cells {
+		if !c.AsExpected && c.KnownFinding != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Stale lists the known findings this matrix could have shown — it ran
+// cells that finding covers, each to a verdict — while every one of those
+// cells came out as its row claims: fixed upstream, or no longer shown
+// here. Each is said loudly; the finding belongs in the record's fixed
+// section (docs/findings.md) once repro agrees.
+func (m *Matrix) Stale() []string {
+	ran := map[string]int{}
+	contradicted := map[string]bool{}
+	for _, c := range m.Cells {
+		id := findings.Covering(c.Scenario, c.Backend)
+		if id == "" || (c.Verdict != checker.Valid.String() && c.Verdict != checker.Invalid.String()) || c.Expected != checker.Valid.String() {
+			continue
+		}
+		ran[id]++
+		if !c.AsExpected {
+			contradicted[id] = true
+		}
+	}
+	var out []string
+	for _, id := range findings.IDs() {
+		if ran[id] > 0 && !contradicted[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Counts tallies the cells: as expected, not as expected (a verdict other

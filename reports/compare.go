@@ -362,6 +362,26 @@ func (c compareCell) Expected() (ok, n int) {
 	return ok, len(c.Runs)
 }
 
+// Known names the known findings (Cell.KnownFinding) that explain the
+// cell's runs NOT as expected, each once, in the runs' order.
+func (c compareCell) Known() []string {
+	var ids []string
+	for _, r := range c.Runs {
+		if r.KnownFinding != "" && !slices.Contains(ids, r.KnownFinding) {
+			ids = append(ids, r.KnownFinding)
+		}
+	}
+	return ids
+}
+
+// knownText is " known finding ID" for a cell a known finding explains, or "".
+func (c compareCell) knownText() string {
+	if ids := c.Known(); len(ids) > 0 {
+		return " known finding " + strings.Join(ids, ", ")
+	}
+	return ""
+}
+
 // shortDuration rounds for a table: 0s, 12ms, 1.25s.
 func shortDuration(d time.Duration) string {
 	switch {
@@ -483,7 +503,7 @@ func (c compareCell) Short() string {
 		s += " [either]"
 	}
 	if ok, n := c.Expected(); ok < n {
-		s += fmt.Sprintf(" [NOT AS EXPECTED %d/%d]", n-ok, n)
+		s += fmt.Sprintf(" [NOT AS EXPECTED %d/%d%s]", n-ok, n, c.knownText())
 	}
 	return s
 }

@@ -44,7 +44,7 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 		if ok == n {
 			return fmt.Sprintf("as expected (%d/%d)", ok, n)
 		}
-		return fmt.Sprintf("NOT as expected (%d of %d runs differ)", n-ok, n)
+		return fmt.Sprintf("NOT as expected (%d of %d runs differ)%s", n-ok, n, c.knownText())
 	},
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>locktorture compare {{.M.Started}}</title>
@@ -127,6 +127,9 @@ func comparePNG(m *matrix.Matrix) ([]byte, error) {
 		}
 		if ok, n := c.Expected(); n > 0 && ok < n {
 			out = append(out, fmt.Sprintf("NOT as expected: %d/%d", n-ok, n))
+			if k := c.Known(); len(k) > 0 {
+				out = append(out, wrapWords("known finding "+strings.Join(k, ", "), 30)...)
+			}
 		}
 		if c.NotRun != "" {
 			out = append(out, wrapWords(strings.TrimPrefix(c.NotRun, "not run: "), 30)...)

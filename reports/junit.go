@@ -41,6 +41,9 @@ type (
 		Time      string        `xml:"time,attr"`
 		Failure   *junitMessage `xml:"failure,omitempty"`
 		Error     *junitMessage `xml:"error,omitempty"`
+		// Skipped marks a cell a known finding explains: not a failure
+		// (nothing new), said.
+		Skipped   *junitMessage `xml:"skipped,omitempty"`
 		SystemOut *junitText    `xml:"system-out,omitempty"`
 	}
 	junitMessage struct {
