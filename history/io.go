@@ -358,6 +358,10 @@ type Reader struct {
 	line int
 	long []byte // a line longer than br's buffer, gathered
 	dec  decoder
+	// last is the time of the last op read to the contract, once timed
+	// is set: the next may not be earlier.
+	last  int64
+	timed bool
 }
 
 // readerBuffer is the size of a Reader's buffer.
@@ -423,6 +427,14 @@ func (r *Reader) next(op *Op) (fieldSet, error) {
 			*op = Op{}
 			return 0, fmt.Errorf("history: line %d: %w", r.line, cerr)
 		}
+		if r.Contract {
+			if r.timed && op.Time < r.last {
+				err := backwards(r.line, op.Time, r.last)
+				*op = Op{}
+				return 0, err
+			}
+			r.last, r.timed = op.Time, true
+		}
 		return fields, nil
 	}
 }
@@ -443,6 +455,15 @@ func conformsLine(op *Op, fields fieldSet) error {
 		}
 	}
 	return conform(op)
+}
+
+// backwards is the error of the op on line whose time t is before the
+// time prev of the op before it: time never goes backwards (one clock
+// stamps every op, in the order they happened), and the checkers would
+// misjudge such a history (an ok stamped before its own invoke makes an
+// uncontested acquire look not linearizable).
+func backwards(line int, t, prev int64) error {
+	return fmt.Errorf("history: line %d: %w: time goes backwards (%d after %d): one clock stamps every op, in the order they happened", line, errContract, t, prev)
 }
 
 // readLine returns the next line with its newline, as

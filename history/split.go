@@ -41,12 +41,19 @@ func readSplit(r io.ReaderAt, size, mid int64, contract bool) (ops []Op, ok bool
 	}
 	ops = make([]Op, lines1+lines2)
 	adviseHugePages(ops)
-	var n1, n2 int
-	wg.Go(func() { n1, err1 = readSection(r, 0, cut, 0, ops[:lines1], contract) })
-	n2, err2 = readSection(r, cut, size-cut, lines1, ops[lines1:], contract)
+	var n1, n2, line2 int
+	wg.Go(func() { n1, _, err1 = readSection(r, 0, cut, 0, ops[:lines1], contract) })
+	n2, line2, err2 = readSection(r, cut, size-cut, lines1, ops[lines1:], contract)
 	wg.Wait()
 	if err1 == errMoreLines || err2 == errMoreLines {
 		return nil, false, nil
+	}
+	if contract && err1 == nil && n1 > 0 && n2 > 0 && ops[lines1].Time < ops[n1-1].Time {
+		// Time went backwards where the halves meet: the second half's
+		// first op is where one reader stops.
+		err1 = backwards(line2, ops[lines1].Time, ops[n1-1].Time)
+		clear(ops[n1:])
+		return ops[:n1:n1], true, err1
 	}
 	n := n1
 	if err1 == nil {
@@ -110,25 +117,29 @@ var errMoreLines = errors.New("history: more lines than counted")
 
 // readSection decodes the ops of r's n bytes from off, whose first line is
 // line line+1 of the history, into out (which has room for every line) and
-// returns how many it decoded, stopping at the first error as readAll does.
-func readSection(r io.ReaderAt, off, n int64, line int, out []Op, contract bool) (int, error) {
+// returns how many it decoded and the line of the first, stopping at the
+// first error as readAll does. (Time going backwards from the op before
+// the section is the caller's to see: the section's reader starts afresh.)
+func readSection(r io.ReaderAt, off, n int64, line int, out []Op, contract bool) (done, first int, err error) {
 	rd := newReaderSize(io.NewSectionReader(r, off, n), int(min(readerBuffer, n+1)))
 	rd.Contract, rd.line = contract, line
-	done := 0
 	for {
 		if done == len(out) {
 			// Every line held an op: only the end (or a read error) is left.
 			var op Op
 			if _, err := rd.next(&op); err != io.EOF {
-				return done, errMoreLines
+				return done, first, errMoreLines
 			}
-			return done, nil
+			return done, first, nil
 		}
 		if _, err := rd.next(&out[done]); err != nil {
 			if err == io.EOF {
-				return done, nil
+				return done, first, nil
 			}
-			return done, err
+			return done, first, err
+		}
+		if done == 0 {
+			first = rd.line
 		}
 		done++
 	}

@@ -141,10 +141,12 @@ func (s *pendingSet) first() (n int, first pending) {
 
 // conform checks the rules of the contract that no checker can work around,
 // op by op (the Reader applies them, with the required fields, to every
-// line it reads): the type is one of invoke, ok, fail and info; a client's lock or
-// resource op names its key; a read's, write's or final read's value, when
-// given, is an integer. A history that breaks one is refused: checking it
-// would file ops under the wrong key or drop them in silence.
+// line it reads): the type is one of invoke, ok, fail and info; the time is
+// not below zero; a client's lock or resource op names its key; a read's,
+// write's or final read's value, when given, is an integer. A history that
+// breaks one is refused: checking it would file ops under the wrong key,
+// drop them in silence, or place them before the run began. (The Reader
+// also refuses time going backwards, which takes the op before.)
 func conform(op *Op) error {
 	switch op.Type {
 	case Invoke, OK, Fail, Info:
@@ -155,6 +157,9 @@ func conform(op *Op) error {
 	}
 	if op.F == "" {
 		return fmt.Errorf("%w: no \"f\" (what the op does)", errContract)
+	}
+	if op.Time < 0 {
+		return fmt.Errorf("%w: time %d is below zero (nanoseconds since the run started)", errContract, op.Time)
 	}
 	if op.IsNemesis() || !isClientF(op.F) {
 		return nil

@@ -76,7 +76,9 @@ func ratePNG(ops []history.Op, heading string) ([]byte, error) {
 			b = make([]float64, nb)
 			bins[k] = b
 		}
-		j := min(int(sec(op.Time)/w), nb-1)
+		// An op stamped before 0 (a history that breaks its contract)
+		// counts in the first bin.
+		j := min(max(int(sec(op.Time)/w), 0), nb-1)
 		b[j]++
 		totals[k]++
 	}

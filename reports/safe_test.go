@@ -43,3 +43,40 @@ func TestLatencyIgnoresOpTypesOutsideTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlotsTakeTimesOutsideTheRun: ops stamped below zero (analyze refuses
+// such a history, but a report may be drawn from one read as it is) or
+// far past the rest once indexed the rate plot's bins below zero ("index
+// out of range [-400]"): every plot draws.
+func TestPlotsTakeTimesOutsideTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times []int64
+	}{
+		{"below zero", []int64{-5_000_000_000, -4_000_000_000, 100, 200}},
+		{"the least time", []int64{-1 << 63, -1 << 62, 0, 1}},
+		{"all below zero", []int64{-300, -200, -100, -50}},
+		{"the greatest time", []int64{0, 1, 1<<63 - 2, 1<<63 - 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ops []history.Op
+			for i, at := range tc.times {
+				typ, f := history.Invoke, history.Acquire
+				if i%2 == 1 {
+					typ = history.OK
+				}
+				if i >= 2 {
+					f = history.Release
+				}
+				ops = append(ops, history.Op{Index: int64(i), Time: at, Process: 0, Type: typ, F: f, Key: "k0"})
+			}
+			if _, err := ratePNG(ops, "h"); err != nil {
+				t.Fatalf("rate: %v", err)
+			}
+			res := &checker.Results{Valid: checker.Unknown}
+			if err := WriteRun(context.Background(), t.TempDir(), ops, res, RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -14,7 +14,9 @@ import (
 // that holds nothing to check, is bad input (254) in one line naming it,
 // and nothing is written: a line past the cap (named by its number), a
 // path that is not a regular file (a device, a named pipe with no writer,
-// which would block analyze forever), an empty history.
+// which would block analyze forever), an empty history, a time below zero
+// (once a crash drawing rate.png, exit 255) or going backwards (an ok
+// before its own invoke, once judged not linearizable).
 func TestAnalyzeRefusesWhatItCannotRead(t *testing.T) {
 	const op = `{"index":0,"time":100,"process":0,"type":"invoke","f":"acquire","key":"k0"}` + "\n"
 	long := `{"index":1,"time":2,"process":0,"type":"fail","f":"acquire","key":"k0","error":"` + strings.Repeat("x", history.MaxLineBytes) + `"}` + "\n"
@@ -38,6 +40,8 @@ func TestAnalyzeRefusesWhatItCannotRead(t *testing.T) {
 	pipe := fifo("h.jsonl")
 	pipeInDir := fifo("history.jsonl")
 	empty := file("history.jsonl", "")
+	negative := file("history.jsonl", strings.Replace(op, "100", "-5000000000", 1)+strings.Replace(op, `"index":0,"time":100`, `"index":1,"time":-4000000000`, 1))
+	okFirst := file("history.jsonl", strings.Replace(op, "100", "2000", 1)+`{"index":1,"time":1000,"process":0,"type":"ok","f":"acquire","key":"k0","lease_ms":1000}`+"\n")
 	for _, tc := range []struct {
 		name, path string
 		says       []string
@@ -50,6 +54,8 @@ func TestAnalyzeRefusesWhatItCannotRead(t *testing.T) {
 		{"its directory", filepath.Dir(empty), []string{empty, "holds no op"}},
 		{"blank lines only", file("h.jsonl", "\n\n  \n"), []string{"holds no op"}},
 		{"one line, cut off", file("h.jsonl", op[:30]), []string{"holds no op", "cut off"}},
+		{"a time below zero", negative, []string{negative, "line 1", "time -5000000000 is below zero"}},
+		{"an ok stamped before its invoke", okFirst, []string{okFirst, "line 2", "time goes backwards (1000 after 2000)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := os.Stat(tc.path); err != nil {
