@@ -309,7 +309,12 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 	return out, nil
 }
 
-// ParseShard reads "i/n" (1 <= i <= n).
+// MaxShards is the most shards a plan is split into (--shard i/n): far
+// more machines than any CI gives one matrix, and few enough that
+// splitting, planning and merging stay instant.
+const MaxShards = 1000
+
+// ParseShard reads "i/n" (1 <= i <= n <= MaxShards).
 func ParseShard(s string) (i, n int, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	if ok {
@@ -321,11 +326,23 @@ func ParseShard(s string) (i, n int, err error) {
 	if !ok || err != nil || n < 1 || i < 1 || i > n {
 		return 0, 0, fmt.Errorf("%w: --shard %q: want i/n with 1 <= i <= n, such as 1/2", errPlan, s)
 	}
+	if n > MaxShards {
+		return 0, 0, fmt.Errorf("%w: --shard %q: at most %d shards", errPlan, s, MaxShards)
+	}
 	return i, n, nil
 }
 
+// CheckShards refuses a split into more shards than the plan has cells
+// (a shard would run nothing); shards of 0 or 1 are the whole plan.
+func CheckShards(cells []Planned, shard, n int) error {
+	if n > 1 && n > len(cells) {
+		return fmt.Errorf("%w: --shard %d/%d: the plan has %d cells: at most %d shards", errPlan, shard, n, len(cells), len(cells))
+	}
+	return nil
+}
+
 // Share is the shard-th of n shares of the plan's cells (see Shares): all
-// of them when n is 0 or 1.
+// of them when n is 0 or 1, none when the shard is past the cells.
 func Share(cells []Planned, shard, n int) []Planned {
 	if n <= 1 {
 		return cells
@@ -333,16 +350,23 @@ func Share(cells []Planned, shard, n int) []Planned {
 	if shard < 1 || shard > n {
 		return nil
 	}
-	return Shares(cells, n)[shard-1]
+	shares := Shares(cells, n)
+	if shard > len(shares) {
+		return nil
+	}
+	return shares[shard-1]
 }
 
 // Shares splits the plan's cells into n shares by their estimated time
 // (Estimate), so that shards on n machines end together: the longest cell
 // first, each to the share whose estimate is the smallest so far (the
 // first of equals). Each share keeps the plan's order. The split depends
-// on the plan alone, so every machine computes the same shares.
+// on the plan alone, so every machine computes the same shares. It
+// returns at most one share per cell (at least one share): with more
+// shares asked for than cells, each cell has a share of its own and the
+// shares past the returned ones are empty.
 func Shares(cells []Planned, n int) [][]Planned {
-	n = max(n, 1)
+	n = min(max(n, 1), max(len(cells), 1))
 	order := make([]int, len(cells))
 	for i := range order {
 		order[i] = i

@@ -120,10 +120,17 @@ type MatrixOutcome struct {
 	Notes []string
 }
 
-// planMatrix plans the whole matrix (see matrix.Plan); a bad plan is bad input.
+// planMatrix plans the whole matrix (see matrix.Plan) and checks that
+// its shards, if any, each get a cell; a bad plan is bad input.
 func planMatrix(opt MatrixOptions) (*matrix.Matrix, []matrix.Planned, error) {
+	if opt.Shards > matrix.MaxShards {
+		return nil, nil, fmt.Errorf("%w: shard %d of %d: at most %d shards", ErrBadInput, opt.Shard, opt.Shards, matrix.MaxShards)
+	}
 	m, cells, err := matrix.Plan(matrix.PlanOptions{Scenarios: opt.Scenarios, Backends: opt.Backends, Seeds: opt.Seeds, Overrides: opt.Overrides, Command: opt.Command, Fenced: opt.Compare, OneSeed: opt.OneSeed, Durations: opt.Durations,
 		Versions: opt.Versions, Refuse: func(_ matrix.Version, sc *scenarios.Scenario) string { return refusal(context.Background(), sc) }})
+	if err == nil {
+		err = matrix.CheckShards(cells, opt.Shard, opt.Shards)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
@@ -154,7 +161,8 @@ func PlanMatrix(opt MatrixOptions) (share []matrix.CellKey, skipped []matrix.Ski
 
 // PlanShards returns every shard's share of the matrix (one share when
 // opt.Shards is 0 or 1), as matrix.Shares splits it by estimated time,
-// and the pairs skipped, without running anything.
+// and the pairs skipped, without running anything. More shards than
+// cells (or than matrix.MaxShards) are bad input.
 func PlanShards(opt MatrixOptions) (shares [][]matrix.Planned, skipped []matrix.Skipped, err error) {
 	m, cells, err := planMatrix(opt)
 	if err != nil {
