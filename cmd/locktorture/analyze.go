@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/runner"
 )
 
 // Sizes analyzeMemoryLimit reckons with.
@@ -80,4 +88,58 @@ func historyFile(path string) string {
 		return filepath.Join(path, "history.jsonl")
 	}
 	return path
+}
+
+// analyze is `locktorture analyze`, stopped early when ctx ends (Ctrl-C:
+// cmdAnalyze's signalContext).
+func analyze(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	linTimeout := fs.Duration("linearizable-timeout", 30*time.Second, "time limit for the linearizability checker")
+	checkers := fs.String("checkers", "", "comma-separated checkers to run instead of what the directory's scenario.yaml asks for (mutex, linearizable, fencing, lost-update, stats)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it, redraws\nthe report (index.html, plots) and exits with the verdict's code.\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitBadArgs
+	}
+	warn := func(s string) { fmt.Fprintf(stderr, "locktorture analyze: warning: %s\n", s) }
+	var names []string
+	if *checkers != "" {
+		names = strings.Split(*checkers, ",")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if limit := analyzeMemoryLimit(fs.Arg(0)); limit > 0 {
+			debug.SetMemoryLimit(limit)
+		}
+	}
+	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout, Checkers: names}, warn)
+	if out != nil {
+		printOutcome(stdout, out)
+	}
+	if err != nil && ctx.Err() != nil {
+		return analyzeInterrupted(stderr, out)
+	}
+	if err != nil {
+		return fail(stderr, "analyze", err)
+	}
+	return exitCode(out.Results.Valid)
+}
+
+// analyzeInterrupted says, in one line, that analyze was interrupted
+// (Ctrl-C) and what it left: the verdict printed and in results.json, the
+// report cut short; or nothing. It returns the exit code, 255.
+func analyzeInterrupted(stderr io.Writer, out *runner.Outcome) int {
+	if out != nil && out.Results != nil {
+		fmt.Fprintf(stderr, "locktorture analyze: interrupted while drawing the report: the verdict above is in %s; redraw the report with: locktorture report %s\n",
+			filepath.Join(out.Dir, "results.json"), out.Dir)
+		return exitHarness
+	}
+	fmt.Fprintln(stderr, "locktorture analyze: interrupted before its verdict: nothing written")
+	return exitHarness
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +63,32 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		if code != 254 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%q: exit %d, stderr %q; want 254 and one line", args, code, stderr)
 		}
+	}
+}
+
+// TestAnalyzeInterrupted: Ctrl-C (the command's context ending) is
+// "interrupted", exit 255, in one line — never Go's "context canceled" —
+// and an analyze stopped before its verdict writes no results.json.
+func TestAnalyzeInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	hist := `{"index":0,"time":100,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":200,"process":0,"type":"ok","f":"acquire","key":"k0","lease_ms":1000}
+`
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := analyze(ctx, []string{dir}, &stdout, &stderr)
+	if code != exitHarness {
+		t.Errorf("exit %d, want 255", code)
+	}
+	line := strings.TrimSpace(stderr.String())
+	if !strings.Contains(line, "locktorture analyze: interrupted") || strings.Contains(line, "context canceled") || strings.Contains(line, "\n") {
+		t.Errorf("stderr %q: want one line saying it was interrupted", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.json")); err == nil {
+		t.Errorf("an interrupted analyze wrote results.json")
 	}
 }

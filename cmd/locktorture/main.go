@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -379,41 +378,9 @@ func exitCode(v checker.Validity) int {
 }
 
 func cmdAnalyze(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	linTimeout := fs.Duration("linearizable-timeout", 30*time.Second, "time limit for the linearizability checker")
-	checkers := fs.String("checkers", "", "comma-separated checkers to run instead of what the directory's scenario.yaml asks for (mutex, linearizable, fencing, lost-update, stats)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: locktorture analyze [flags] PATH\n\nRe-checks a stored history with no servers. PATH is a run directory, a directory\nholding history.jsonl, or the file itself. Writes results.json beside it, redraws\nthe report (index.html, plots) and exits with the verdict's code.\n\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, stderr); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitBadArgs
-	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	warn := func(s string) { fmt.Fprintf(stderr, "locktorture analyze: warning: %s\n", s) }
-	var names []string
-	if *checkers != "" {
-		names = strings.Split(*checkers, ",")
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		if limit := analyzeMemoryLimit(fs.Arg(0)); limit > 0 {
-			debug.SetMemoryLimit(limit)
-		}
-	}
-	out, err := runner.Analyze(ctx, fs.Arg(0), runner.Options{LinearizableTimeout: *linTimeout, Checkers: names}, warn)
-	if out != nil {
-		printOutcome(stdout, out)
-	}
-	if err != nil {
-		return fail(stderr, "analyze", err)
-	}
-	return exitCode(out.Results.Valid)
+	return analyze(ctx, args, stdout, stderr)
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
