@@ -221,6 +221,9 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 			}
 		}
 	}
+	if err := userRowsRun(m, selected, cells); err != nil {
+		return nil, nil, err
+	}
 	if len(cells) == 0 {
 		why := ""
 		if len(m.Skipped) > 0 {
@@ -229,6 +232,24 @@ func Plan(opt PlanOptions) (m *Matrix, cells []Planned, err error) {
 		return nil, nil, fmt.Errorf("%w: no scenario applies to the backends chosen%s", errPlan, why)
 	}
 	return m, cells, nil
+}
+
+// userRowsRun refuses a plan where a program of the user's (compare
+// --exec, locktest.Compare) has no cell: a row asked for that runs
+// nothing would leave its row "not run" and the matrix as expected. The
+// error names the row and why its first pair was skipped.
+func userRowsRun(m *Matrix, selected []string, cells []Planned) error {
+	for _, b := range selected {
+		if !backends.IsUserProgram(b) || slices.ContainsFunc(cells, func(c Planned) bool { return c.Key.Backend == b }) {
+			continue
+		}
+		why := "no scenario asked for takes it"
+		if i := slices.IndexFunc(m.Skipped, func(s Skipped) bool { return s.Backend == b }); i >= 0 {
+			why = m.Skipped[i].Scenario + ": " + m.Skipped[i].Why
+		}
+		return fmt.Errorf("%w: the row %.40q has no cell in the plan (%s)", errPlan, b, why)
+	}
+	return nil
 }
 
 // fencedMode is the fencing mode of a comparison's fenced cells.

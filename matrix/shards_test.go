@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -61,5 +62,24 @@ func TestParseShardBounds(t *testing.T) {
 		if err != nil && (!strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("ParseShard(%q): %q, want one line saying %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestPlanUserRowWithNoCell: a program of the user's as a row that no
+// scenario asked for can take (its name unfit for the store) is a bad
+// plan naming the row and why, never a row silently not run.
+func TestPlanUserRowWithNoCell(t *testing.T) {
+	name := strings.Repeat("a", 101)
+	remove, err := backends.RegisterUserProgram(name, []string{"/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	_, _, err = Plan(PlanOptions{Scenarios: []string{"baseline", "pause"}, Backends: []string{"redis-token", name}, Fenced: true})
+	if err == nil || !strings.Contains(err.Error(), "has no cell in the plan") || !strings.Contains(err.Error(), "101 characters") {
+		t.Errorf("a user's row with no cell: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), name) {
+		t.Errorf("the error quotes the whole 101-character name: %v", err)
 	}
 }

@@ -33,6 +33,10 @@ func TestCompareExecFlag(t *testing.T) {
 		{"exec's own name", []string{"--exec", "exec=/bin/true"}, `"exec" is a built-in backend`},
 		{"name twice", []string{"--exec", "mine=/bin/true", "--exec", "mine=/bin/false"}, `"mine" given twice`},
 		{"name with a slash", []string{"--exec", "a/b=/bin/true"}, "letters, digits"},
+		{"name with a space", []string{"--exec", "my row=/bin/true"}, "letters, digits"},
+		{"name over 100 characters", []string{"--exec", strings.Repeat("a", 101) + "=/bin/true"}, "at most 100 characters, not 101"},
+		{"built-in name in other case", []string{"--exec", "Redis-Token=/bin/true"}, `only in case from the built-in backend "redis-token"`},
+		{"name twice in other case", []string{"--exec", "mine=/bin/true", "--exec", "MINE=/bin/false"}, `"MINE" given twice`},
 		{"command not found", []string{"--exec", "mine=/no/such/program --flag"}, "/no/such/program"},
 		{"command not on PATH", []string{"--exec", "mine=no-such-program-xyz"}, "no-such-program-xyz"},
 		{"unbalanced quote", []string{"--exec", "mine=/bin/echo 'half"}, "unbalanced"},
@@ -62,6 +66,12 @@ func TestCompareExecFlag(t *testing.T) {
 	outb, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitBadArgs || !strings.Contains(string(outb), "want NAME='COMMAND ARGS'") {
 		t.Errorf("binary: %v\n%s", err, outb)
+	}
+
+	// A name of 100 characters is a name.
+	long := strings.Repeat("b", 100)
+	if code, out, stderr := runCLI(t, "compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1", "--plan", "--exec", long+"=/bin/true"); code != exitValid || !strings.Contains(out, "pause / "+long+" (seed 1)") {
+		t.Errorf("a 100-character name: exit %d\n%s\n%s", code, out, stderr)
 	}
 
 	// A good one: the row is planned over the families, --backends still

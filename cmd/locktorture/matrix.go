@@ -495,12 +495,16 @@ type execRow struct {
 // rowName is what a row of the user's may be called.
 var rowName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// maxRowName bounds a row's name: it names a directory of the store, as a
+// backend's does (a scenario's backend: is at most 100 characters).
+const maxRowName = 100
+
 // parseExecRows checks compare's --exec values: NAME='COMMAND ARGS', the
 // name new and plain, the command split as a shell splits it and found.
 // An error is one line, after "--exec ".
 func parseExecRows(values []string) ([]execRow, error) {
 	var rows []execRow
-	seen := map[string]bool{}
+	seen := map[string]string{} // the names given, by their lower case
 	for _, v := range values {
 		name, line, ok := strings.Cut(v, "=")
 		if !ok {
@@ -510,15 +514,24 @@ func parseExecRows(values []string) ([]execRow, error) {
 		switch {
 		case name == "":
 			return nil, fmt.Errorf("%q: empty name: want NAME='COMMAND ARGS'", v)
+		case len(name) > maxRowName:
+			return nil, fmt.Errorf("%.20q...: a row's name is at most %d characters, not %d", name, maxRowName, len(name))
 		case !rowName.MatchString(name):
 			return nil, fmt.Errorf("%q: a row's name is letters, digits, '.', '_' and '-', not %q", v, name)
-		case seen[name]:
-			return nil, fmt.Errorf("%s: %q given twice", name, name)
+		case seen[strings.ToLower(name)] != "":
+			return nil, fmt.Errorf("%s: %q given twice (as %q)", name, name, seen[strings.ToLower(name)])
 		}
 		if _, _, err := backends.Lookup(name); err == nil {
 			return nil, fmt.Errorf("%s: %q is a built-in backend: name your row otherwise", name, name)
 		}
-		seen[name] = true
+		for _, b := range backends.Names() {
+			if strings.EqualFold(b, name) {
+				// Its runs' directories and its row would be told from the
+				// built-in's by case alone (one and the same on some disks).
+				return nil, fmt.Errorf("%s: %q differs only in case from the built-in backend %q: name your row otherwise", name, name, b)
+			}
+		}
+		seen[strings.ToLower(name)] = name
 		argv, err := scenarios.SplitCommand(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)
