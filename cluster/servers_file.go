@@ -77,7 +77,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 		}
 		k, ok := LookupKind(key.Value)
 		if !ok {
-			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container, username, password, password_env, tls)", key.Line, key.Value, strings.Join(ServersFileKeys(), ", "))
+			return fmt.Errorf("line %d: unknown field %s (servers files take %s; a server takes addr, dsn, control, container, username, password, password_env, tls)", key.Line, RedactDSN(key.Value), strings.Join(ServersFileKeys(), ", "))
 		}
 		if _, dup := f.Servers[k.Name]; dup {
 			return fmt.Errorf("line %d: %s is named twice", key.Line, k.Name)
@@ -164,8 +164,11 @@ func (a *AuthEntry) resolve(dir string) error {
 	out := &Auth{Username: a.Username}
 	if env != "" {
 		v, ok := os.LookupEnv(env)
-		if !ok || v == "" {
+		if !ok {
 			return fmt.Errorf("environment variable %s is not set (it holds the password)", env)
+		}
+		if v == "" {
+			return fmt.Errorf("environment variable %s is set but empty (it holds the password)", env)
 		}
 		secret.Register(v)
 		out.Password, out.PasswordEnv = v, env
@@ -273,10 +276,19 @@ func LoadServersFile(path string) (*ServersFile, error) {
 // parseServersFile reads a servers file from data; source names it in errors.
 func parseServersFile(data []byte, source string) (*ServersFile, error) {
 	bad := func(line int, format string, a ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), ErrServersFile, fmt.Sprintf(format, a...))
+		// What a value is quoted with has its password masked already
+		// (RedactDSN); any other secret the file holds is masked here.
+		return fmt.Errorf("%s:%d: %w: %s", source, max(line, 1), ErrServersFile, secret.Redact(fmt.Sprintf(format, a...)))
 	}
 	if len(data) > 1<<20 {
 		return nil, bad(1, "the file is over the 1 MiB limit")
+	}
+	// Every password the file holds is a secret before any of it is
+	// checked: a value refused, or a server that does not answer, is
+	// quoted with its password masked.
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) == nil {
+		registerPasswords(&root)
 	}
 	var f ServersFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -296,7 +308,7 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 		if m := regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)").FindStringSubmatch(msg); m != nil {
 			got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
 			if m[2] != "" {
-				got = strconv.Quote(m[2])
+				got = strconv.Quote(RedactDSN(fullValue(&root, line, m[2])))
 			}
 			want := "a server (host:port, or a mapping with addr:)"
 			if strings.HasPrefix(m[3], "[]") {
@@ -327,22 +339,30 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 				return bad(e.line, "%s: %v", kind, err)
 			}
 		default:
-			_, port, err := net.SplitHostPort(a)
-			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-				return bad(e.line, "%s: %q is not host:port (a port is a number from 1 to 65535)", kind, a)
+			if strings.Contains(a, "@") {
+				return bad(e.line, "%s: %q is not host:port (a user and password go in username and password_env, not in the address)", kind, RedactDSN(a))
+			}
+			host, port, err := net.SplitHostPort(a)
+			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, "/ \t") {
+				return bad(e.line, "%s: %q is not host:port (a port is a number from 1 to 65535)", kind, RedactDSN(a))
+			}
+		}
+		if k.DSN {
+			if err := checkDSNPorts(a); err != nil {
+				return bad(e.line, "%s: %q: %v", kind, RedactDSN(a), err)
 			}
 		}
 		switch e.Control {
 		case "":
 			if e.Container != "" {
-				return bad(e.line, "%s %s names a container but no control (write control: docker)", kind, a)
+				return bad(e.line, "%s %s names a container but no control (write control: docker)", kind, RedactDSN(a))
 			}
 		case "docker":
 			if e.Container == "" {
-				return bad(e.line, "%s %s: control: docker needs container: NAME", kind, a)
+				return bad(e.line, "%s %s: control: docker needs container: NAME", kind, RedactDSN(a))
 			}
 		default:
-			return bad(e.line, "%s %s: unknown control %q (docker)", kind, a, e.Control)
+			return bad(e.line, "%s %s: unknown control %q (docker)", kind, RedactDSN(a), e.Control)
 		}
 		if err := e.resolve(dir); err != nil {
 			return bad(e.line, "%s %s: %v", kind, RedactDSN(a), err)
@@ -360,7 +380,7 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 				return nil, err
 			}
 			if l, dup := seen[e.address()]; dup {
-				return nil, bad(e.line, "%s is named twice (first at line %d)", e.address(), l)
+				return nil, bad(e.line, "%s is named twice (first at line %d)", RedactDSN(e.address()), l)
 			}
 			seen[e.address()] = e.line
 		}
@@ -495,16 +515,129 @@ func (f *ServersFile) Uncontrolled(kinds []string, sentinel bool) []string {
 	return out
 }
 
-// RedactDSN hides a DSN's password.
-func RedactDSN(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+// RedactDSN hides the password a server's address or DSN carries, in
+// any form (a URL's user info or query password=, libpq's key=value
+// password=, user:password@tcp(host)/db, user:password@host:port), as
+// xxxxx: the rest is left as written.
+func RedactDSN(s string) string { return secret.RedactDSN(s, "xxxxx") }
+
+// registerPasswords makes a secret (secret.Register) every password a
+// servers file's YAML holds: in any value that is a DSN or address
+// (secret.DSNPasswords), and a password key's value written in the file
+// rather than by reference (which the file's check then refuses).
+func registerPasswords(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		for _, pw := range secret.DSNPasswords(n.Value) {
+			secret.Register(pw)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			registerPasswords(k)
+			switch {
+			case k.Value == "password" && v.Kind == yaml.ScalarNode && !envRef.MatchString(v.Value):
+				secret.Register(v.Value)
+			case !notAddress[k.Value]:
+				registerPasswords(v)
+			}
+		}
+	default:
+		for _, c := range n.Content {
+			registerPasswords(c)
+		}
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+}
+
+// notAddress are the keys of a servers file whose values are no address
+// (a user's name such as me@example is not a password).
+var notAddress = map[string]bool{"username": true, "password_env": true, "master": true, "control": true, "container": true, "tls": true}
+
+// fullValue is the whole of a scalar YAML quotes cut short in an error
+// ("u:passw..."): the first scalar of root at line that starts as quoted
+// does (quoted itself when none is found).
+func fullValue(root *yaml.Node, line int, quoted string) string {
+	prefix, cut := strings.CutSuffix(quoted, "...")
+	if !cut {
+		return quoted
 	}
-	return u.String()
+	var found string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if found != "" {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && n.Line == line && strings.HasPrefix(n.Value, prefix) {
+			found = n.Value
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	if found == "" {
+		return quoted
+	}
+	return found
+}
+
+// checkDSNPorts says what is wrong with the ports of a DSN (a URL): each
+// host's port, when given, is a number from 1 to 65535.
+func checkDSNPorts(dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil // the kind's own check says what is wrong
+	}
+	for _, h := range strings.Split(u.Host, ",") {
+		_, port, err := net.SplitHostPort(h)
+		if err != nil {
+			continue // no port: the kind's default
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %s is not a number from 1 to 65535", port)
+		}
+	}
+	return nil
+}
+
+// checkError is a server check's error as it is printed: its text with
+// the passwords masked, on one line; errors.Is and As see what it wraps.
+type checkError struct {
+	text string
+	err  error
+}
+
+func (e *checkError) Error() string { return e.text }
+func (e *checkError) Unwrap() error { return e.err }
+
+// redactCheck masks in err's text the passwords of the addresses given
+// (wherever the address is quoted) and every secret, and puts the lines
+// of what a server said (a driver's several attempts) on one.
+func redactCheck(err error, addrs ...string) error {
+	text := err.Error()
+	for _, a := range addrs {
+		if r := RedactDSN(a); r != a {
+			text = strings.ReplaceAll(text, a, r)
+		}
+	}
+	text = secret.Redact(text)
+	var b strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return &checkError{text: b.String(), err: err}
 }
 
 // Check asks every server the file names for the kinds a run needs
@@ -533,7 +666,7 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		}
 		for _, e := range Endpoints(es) {
 			if err := k.Check(ctx, e); err != nil {
-				return fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, RedactDSN(e.Addr), err)
+				return redactCheck(fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, RedactDSN(e.Addr), err), e.Addr)
 			}
 		}
 	}
@@ -548,7 +681,9 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
 	if k, ok := LookupKind(redisKind); ok && k.CheckSentinel != nil {
-		return k.CheckSentinel(ctx, Endpoints(s.Addrs), s.Master, s.PrimaryAuth())
+		if err := k.CheckSentinel(ctx, Endpoints(s.Addrs), s.Master, s.PrimaryAuth()); err != nil {
+			return redactCheck(err, append(addrs(s.Addrs), addrs(s.Servers)...)...)
+		}
 	}
 	return nil
 }

@@ -640,7 +640,7 @@ func init() {
 		CheckAddr: func(a string) error {
 			u, err := url.Parse(a)
 			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:5432/database)", a)
+				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:5432/database)", cluster.RedactDSN(a))
 			}
 			return nil
 		},
