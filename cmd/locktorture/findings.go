@@ -11,6 +11,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/findings"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/atomicfile"
 	"github.com/locktorture/locktorture/internal/shell"
 	"github.com/locktorture/locktorture/runner"
 )
@@ -32,8 +33,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	store := fs.String("store", "store", "store `DIR` for the run")
 	seed := fs.Int64("seed", 0, "random seed (default: the finding's first)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
+	report := fs.Bool("report", false, "when it reproduces, write an issue text ready to file upstream ("+reportFile+" in the run's directory) and print its path")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: locktorture repro ID [--store DIR] [--seed N]\n\nRuns a finding (locktorture list findings; docs/findings.md) once against real\nservers. Exit 1 when it reproduces, 0 when it no longer does, 2 when the run\ncould not decide, 254 for an unknown id, 255 when the harness failed.\n\n")
+		fmt.Fprintf(stderr, "Usage: locktorture repro ID [--store DIR] [--seed N] [--report]\n\nRuns a finding (locktorture list findings; docs/findings.md) once against real\nservers. Exit 1 when it reproduces, 0 when it no longer does, 2 when the run\ncould not decide, 254 for an unknown id, 255 when the harness failed.\nWith --report, a run that reproduces writes %s in its directory: the\nissue text for the library's maintainers (docs/findings.md).\n\n", reportFile)
 		fs.PrintDefaults()
 	}
 	// The id may come before or after the flags.
@@ -72,7 +74,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		opt.Log = stderr
 	}
-	fmt.Fprintf(stdout, "finding %s: %s %s — %s\n", f.ID, f.Library, f.Version(), f.Breaks)
+	fmt.Fprintf(stdout, "finding %s (%s): %s %s — %s\n", f.ID, f.Class(), f.Library, f.Version(), f.Breaks)
 	if p := f.ScenarioPath(); p != "" {
 		// The finding's own file (from the repository's root).
 		fmt.Fprintf(stdout, "run:      locktorture run --scenario-file %s --seed %d\n", p, sc.Seed)
@@ -90,22 +92,52 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	switch out.Results.Valid {
 	case checker.Invalid:
 		fmt.Fprintf(stdout, "finding %s: REPRODUCED (seed %d)\n", f.ID, sc.Seed)
+		ops := readOps(filepath.Join(out.Dir, "history.jsonl"))
 		if m := out.Results.Checkers.Mutex; m != nil && len(m.Violations) > 0 {
 			ov := m.Violations[0]
 			fmt.Fprintf(stdout, "first violation: %s\n", ov.Description)
 			if ov.Kind != checker.StaleHolder {
 				// A double grant: both leases were valid, no signal was due.
-			} else if s := findings.Signal(readOps(filepath.Join(out.Dir, "history.jsonl")), ov); s != "" {
+			} else if s := findings.Signal(ops, ov); s != "" {
 				fmt.Fprintf(stdout, "signal:   %s\n", s)
 			}
+		}
+		if *report {
+			p, err := writeReport(f, out, ops, sc.Seed, opt.Command)
+			if err != nil {
+				fmt.Fprintf(stderr, "locktorture repro: --report: %v\n", err)
+				return exitHarness
+			}
+			fmt.Fprintf(stdout, "issue:    %s\n", p)
 		}
 		return exitInvalid
 	case checker.Valid:
 		fmt.Fprintf(stdout, "finding %s: no longer reproduces (seed %d): the run is valid — has the library changed? (docs/findings.md)\n", f.ID, sc.Seed)
+		if *report {
+			fmt.Fprintln(stdout, "issue:    none written: there is nothing to report when it does not reproduce")
+		}
 		return exitValid
 	}
 	fmt.Fprintf(stdout, "finding %s: undecided (seed %d): the run's verdict is unknown\n", f.ID, sc.Seed)
 	return exitUnknown
+}
+
+// reportFile is the issue text repro --report writes in the run's directory.
+const reportFile = "issue.md"
+
+// writeReport writes the finding's issue text for the run out into the
+// run's directory and returns its path.
+func writeReport(f findings.Finding, out *runner.Outcome, ops []history.Op, seed int64, command string) (string, error) {
+	in := findings.ReportInput{Results: out.Results, Ops: ops, Seed: seed, Command: command, Version: f.Version()}
+	if r := out.Results; r != nil && r.Library != nil && r.Library.Version != "" {
+		in.Version = r.Library.Version
+	}
+	in.FirstVersion, in.Bisect = findings.FirstVersion(f.ID)
+	p := filepath.Join(out.Dir, reportFile)
+	if err := atomicfile.Write(p, []byte(f.Report(in))); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 func fencingFlag(mode string) string {

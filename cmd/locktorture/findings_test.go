@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -25,6 +26,9 @@ func TestListFindings(t *testing.T) {
 		if len(fields) == 0 || fields[0] != f.ID {
 			t.Errorf("line %d %q: want id %s first", i, lines[i], f.ID)
 			continue
+		}
+		if c := string(f.Class()); len(fields) < 2 || fields[1] != c || (c != "defect" && c != "limitation" && c != "gap") {
+			t.Errorf("line %q: want its class %q second (defect, limitation or gap)", lines[i], c)
 		}
 		v := f.Version()
 		if v == "" || v == "unknown" && f.Module != "" {
@@ -51,13 +55,28 @@ func TestReproExitCodes(t *testing.T) {
 		t.Errorf("unknown id: the known ones are not listed: %s", errOut)
 	}
 	requireRedis(t)
-	code, out, errOut := runCLI(t, "repro", "redlock-clock-jump", "--store", t.TempDir(), "--quiet")
+	store := t.TempDir()
+	code, out, errOut := runCLI(t, "repro", "redlock-clock-jump", "--store", store, "--quiet", "--report")
 	if code != exitInvalid {
 		t.Fatalf("exit %d, want 1 (reproduced):\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"finding redlock-clock-jump: REPRODUCED (seed 1)", "first violation: process", "double grant", "repeat:   locktorture repro redlock-clock-jump --seed 1"} {
+	for _, want := range []string{"finding redlock-clock-jump (limitation): ", "finding redlock-clock-jump: REPRODUCED (seed 1)", "first violation: process", "double grant", "repeat:   locktorture repro redlock-clock-jump --seed 1", "issue:    " + store} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// --report: the issue text, in the run's directory, with the upstream
+	// words quoted, the numbers, the command and the servers' versions.
+	_, p, _ := strings.Cut(out, "issue:    ")
+	p, _, _ = strings.Cut(p, "\n")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	f, _ := findings.Lookup("redlock-clock-jump")
+	for _, want := range []string{"# redsync (Redlock) v", "Class: limitation", "> " + f.Evidence().Words, f.Evidence().Source, "the run is **invalid**", "double grant", "locktorture repro redlock-clock-jump --seed 1", "## Servers", "redis-a", "7.0"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q:\n%s", want, b)
 		}
 	}
 }
