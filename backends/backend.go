@@ -94,7 +94,9 @@ type ClientEnv struct {
 	// its own (a lease watchdog) must wait on it before each step.
 	Gate *clientsim.Gate
 	// History records the process's ops; a watchdog records its extend
-	// ops through it (Invoke waits while another op is outstanding).
+	// ops through it with InvokeBackground (which waits while the
+	// process's own op is outstanding; the process's next op never waits
+	// for an extend, but ends it as info when it is still open).
 	History *history.Proc
 	// Clock is the process's own clock: lease arithmetic reads it, never
 	// time.Now, so a clock nemesis can skew it.

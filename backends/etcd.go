@@ -325,12 +325,12 @@ func (c *etcdClient) keepalive(s *etcdSession) {
 			return
 		}
 		key := c.heldKey()
-		recorded := false
+		var ext *history.BackgroundOp // the extend op, in the background (see history.Proc)
 		if key != "" && c.hist != nil {
-			if _, err := c.hist.Invoke(c.ctx, history.Op{F: history.Extend, Key: key}); err != nil {
+			var err error
+			if ext, err = c.hist.InvokeBackground(c.ctx, history.Op{F: history.Extend, Key: key}); err != nil {
 				return // closing
 			}
-			recorded = true
 		}
 		sent := c.clock.Now()
 		ctx, cancel := context.WithTimeout(c.ctx, c.opTimeout)
@@ -354,8 +354,10 @@ func (c *etcdClient) keepalive(s *etcdSession) {
 				s.markLost()
 			}
 		}
-		if recorded {
-			if _, err := c.hist.Complete(done); err != nil {
+		if ext != nil {
+			// A completion after the client went on is not recorded (the
+			// history has the extend as info); the keepalive goes on.
+			if _, err := ext.Complete(done); err != nil && !errors.Is(err, history.ErrSuperseded) {
 				return
 			}
 		}

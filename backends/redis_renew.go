@@ -135,19 +135,21 @@ func (c *redisRenewClient) watch(ctx context.Context, key, token string, lost ch
 		if c.env.Gate.Sleep(ctx, every) != nil {
 			return
 		}
-		// The extend is one of the process's ops: it waits until the
-		// client's own op (if any) completes.
-		if _, err := c.env.History.Invoke(ctx, history.Op{Type: history.Invoke, F: history.Extend, Key: key}); err != nil {
+		// The extend is one of the process's ops, in the background: it
+		// waits until the client's own op (if any) completes, but the
+		// client's next op never waits for it (see history.Proc).
+		ext, err := c.env.History.InvokeBackground(ctx, history.Op{F: history.Extend, Key: key})
+		if err != nil {
 			return
 		}
 		// A pause may have begun while we waited to record: a paused
 		// process sends nothing.
 		if err := c.env.Gate.Wait(ctx); err != nil {
-			_, _ = c.env.History.Complete(history.Op{Type: history.Fail, F: history.Extend, Key: key, Error: "watchdog stopped before sending"})
+			_, _ = ext.Complete(history.Op{Type: history.Fail, F: history.Extend, Key: key, Error: "watchdog stopped before sending"})
 			return
 		}
 		start := c.env.Clock.Now()
-		err := c.extend(ctx, key, token)
+		err = c.extend(ctx, key, token)
 		done := history.Op{Type: Outcome(err), F: history.Extend, Key: key}
 		if err == nil {
 			done.LeaseMS = history.Int64(leaseLeft(c.env.Clock, c.ttl, start).Milliseconds())
@@ -157,7 +159,10 @@ func (c *redisRenewClient) watch(ctx context.Context, key, token string, lost ch
 				done.Error = "timeout: " + done.Error
 			}
 		}
-		if _, rerr := c.env.History.Complete(done); rerr != nil {
+		// A completion after the client went on is not recorded (the
+		// history has the extend as info): the watchdog goes on by what
+		// it learned all the same.
+		if _, rerr := ext.Complete(done); rerr != nil && !errors.Is(rerr, history.ErrSuperseded) {
 			err = errors.Join(err, rerr)
 		}
 		if err != nil {

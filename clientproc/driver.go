@@ -58,10 +58,12 @@ type child struct {
 	closing   bool
 	signalled bool // the harness killed it: its exit is expected
 
-	events  chan Message
-	fatal   error
-	fatalCh chan struct{}
-	once    sync.Once
+	events     chan Message
+	eventsDone chan struct{} // closed when handleEvents has recorded its last
+	closeSent  time.Time     // when shutdown asked the child to close
+	fatal      error
+	fatalCh    chan struct{}
+	once       sync.Once
 
 	tag            string        // its ownerEnv value
 	stdout, stderr *os.File      // the read ends of its pipes
@@ -266,13 +268,35 @@ func (c *child) deliver(m Message) error {
 	return fmt.Errorf("%w: a reply to id %d, which no request outstanding has", errProtocol, id)
 }
 
+// openExtend is an extend the child invoked and has not completed.
+type openExtend struct {
+	op   *history.BackgroundOp
+	wall time.Time // when it was invoked, by the wall clock
+}
+
 // handleEvents records the child's extend events as the process's extend
-// ops and closes a grant's Lost channel on a lost event, in order.
+// ops and closes a grant's Lost channel on a lost event, in order. An
+// extend is recorded in the background (history.Proc.InvokeBackground):
+// the process's next op never waits for it, but ends it as info if it is
+// still open then, and its late completion is dropped (said in run.log).
+// Extends the child never completed are named in the run's warnings.
 func (c *child) handleEvents() {
-	open := "" // the key of an extend invoked and not yet completed
-	complete := func(op history.Op) {
-		_, _ = c.hist.Complete(op)
-		open = ""
+	defer close(c.eventsDone)
+	var open *openExtend
+	var never []history.Op // invokes of extends the child never completed
+	// abandon ends the open extend, which the child will not complete:
+	// as info with why, unless the process went on first (info already).
+	abandon := func(why string, named bool) {
+		if _, _, superseded := open.op.Superseded(); !superseded {
+			_, _ = open.op.Complete(history.Op{Type: history.Info, F: history.Extend, Key: open.op.Invoked().Key, Error: why})
+		}
+		inv := open.op.Invoked()
+		if named {
+			never = append(never, inv)
+		} else {
+			c.l.logf("%s's extend of %s, invoked at %s into the run, was still open when the client was closed: info in the history", c.name(), inv.Key, runTime(inv.Time))
+		}
+		open = nil
 	}
 	for m := range c.events {
 		switch m.Event {
@@ -281,25 +305,34 @@ func (c *child) handleEvents() {
 				continue
 			}
 			if m.Phase == "invoke" {
-				if open != "" {
-					complete(history.Op{Type: history.Info, F: history.Extend, Key: open, Error: "the client invoked another extend before completing this one"})
+				if open != nil {
+					abandon("the client invoked another extend before completing this one", true)
 				}
-				if _, err := c.hist.Invoke(c.l.ctx, history.Op{F: history.Extend, Key: m.Key}); err != nil {
+				b, err := c.hist.InvokeBackground(c.l.ctx, history.Op{F: history.Extend, Key: m.Key})
+				if err != nil {
 					continue
 				}
-				open = m.Key
+				open = &openExtend{op: b, wall: time.Now()}
 				continue
 			}
-			if open == "" { // a completion with no invoke: record both
-				if _, err := c.hist.Invoke(c.l.ctx, history.Op{F: history.Extend, Key: m.Key}); err != nil {
+			if open == nil { // a completion with no invoke: record both
+				b, err := c.hist.InvokeBackground(c.l.ctx, history.Op{F: history.Extend, Key: m.Key})
+				if err != nil {
 					continue
 				}
+				open = &openExtend{op: b, wall: time.Now()}
 			}
 			op := history.Op{Type: history.Type(m.Type), F: history.Extend, Key: m.Key, Error: m.Error}
 			if m.Type == TypeOK && m.LeaseMS != nil {
 				op.LeaseMS = history.Int64(*m.LeaseMS)
 			}
-			complete(op)
+			if late, err := open.op.Complete(op); errors.Is(err, history.ErrSuperseded) {
+				inv := open.op.Invoked()
+				by, at, _ := open.op.Superseded()
+				c.l.logf("%s's extend of %s, invoked at %s into the run, came back %s at %s, after the client went on to its %s at %s: not recorded (the history has it as info from then)",
+					c.name(), inv.Key, runTime(inv.Time), op.Type, runTime(late.Time), by, runTime(at))
+			}
+			open = nil
 		case EventLost:
 			c.mu.Lock()
 			ch := c.lost[m.Key]
@@ -310,10 +343,25 @@ func (c *child) handleEvents() {
 			}
 		}
 	}
-	if open != "" {
-		complete(history.Op{Type: history.Info, F: history.Extend, Key: open, Error: "the client process ended"})
+	if open != nil {
+		// The child ended with it open: named when it had its request
+		// timeout, before it was asked to close, to complete it.
+		c.mu.Lock()
+		closeSent := c.closeSent
+		c.mu.Unlock()
+		named := closeSent.IsZero() || closeSent.Sub(open.wall) >= c.l.opt.Timeout
+		abandon("the client process ended", named)
+	}
+	if len(never) > 0 {
+		first := never[0]
+		c.l.warn("%s never completed %d extend(s) it invoked (the first: its extend of %s, invoked at %s into the run): each is info in the history from when the client went on, or ended; an adapter reports every renewal's outcome, even one that comes after the release (docs/client-protocol.md)",
+			c.name(), len(never), first.Key, runTime(first.Time))
 	}
 }
+
+// runTime writes a history time (nanoseconds since the run started) in
+// seconds.
+func runTime(ns int64) string { return fmt.Sprintf("%.3fs", time.Duration(ns).Seconds()) }
 
 // write sends one line to the child.
 func (c *child) write(v any) error {
@@ -534,7 +582,7 @@ func (c *child) Close() error { return nil }
 // kills whatever is left.
 func (c *child) shutdown() {
 	c.mu.Lock()
-	c.closing = true
+	c.closing, c.closeSent = true, time.Now()
 	c.mu.Unlock()
 	if c.err() == nil {
 		// A paused child cannot answer: it is resumed first (the run is over).

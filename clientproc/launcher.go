@@ -64,6 +64,9 @@ type Options struct {
 	// harness does not count. A child that answers neither close nor a
 	// request that timed out before it is wedged too.
 	ReplyGrace time.Duration
+	// Logf, when set, is told what the run's log should say of the
+	// clients besides warnings (an extend's outcome that came too late).
+	Logf func(format string, args ...any)
 	// logCap caps each client's log (zero: logCap).
 	logCap int64
 }
@@ -134,6 +137,13 @@ func (l *Launcher) warn(format string, args ...any) {
 	l.warnMu.Lock()
 	defer l.warnMu.Unlock()
 	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
+}
+
+// logf says a line in the run's log (Options.Logf).
+func (l *Launcher) logf(format string, args ...any) {
+	if l.opt.Logf != nil {
+		l.opt.Logf(format, args...)
+	}
 }
 
 // Warnings are what the run should be told besides its verdict: processes
@@ -277,7 +287,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	c := &child{l: l, p: p, logPath: logPath, cmd: cmd, stdin: stdin, given: given, auth: auth, tag: tag,
 		gate: procs.Gates[p], clock: procs.Clocks[p], hist: procs.History[p],
 		abandoned: map[int64]bool{}, lost: map[string]chan struct{}{},
-		events: make(chan Message, 1024), fatalCh: make(chan struct{}), exited: make(chan struct{}),
+		events: make(chan Message, 1024), eventsDone: make(chan struct{}), fatalCh: make(chan struct{}), exited: make(chan struct{}),
 		readDone: make(chan struct{}), logDone: make(chan struct{}), done: make(chan struct{}),
 		stdout: outR, stderr: errR, log: newCapLog(logf, l.opt.logCap),
 		nextID: -1}
@@ -413,6 +423,13 @@ func (l *Launcher) close() {
 	}
 	wg.Wait()
 	l.cancel()
+	// Each child's last events are recorded before the history goes on
+	// (a bounded wait: its output has ended, and nothing waits on ctx).
+	for _, c := range l.children {
+		if c != nil {
+			<-c.eventsDone
+		}
+	}
 	if l.authDir != "" {
 		_ = os.RemoveAll(l.authDir)
 	}

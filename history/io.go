@@ -217,34 +217,109 @@ func (r *Recorder) keepOp(op Op) {
 }
 
 // Proc records the ops of one client process and keeps the history's rule
-// that a process has at most one op outstanding: Invoke waits while another
-// op of the process (its lease watchdog's extend, say) is outstanding, until
-// that op completes.
+// that a process has at most one op outstanding. The process's own ops
+// (Invoke, Instant) come one at a time, each waiting for the one before.
+// An op its lock runs in the background — a watchdog's or an adapter's
+// extend, recorded with InvokeBackground — is one of the process's ops
+// too, but it never holds the process's own work back: when the process
+// goes on (its next Invoke or Instant) while a background op is still
+// open, that op is completed then as info (its outcome unknown: a lease it
+// renewed is not counted) and its completion, when it comes, is not
+// recorded (BackgroundOp.Complete returns ErrSuperseded).
 type Proc struct {
-	r   *Recorder
-	id  int
-	sem chan struct{}
+	r  *Recorder
+	id int
+
+	mu   sync.Mutex
+	busy bool          // an op is outstanding
+	bg   *BackgroundOp // that op, when it is a background one
+	free chan struct{} // closed when the outstanding op completes
+}
+
+// ErrSuperseded is returned (wrapped) by BackgroundOp.Complete when the
+// process went on before the op completed: the history has it as info
+// from that moment, and this completion is not recorded.
+var ErrSuperseded = errors.New("history: the process went on before this completion, which is not recorded")
+
+// BackgroundOp is an op its process's lock runs in the background (an
+// extend), open from InvokeBackground until Complete or until the process
+// goes on (see Proc).
+type BackgroundOp struct {
+	p       *Proc
+	invoked Op
+	// set under p.mu when the process went on first
+	superseded bool
+	by         string // the f of the process's op that went on
+	at         int64  // when: the time of the info completion
 }
 
 // Proc returns the recorder of client process id. Call it once per process
 // and share the result among the process's goroutines.
 func (r *Recorder) Proc(id int) *Proc {
-	return &Proc{r: r, id: id, sem: make(chan struct{}, 1)}
+	return &Proc{r: r, id: id}
+}
+
+// SupersededError is the info completion's error of a background op still
+// open when its process went on to an op f.
+func SupersededError(f string) string {
+	return fmt.Sprintf("still open when the holder went on to its %s: outcome unknown (a completion after this is not recorded)", f)
+}
+
+// take makes the process's op f the outstanding one, first waiting (or
+// until ctx ends) for an outstanding op of the process's own; a background
+// op still open is completed now as info instead (see Proc).
+func (p *Proc) take(ctx context.Context, f string) error {
+	for {
+		p.mu.Lock()
+		if !p.busy {
+			p.busy, p.free = true, make(chan struct{})
+			p.mu.Unlock()
+			return nil
+		}
+		if b := p.bg; b != nil {
+			// The process goes on: the background op ends here, unknown.
+			done := Op{Process: p.id, Type: Info, F: b.invoked.F, Key: b.invoked.Key, Error: SupersededError(f)}
+			rec, err := p.r.Record(done)
+			b.superseded, b.by, b.at = true, f, rec.Time
+			p.bg = nil // the slot stays taken: it is the process's op's now
+			p.mu.Unlock()
+			if err != nil {
+				p.give()
+			}
+			return err
+		}
+		ch := p.free
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// give frees the process's slot.
+func (p *Proc) give() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy {
+		p.busy, p.bg = false, nil
+		close(p.free)
+	}
 }
 
 // Invoke records op as the process's invocation, first waiting (or until
-// ctx ends) for its outstanding op to complete. Every successful Invoke
+// ctx ends) for its own outstanding op to complete; a background op still
+// open is completed as info first (see Proc). Every successful Invoke
 // must be followed by one Complete.
 func (p *Proc) Invoke(ctx context.Context, op Op) (Op, error) {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return op, ctx.Err()
+	if err := p.take(ctx, op.F); err != nil {
+		return op, err
 	}
 	op.Process, op.Type = p.id, Invoke
 	done, err := p.r.Record(op)
 	if err != nil {
-		<-p.sem
+		p.give()
 	}
 	return done, err
 }
@@ -257,10 +332,12 @@ func (p *Proc) Complete(op Op) (Op, error) {
 		op.Type = Info
 	}
 	done, err := p.r.Record(op)
-	select {
-	case <-p.sem:
-	default:
+	p.mu.Lock()
+	if p.busy && p.bg == nil {
+		p.busy = false
+		close(p.free)
 	}
+	p.mu.Unlock()
 	return done, err
 }
 
@@ -268,16 +345,84 @@ func (p *Proc) Complete(op Op) (Op, error) {
 // same time (a lost op), first waiting (or until ctx ends) for the
 // process's outstanding op to complete, as Invoke does. It returns the ok.
 func (p *Proc) Instant(ctx context.Context, op Op) (Op, error) {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return op, ctx.Err()
+	if err := p.take(ctx, op.F); err != nil {
+		return op, err
 	}
-	defer func() { <-p.sem }()
+	defer p.give()
 	op.Process = p.id
 	inv, done := op, op
 	inv.Type, done.Type = Invoke, OK
 	return p.r.recordPair(inv, done)
+}
+
+// InvokeBackground records op as the invocation of an op the process's
+// lock runs in the background (an extend), once no other op of the
+// process is outstanding (waiting until then, or until ctx ends). The
+// returned op must be completed by its Complete; the process's own next
+// op may end it first (see Proc).
+func (p *Proc) InvokeBackground(ctx context.Context, op Op) (*BackgroundOp, error) {
+	for {
+		p.mu.Lock()
+		if !p.busy {
+			break
+		}
+		ch := p.free
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer p.mu.Unlock()
+	op.Process, op.Type = p.id, Invoke
+	// Recorded with p.mu held: the process's next op cannot end it before
+	// its invoke is in the history.
+	rec, err := p.r.Record(op)
+	if err != nil {
+		return nil, err
+	}
+	b := &BackgroundOp{p: p, invoked: rec}
+	p.busy, p.bg, p.free = true, b, make(chan struct{})
+	return b, nil
+}
+
+// Invoked is the op's invocation as recorded.
+func (b *BackgroundOp) Invoked() Op { return b.invoked }
+
+// Superseded reports whether the process went on while the op was open:
+// the f of the op it went on to, and the time of the op's info completion.
+func (b *BackgroundOp) Superseded() (by string, at int64, ok bool) {
+	b.p.mu.Lock()
+	defer b.p.mu.Unlock()
+	return b.by, b.at, b.superseded
+}
+
+// Complete records op (ok, fail or info) as the completion of b — unless
+// the process went on first: then nothing is recorded, and the error
+// wraps ErrSuperseded (the returned op is op stamped with the time it
+// came, for the caller's log).
+func (b *BackgroundOp) Complete(op Op) (Op, error) {
+	p := b.p
+	op.Process = p.id
+	if op.Type == Invoke || op.Type == "" {
+		op.Type = Info
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.superseded {
+		op.Time = p.r.Now()
+		return op, fmt.Errorf("%w (its %s began at %s)", ErrSuperseded, b.by, time.Duration(b.at))
+	}
+	if p.bg != b {
+		// Completed already: a second completion is not recorded either.
+		op.Time = p.r.Now()
+		return op, fmt.Errorf("%w (it was completed already)", ErrSuperseded)
+	}
+	done, err := p.r.Record(op)
+	p.busy, p.bg = false, nil
+	close(p.free)
+	return done, err
 }
 
 // Len returns the number of ops recorded so far.

@@ -134,7 +134,8 @@ func (c *inprocClient) Close() error { return c.lock.Close() }
 func (c *inprocClient) extended(key string, lease time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	if _, ierr := c.ce.History.Invoke(ctx, history.Op{F: history.Extend, Key: key}); ierr != nil {
+	ext, ierr := c.ce.History.InvokeBackground(ctx, history.Op{F: history.Extend, Key: key})
+	if ierr != nil {
 		return
 	}
 	op := history.Op{Type: backends.Outcome(harnessErr(err)), F: history.Extend, Key: key}
@@ -143,7 +144,7 @@ func (c *inprocClient) extended(key string, lease time.Duration, err error) {
 	} else if lease > 0 {
 		op.LeaseMS = history.Int64(lease.Milliseconds())
 	}
-	_, _ = c.ce.History.Complete(op)
+	_, _ = ext.Complete(op)
 }
 
 func (c *inprocClient) lostKey(key string) {

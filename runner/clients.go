@@ -31,7 +31,7 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	if !sc.ProcessClients() {
 		return nil
 	}
-	opt := clientproc.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend)}
+	opt := clientproc.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend), Logf: r.lg.Printf}
 	if sc.Backend == scenarios.ExecBackend {
 		cmd, err := clients.Resolve(sc.Exec.Command, r.dir)
 		if err != nil {
