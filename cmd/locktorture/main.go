@@ -61,6 +61,8 @@ Usage:
   locktorture list     backends|scenarios|nemeses|packages|findings
   locktorture repro    ID [--store DIR] [--seed N]
                                    run a finding (docs/findings.md): exit 1 when it reproduces, 0 when it no longer does
+  locktorture bisect   ID [--versions FROM..TO] [--seeds N] [--store DIR]
+                                   the first version of a finding's Go library at which it reproduces (docs/bisect.md)
   locktorture compose  [--dir DIR] [--image KIND=REF]
                                    write docker-compose.yml and compose.servers.yaml: a standing cluster of every kind
   locktorture COMMAND --help
@@ -102,13 +104,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdShrink(args[1:], stdout, stderr)
 	case "repro":
 		return cmdRepro(args[1:], stdout, stderr)
+	case "bisect":
+		return cmdBisect(args[1:], stdout, stderr)
 	case "compose":
 		return cmdCompose(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, repro, client-check, compose)\n", args[0])
+	fmt.Fprintf(stderr, "locktorture: unknown command %q (run, analyze, list, matrix, compare, merge, report, shrink, repro, bisect, client-check, compose)\n", args[0])
 	return exitBadArgs
 }
 
