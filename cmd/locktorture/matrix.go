@@ -118,7 +118,7 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 	f.store = fs.String("store", "store", "store `DIR` for the runs and store/matrix/<timestamp>/")
 	f.quiet = fs.Bool("quiet", false, "no progress; print only the table")
 	f.duration = fs.Duration("duration", 0, "override every scenario's client run time (quick checks; expectations may then not hold)")
-	f.linTimeout = fs.Duration("linearizable-timeout", 0, "time limit for the linearizability checker in each run (default 30s)")
+	f.linTimeout = fs.Duration("linearizable-timeout", 0, "time limit (above 0) for the linearizability checker in each run (default 30s)")
 	f.plan = fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
 	f.parallel = new(int)
 	*f.parallel = defaultParallel

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,55 @@ func TestShardCountBounded(t *testing.T) {
 	// As many shards as cells is fine.
 	if code, out, stderr := runCLI(t, append(matrixArgs, "--shard", "2/2", "--plan")...); code != exitValid || !strings.Contains(out, "shard 2/2: 1 cell") {
 		t.Errorf("--shard 2/2 of 2 cells: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestLinearizableTimeoutPositive: --linearizable-timeout of zero or
+// less (analyze, matrix, compare) is one line naming the flag and exit
+// 254, before anything is read or runs; it was silently the 30 s
+// default.
+func TestLinearizableTimeoutPositive(t *testing.T) {
+	const hist = `{"index":0,"time":100,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":200,"process":0,"type":"ok","f":"acquire","key":"k0"}
+{"index":2,"time":300,"process":0,"type":"invoke","f":"release","key":"k0"}
+{"index":3,"time":400,"process":0,"type":"ok","f":"release","key":"k0"}
+`
+	store := t.TempDir()
+	for _, cmd := range [][]string{
+		{"analyze"},
+		{"matrix", "--scenarios", "baseline", "--backends", "mutex", "--plan", "--store", store},
+		{"compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1", "--plan", "--store", store},
+	} {
+		for _, v := range []string{"-5s", "0", "0s", "-1ns"} {
+			t.Run(cmd[0]+" "+v, func(t *testing.T) {
+				args := append(append([]string(nil), cmd...), "--linearizable-timeout", v)
+				var h string
+				if cmd[0] == "analyze" {
+					h = writeFile(t, "history.jsonl", hist)
+					args = append(args, h)
+				}
+				code, out, stderr := runCLI(t, args...)
+				if code != exitBadArgs {
+					t.Fatalf("exit %d, want %d\n%s\n%s", code, exitBadArgs, out, stderr)
+				}
+				oneLine(t, stderr, "locktorture "+cmd[0]+": ", "-linearizable-timeout")
+				if !strings.Contains(stderr, "more than 0") {
+					t.Errorf("stderr does not say the limit must be more than 0: %s", stderr)
+				}
+				if h != "" {
+					if ents, _ := os.ReadDir(filepath.Dir(h)); len(ents) != 1 {
+						t.Errorf("a refused analyze wrote beside the history: %v", ents)
+					}
+				}
+			})
+		}
+	}
+	// A positive limit is taken.
+	h := writeFile(t, "history.jsonl", hist)
+	if code, out, stderr := runCLI(t, "analyze", "--linearizable-timeout", "2s", h); code != exitValid {
+		t.Errorf("analyze --linearizable-timeout 2s: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, "matrix", "--scenarios", "baseline", "--backends", "mutex", "--plan", "--linearizable-timeout", "1m"); code != exitValid {
+		t.Errorf("matrix --linearizable-timeout 1m: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
