@@ -2,13 +2,10 @@ package locktest
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/matrix"
-	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -65,38 +62,8 @@ type expectation struct {
 }
 
 // pastLease names the scripted fault that can leave a client holding a
-// lock whose lease has run out — a pause, or replies delayed, outlasting
-// the scenario's lease — ("" when none).
-//
-// certain says whether the fault must make a stale holder: a pause
-// triggered on a step inside the critical section (on: acquire, read or
-// write) freezes a holder, while a pause at a time (at:) finds the client
-// holding the lock or not, and a delayed grant makes a stale holder only
-// when another client asks for the lock at the right moment. A pause at
-// the run's start (before any grant: the delay family holds client 1 back
-// so) or after a release freezes no holder and is passed over. A fault
-// that must make one is named before one that may.
-func pastLease(sc *scenarios.Scenario) (fault string, certain bool) {
-	ttl := sc.TTL.D()
-	for _, s := range sc.Nemesis.Script {
-		if s.Fault == "pause" && s.For.D() > ttl && slices.Contains(holdingEvents, s.On) {
-			return fmt.Sprintf("a %s pause", s.For.D()), true
-		}
-	}
-	for _, s := range sc.Nemesis.Script {
-		if s.Fault == "pause" && s.For.D() > ttl && s.On == "" && s.At.D() > 0 {
-			return fmt.Sprintf("a %s pause", s.For.D()), false
-		}
-		if p, ok := s.Params.(*nemesis.LatencyParams); ok && s.Fault == "latency" && p.Latency.D() > ttl && p.Topology != "members" {
-			return fmt.Sprintf("a %s delay of a client's traffic", p.Latency.D()), false
-		}
-	}
-	return "", false
-}
-
-// holdingEvents are the steps after which a client holds the lock: a pause
-// triggered on one freezes a holder.
-var holdingEvents = []string{history.Acquire, history.Read, history.Write}
+// lock whose lease has run out, and whether it must (Scenario.PastLease).
+func pastLease(sc *scenarios.Scenario) (fault string, certain bool) { return sc.PastLease() }
 
 // claimExpectation maps a claim onto the checkers' verdicts for sc.
 func claimExpectation(c Claim, sc *scenarios.Scenario) expectation {
