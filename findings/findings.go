@@ -1,8 +1,13 @@
-// Package findings is locktorture's track record: each finding is a
-// library (or a setup teams adopt) doing what its own documentation says it
-// does not, shown by a built-in scenario run against one backend. The
-// registry is the one list `locktorture list findings`, `locktorture repro`,
-// `make findings` and docs/findings.md agree on (a test checks the docs).
+// Package findings is locktorture's track record: each finding is a run of
+// one lock (a library, or a setup teams adopt) in which two clients held
+// the lock at once, or an update was lost, told against upstream's own
+// words (findings/evidence.go): a defect when the library's documentation
+// promises the opposite, a limitation when the library's or its server's
+// documentation warns of it, a gap when the API gives the holder no way to
+// know and the documentation says nothing. The registry is the one list
+// `locktorture list findings`, `locktorture repro`, `make findings`, the
+// matrix's known findings and docs/findings.md agree on (tests check the
+// docs' headings, classes and quotes).
 //
 // A finding reproduces when its run is invalid: the checkers found two
 // holders of one lock at once (or a lost update). The day a run of it comes
@@ -58,14 +63,16 @@ type Finding struct {
 	// repro's default.
 	Seeds []int64
 	// Upstream links the upstream report (or the documentation that
-	// warns of it); empty when none was found.
+	// warns of it); empty when none was found. Evidence has them all.
 	Upstream string
 	// AgainstClaim is set when the scenario expects the backend valid, as
 	// its library's own claim says: a library row's expectation follows
 	// from the claim and is never changed to match a run (docs/compare.md),
 	// so `compare` shows the cell NOT AS EXPECTED, naming this finding
-	// (Covers), while the finding stands. Unset, the scenario expects the
-	// run invalid, as the finding does: the row's claim itself concedes it.
+	// (Covers), while the finding stands. Every defect and gap is; a
+	// limitation is not: the row's claim itself concedes it (it quotes the
+	// warning), and the scenario expects the run invalid, as the finding
+	// does.
 	AgainstClaim bool
 	// Also lists more cells of a matrix or a comparison (scenario and
 	// backend) whose contradiction of the row's claim this finding
@@ -79,42 +86,16 @@ type Cell struct {
 	Scenario, Backend string
 }
 
-// registry is every finding, in the order docs/findings.md tells them.
+// registry is every finding, in the order docs/findings.md tells them:
+// grouped by class (defects, limitations, gaps; findings/evidence.go), the
+// order otherwise of no significance.
 var registry = []Finding{
+	// Defects.
 	{
 		ID: "etcd-22082", Library: "etcd client/v3 concurrency.Mutex", Module: "go.etcd.io/etcd/client/v3",
 		Breaks:   "a retried Unlock deletes the same session's newer lock: double grant",
-		Scenario: "retry-release", Backend: "etcd-concurrency", Seeds: []int64{1, 2, 3},
+		Scenario: "retry-release", Backend: "etcd-concurrency", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 		Upstream: "https://github.com/etcd-io/etcd/issues/22082",
-	},
-	{
-		ID: "redlock-clock-jump", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
-		Breaks:   "a server's clock jump expires one of the majority's keys: double grant",
-		Scenario: "redlock-clock-jump", Backend: "redsync", Seeds: []int64{1, 2, 3},
-		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
-	},
-	{
-		ID: "redlock-restart", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
-		Breaks:   "a server restarted without persistence forgets the lock: double grant",
-		Scenario: "redlock-restart", Backend: "redsync", Seeds: []int64{1, 2, 3},
-		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
-	},
-	{
-		ID: "sentinel-failover", Library: "Redis Sentinel + SET NX PX", Package: "redis-server",
-		Breaks:   "a failover promotes a replica that never got the lock: double grant",
-		Scenario: "failover", Backend: "redis-token", Seeds: []int64{1, 2, 3},
-		Upstream: "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
-	},
-	{
-		ID: "pgbouncer-advisory", Library: "PgBouncer transaction pool + pg advisory lock", Package: "pgbouncer",
-		Breaks:   "a session advisory lock stays on a pooled server connection: two holders",
-		Scenario: "pg-bouncer-transaction", Backend: "pg-advisory", Seeds: []int64{1, 2, 3},
-		Upstream: "https://www.pgbouncer.org/features.html",
-	},
-	{
-		ID: "redis-fenced-failover", Library: "redis-fenced INCR token over Sentinel", Package: "redis-server",
-		Breaks:   "the token counter fails over too: the same token twice, fencing cannot tell",
-		Scenario: "failover", Backend: "redis-fenced", Fencing: "writes", Seeds: []int64{1, 2, 3},
 	},
 	{
 		ID: "rueidislock-renew-partition", Library: "rueidislock", Module: "github.com/redis/rueidis",
@@ -135,6 +116,49 @@ var registry = []Finding{
 		Also: []Cell{{"failover", "rueidislock"}, {"failover", "rueidislock-1"}},
 	},
 	{
+		ID: "curator-kill-session", Library: "Apache Curator (ZooKeeper Java client)", Package: "libcurator-recipes-java",
+		Breaks:   "its session closed, the holder hears SUSPENDED 100ms after the drop, while ZooKeeper grants the next at once: double grant",
+		Scenario: "curator-kill-session", File: "curator-kill-session.yaml", Backend: "curator", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		Also: []Cell{{"kill-session", "curator"}},
+	},
+	// Limitations.
+	{
+		ID: "redlock-clock-jump", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
+		Breaks:   "a server's clock jump expires one of the majority's keys: double grant",
+		Scenario: "redlock-clock-jump", Backend: "redsync", Seeds: []int64{1, 2, 3},
+		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+	},
+	{
+		ID: "redlock-restart", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
+		Breaks:   "a server restarted without persistence forgets the lock: double grant",
+		Scenario: "redlock-restart", Backend: "redsync", Seeds: []int64{1, 2, 3},
+		Upstream: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+	},
+	{
+		ID: "sentinel-failover", Library: "Redis Sentinel + SET NX PX", Package: "redis-server",
+		Breaks:   "a failover promotes a replica that never got the lock: double grant",
+		Scenario: "failover", Backend: "redis-token", Seeds: []int64{1, 2, 3},
+		Upstream: "https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/",
+	},
+	{
+		ID: "redis-fenced-failover", Library: "redis-fenced INCR token over Sentinel", Package: "redis-server",
+		Breaks:   "the token counter fails over too: the same token twice, fencing cannot tell",
+		Scenario: "failover", Backend: "redis-fenced", Fencing: "writes", Seeds: []int64{1, 2, 3},
+	},
+	{
+		ID: "pgbouncer-advisory", Library: "PgBouncer transaction pool + pg advisory lock", Package: "pgbouncer",
+		Breaks:   "a session advisory lock stays on a pooled server connection: two holders",
+		Scenario: "pg-bouncer-transaction", Backend: "pg-advisory", Seeds: []int64{1, 2, 3},
+		Upstream: "https://www.pgbouncer.org/features.html",
+	},
+	{
+		ID: "tooz-redis-renew-delay", Library: "tooz (redis driver)", Package: "python3-tooz",
+		Breaks:   "slow replies: the heartbeat lets the lock's key expire, the failed reacquire is only logged: stale holder",
+		Scenario: "renew-delay", Backend: "tooz-redis", Seeds: []int64{1, 2, 3},
+		Upstream: "https://opendev.org/openstack/tooz/src/tag/3.1.0/doc/source/user/drivers.rst",
+	},
+	// Gaps.
+	{
 		ID: "zk-lock-renew-partition", Library: "go-zookeeper zk.Lock", Module: "github.com/go-zookeeper/zk",
 		Breaks:   "never tells the holder its session expired: stale holder",
 		Scenario: "renew-partition", Backend: "zk-lock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
@@ -146,17 +170,6 @@ var registry = []Finding{
 		Breaks:   "its session closed, the holder is told nothing while ZooKeeper grants the next: double grant",
 		Scenario: "kill-session", Backend: "zk-lock", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 		Upstream: "https://github.com/samuel/go-zookeeper/issues/20",
-	},
-	{
-		ID: "curator-kill-session", Library: "Apache Curator (ZooKeeper Java client)", Package: "libcurator-recipes-java",
-		Breaks:   "its session closed, the holder hears SUSPENDED 100ms after the drop, while ZooKeeper grants the next at once: double grant",
-		Scenario: "curator-kill-session", File: "curator-kill-session.yaml", Backend: "curator", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
-		Also: []Cell{{"kill-session", "curator"}},
-	},
-	{
-		ID: "tooz-redis-renew-delay", Library: "tooz (redis driver)", Package: "python3-tooz",
-		Breaks:   "slow replies: the heartbeat lets the lock's key expire, the failed reacquire is only logged: stale holder",
-		Scenario: "renew-delay", Backend: "tooz-redis", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 	},
 }
 
