@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -28,8 +29,13 @@ type Program struct {
 	// their own servers with TLS (security: tls) unless told otherwise.
 	TLS bool
 	// User is set for a program of the user's (compare --exec NAME=...):
-	// the harness knows nothing of its lock, so it states no claim.
+	// the harness knows nothing of its lock but what the user claims.
 	User bool
+	// Claim is what a program of the user's claims of its lock
+	// (--exec-claim: safe, stale-holder-possible, like:BACKEND), its cells
+	// judged against it; empty: no claim, its verdicts reported, never
+	// judged.
+	Claim string
 	// Prepare, when set, readies the adapter before a run's clients start
 	// (curator compiles its Java source, once, into a cache): it runs when
 	// the row's servers are started, with no open request's 10 s waiting
@@ -96,41 +102,87 @@ func IsUserProgram(name string) bool {
 // redis-server, as backend exec's default.
 var UserProgramKinds = []string{"redis"}
 
+// UserRow is a program of the user's as a row of a comparison (compare
+// --exec NAME='COMMAND ARGS', --exec-servers, --exec-claim;
+// locktest.Compare).
+type UserRow struct {
+	// Name is the row's name; Command the program and its arguments.
+	Name    string
+	Command []string
+	// Servers are the servers it gets, one entry per server
+	// ("redis", "redis", "redis", "redis", "redis" for a Redlock over five;
+	// ParseServers reads "redis*5"); empty: UserProgramKinds.
+	Servers []string
+	// Claim is its claim (Program.Claim), empty for none.
+	Claim string
+}
+
 // RegisterUserProgram registers a program of the user's as a row named
-// name (compare --exec NAME='COMMAND ARGS', locktest.Compare): its clients
-// are command's processes, speaking the client protocol; its servers one
-// of each of kinds, or with none given one redis-server
-// (UserProgramKinds, as backend exec's default); it is taken as a lease
-// lock, able to run over Sentinel when it runs over Redis, as backend exec
-// is; it names no library (the harness cannot know one). It fails when
-// name is taken. The returned function removes the row again, for a row
-// lives as long as the command that named it.
+// name over the given kinds of server, one of each (UserProgramKinds when
+// none), with no claim: RegisterUserRow with those.
 func RegisterUserProgram(name string, command []string, kinds ...string) (remove func(), err error) {
+	return RegisterUserRow(UserRow{Name: name, Command: command, Servers: kinds})
+}
+
+// RegisterUserRow registers a program of the user's as a row: its clients
+// run its command, one process each; its servers are r.Servers (one
+// redis-server when none, as backend exec's default); it is taken as a
+// lease lock, able to run over Sentinel when it runs over Redis, as
+// backend exec is; a renewing one, so the renew families plan a cell for
+// it (a program that announces no extend ability is then not run there,
+// with the reason); it names no library (the harness cannot know one). It
+// fails when the name is taken. The returned function removes the row
+// again, for a row lives as long as the command that named it.
+func RegisterUserRow(r UserRow) (remove func(), err error) {
+	name, command := r.Name, r.Command
 	if _, _, err := Lookup(name); err == nil {
 		return nil, fmt.Errorf("backends: %q is already a backend", name)
 	}
 	if len(command) == 0 {
 		return nil, fmt.Errorf("backends: %s: no command", name)
 	}
-	servers := strings.Join(kinds, ", ")
-	if len(kinds) == 0 {
-		kinds, servers = UserProgramKinds, "1 redis-server"
+	servers := r.Servers
+	if len(servers) == 0 {
+		servers = UserProgramKinds
+	}
+	var kinds []string
+	counts := map[string]int{}
+	for _, k := range servers {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+		counts[k]++
+	}
+	var said []string
+	for _, k := range kinds {
+		said = append(said, fmt.Sprintf("%d %s", counts[k], k))
+		if counts[k] == 1 {
+			delete(counts, k)
+		}
+	}
+	if len(counts) == 0 {
+		counts = nil
 	}
 	info := Info{
 		Name:        name,
 		Description: "a program of the user's, speaking the client protocol: " + shell.Join(command),
-		Servers:     servers,
-		Kinds:       slices.Clone(kinds),
+		Servers:     strings.Join(said, ", "),
+		Kinds:       kinds,
+		Counts:      counts,
 		Lease:       true,
-		Sentinel:    slices.Contains(kinds, "redis"),
+		// Over Sentinel only as one Redis (a Redlock's five are five).
+		Sentinel: slices.Contains(kinds, "redis") && counts["redis"] == 0,
+		Renews:   true,
 	}
 	programsMu.Lock()
-	programs[name] = Program{Command: slices.Clone(command), User: true}
+	programs[name] = Program{Command: slices.Clone(command), User: true, Claim: r.Claim}
 	programsMu.Unlock()
 	Register(info, func(ctx context.Context, env Env) (Backend, error) {
 		for _, k := range info.Kinds {
-			if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
-				return nil, fmt.Errorf("backends: %s: %w", info.Name, err)
+			for range max(info.Counts[k], 1) {
+				if err := env.Cluster.StartKind(ctx, k, env.Servers); err != nil {
+					return nil, fmt.Errorf("backends: %s: %w", info.Name, err)
+				}
 			}
 		}
 		return programBackend{name: info.Name}, nil
@@ -141,6 +193,33 @@ func RegisterUserProgram(name string, command []string, kinds ...string) (remove
 		delete(programs, name)
 		programsMu.Unlock()
 	}, nil
+}
+
+// ParseServers reads a program's servers as --exec-servers gives them:
+// kinds separated by commas, each with an optional count, "redis*5,postgres"
+// — one entry per server. known lists the kinds there are.
+func ParseServers(s string, known []string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		kind, count, hasCount := strings.Cut(part, "*")
+		n := 1
+		if hasCount {
+			v, err := strconv.Atoi(strings.TrimSpace(count))
+			if err != nil || v < 1 || v > 9 {
+				return nil, fmt.Errorf("%q: want KIND or KIND*N with N from 1 to 9", part)
+			}
+			n = v
+		}
+		kind = strings.TrimSpace(kind)
+		if !slices.Contains(known, kind) {
+			return nil, fmt.Errorf("%q: unknown kind of server (known: %s)", kind, strings.Join(known, ", "))
+		}
+		for range n {
+			out = append(out, kind)
+		}
+	}
+	return out, nil
 }
 
 // Package is a Debian package a backend's clients need (a program row's
@@ -178,3 +257,16 @@ func (b programBackend) Client(ctx context.Context, c ClientEnv) (Client, error)
 }
 
 func (programBackend) Close() error { return nil }
+
+// ServerList lists the backend's servers one entry per server, as
+// --exec-servers and exec.servers give them ("redis", "redis", ... for
+// five).
+func (i Info) ServerList() []string {
+	var out []string
+	for _, k := range i.Kinds {
+		for range max(i.Counts[k], 1) {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -319,10 +319,19 @@ func planPair(opt PlanOptions, src scenarioSource, base *scenarios.Scenario, b, 
 			key := CellKey{Scenario: base.Name, Backend: b, Seed: seed, Fencing: fencing, Version: v.Name}
 			p := Planned{Key: key, Scenario: sc, Source: src.args, Expect: sc.Expected(b), LockFree: info.LockFree, Kinds: info.ServerKinds(), Version: v, Args: args}
 			if prog, ok := backends.ProgramOf(b); ok && prog.User {
-				// A program of the user's states no claim: its verdict is
-				// reported, never judged; run repeats it with --exec.
+				// A program of the user's is judged against its claim
+				// (--exec-claim); with none, or one that says nothing of
+				// this scenario (like:BACKEND where BACKEND is not run),
+				// its verdict is reported, never judged. run repeats it
+				// with --exec and its servers.
 				p.Expect = scenarios.Expectation{Valid: NoClaim}
+				if e, ok := sc.ClaimExpectation(prog.Claim); prog.Claim != "" && ok {
+					p.Expect = e
+				}
 				p.Exec = shell.Join(prog.Command)
+				if servers := info.ServerList(); !slices.Equal(servers, backends.UserProgramKinds) {
+					p.Args = append(p.Args, "--exec-servers", strings.Join(servers, ","))
+				}
 			}
 			out.cells = append(out.cells, p)
 		}

@@ -79,6 +79,9 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	if p := clientClockStep(steps); p != nil && !l.Has(clientproc.AbilityClock) {
 		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", errNotServed, p, clientproc.AbilityClock)
 	}
+	if backends.IsUserProgram(sc.Backend) && sc.Suits != nil && slices.Contains(sc.Suits.Needs, "renews") && !l.Has(clientproc.AbilityExtend) {
+		return fmt.Errorf("%w: scenario %s tests a lock that renews itself, but the client program did not announce the %q ability in its open reply (it renews nothing the harness can see)", errNotServed, sc.Name, clientproc.AbilityExtend)
+	}
 	r.backend = l
 	return nil
 }

@@ -303,7 +303,7 @@ func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, clientsDon
 			r.runErr = err
 		}
 		return
-	case err != nil && errors.Is(err, errNotServed) && c.Expect.Valid == matrix.NoClaim:
+	case err != nil && errors.Is(err, errNotServed) && c.Exec != "":
 		// A program of the user's that cannot serve the family (a
 		// client's clock, no clock ability): not run, with the reason,
 		// as a family says of a built-in it cannot apply to.

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type Overrides struct {
 	// Exec is a command line (split as a shell splits plain and quoted
 	// words): the run's backend becomes exec, running it.
 	Exec *string
+	// ExecServers are the servers the exec backend's program gets, one
+	// entry per server (--exec-servers redis*5,postgres: backends.ParseServers);
+	// they replace exec.servers.
+	ExecServers []string
 	// Servers is where the servers run (--servers local|docker|external).
 	Servers *string
 	// ServersFile names an external run's servers (--servers-file).
@@ -78,6 +83,12 @@ func (s *Scenario) Apply(o Overrides) error {
 			exec := ExecBackend
 			o.Backend = &exec
 		}
+	}
+	if o.ExecServers != nil {
+		if s.Exec == nil || (o.Backend != nil && *o.Backend != ExecBackend) || (o.Backend == nil && s.Backend != ExecBackend) {
+			return fmt.Errorf("%w: --exec-servers names the servers of a program of yours (--exec, or backend exec), and this run runs none", ErrInvalid)
+		}
+		s.Exec.Servers = slices.Clone(o.ExecServers)
 	}
 	if o.Backend != nil {
 		s.Backend = *o.Backend
@@ -178,11 +189,5 @@ func ownServers(backend string) []string {
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, k := range info.Kinds {
-		for range max(info.Counts[k], 1) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return info.ServerList()
 }

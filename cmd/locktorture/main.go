@@ -178,6 +178,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	clientMode := fs.String("client-mode", "", "how clients run: inproc (goroutines of the harness) or process (one process each; a pause freezes it whole)")
 	execCmd := fs.String("exec", "", "run `COMMAND` (a program speaking the client protocol, docs/client-protocol.md) as backend exec, one copy per client")
+	execServers := fs.String("exec-servers", "", "the servers your program gets (with --exec or backend exec), one entry per server: `KINDS` such as postgres, redis*5 or redis,etcd (kinds: "+strings.Join(cluster.KindNames(), ", ")+")")
 	servers := fs.String("servers", "", "where servers run: local (processes of this machine, the default), docker (a container each) or external (servers someone else runs: --servers-file)")
 	serversFile := fs.String("servers-file", "", "with --servers external: a YAML file naming the servers ("+strings.Join(cluster.ServersFileKeys(), ", ")+")")
 	tlsOn := fs.Bool("tls", false, "start the run's own servers with TLS, from a certificate authority made for the run (security: tls)")
@@ -256,6 +257,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if set["exec"] {
 		o.Exec = execCmd
+	}
+	if set["exec-servers"] {
+		list, err := backends.ParseServers(*execServers, cluster.KindNames())
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture run: --exec-servers: %v\n", err)
+			return exitBadArgs
+		}
+		o.ExecServers = list
 	}
 	if set["servers"] {
 		o.Servers = servers

@@ -22,6 +22,7 @@ import (
 	"github.com/locktorture/locktorture/internal/shell"
 
 	"github.com/locktorture/locktorture/backends"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/runner"
 	"github.com/locktorture/locktorture/scenarios"
@@ -90,8 +91,10 @@ type matrixFlags struct {
 	images                                                   map[string]string
 	redisProgram, versionsFile                               *string
 	imageSets                                                map[string][]string
-	// execs are compare's --exec values, as given (NAME='COMMAND ARGS').
-	execs []string
+	// execs are compare's --exec values, as given (NAME='COMMAND ARGS');
+	// execServers and execClaims its --exec-servers and --exec-claim
+	// values (NAME=KINDS, NAME=CLAIM).
+	execs, execServers, execClaims []string
 }
 
 // defineMatrixFlags declares the flags of matrix (or, with compare, of
@@ -104,8 +107,16 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 		f.bks = fs.String("backends", "", "comma-separated backend `NAMES` (default: every built-in backend)")
 		f.seeds = fs.Int("seeds", 3, "seeds per family and backend: the scenario's seed, seed+1, ...")
 		f.doShrink = new(bool)
-		fs.Func("exec", "a program of yours as a row: `NAME='COMMAND ARGS'` (repeatable), speaking the client protocol (docs/client-protocol.md), split as a shell splits plain and quoted words; it runs every family beside the built-in rows over one redis-server, its cells judged against no claim (docs/compare.md)", func(v string) error {
+		fs.Func("exec", "a program of yours as a row: `NAME='COMMAND ARGS'` (repeatable), speaking the client protocol (docs/client-protocol.md), split as a shell splits plain and quoted words; it runs every family that applies to its servers beside the built-in rows (one redis-server unless --exec-servers says otherwise), its cells judged against its --exec-claim, or against none (docs/compare.md)", func(v string) error {
 			f.execs = append(f.execs, v)
+			return nil
+		})
+		fs.Func("exec-servers", "the servers of an --exec row: `NAME=KINDS`, one entry per server, such as mylock=postgres or myredlock=redis*5 (kinds: "+strings.Join(cluster.KindNames(), ", ")+")", func(v string) error {
+			f.execServers = append(f.execServers, v)
+			return nil
+		})
+		fs.Func("exec-claim", "what an --exec row claims of its lock: `NAME=CLAIM`, CLAIM one of safe, stale-holder-possible or like:BACKEND (whatever each family expects of that built-in); its cells are judged against it, the exit code and junit.xml count them", func(v string) error {
+			f.execClaims = append(f.execClaims, v)
 			return nil
 		})
 	} else {
@@ -409,9 +420,13 @@ func runMatrixCommand(opt runner.MatrixOptions, f *matrixFlags, name string, std
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	if libs, rest, ok := libraryArgs(args); ok {
+		return cmdCompareLibrary(libs, rest, stdout, stderr) // libcompare.go
+	}
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := defineMatrixFlags(fs, true)
+	fs.String("library", "", libraryFlagUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: locktorture compare [flags]
 
@@ -457,6 +472,10 @@ not, 255 on a harness error, 254 for bad arguments.
 		fmt.Fprintf(stderr, "locktorture compare: --exec %v\n", err)
 		return exitBadArgs
 	}
+	if err := rowSettings(rows, f.execServers, f.execClaims); err != nil {
+		fmt.Fprintf(stderr, "locktorture compare: %v\n", err)
+		return exitBadArgs
+	}
 	if len(opt.Backends) == 0 {
 		for _, b := range backends.Names() {
 			if b != scenarios.ExecBackend {
@@ -465,7 +484,7 @@ not, 255 on a harness error, 254 for bad arguments.
 		}
 	}
 	for _, r := range rows {
-		remove, err := backends.RegisterUserProgram(r.name, r.command)
+		remove, err := backends.RegisterUserRow(backends.UserRow{Name: r.name, Command: r.command, Servers: r.servers, Claim: r.claim})
 		if err != nil {
 			fmt.Fprintf(stderr, "locktorture compare: --exec %s: %v\n", r.name, err)
 			return exitBadArgs
@@ -490,6 +509,54 @@ not, 255 on a harness error, 254 for bad arguments.
 type execRow struct {
 	name    string
 	command []string
+	// servers and claim are its --exec-servers and --exec-claim.
+	servers []string
+	claim   string
+}
+
+// rowSettings gives the rows their --exec-servers (NAME=KINDS) and
+// --exec-claim (NAME=CLAIM) values: each names a row --exec gave, once.
+// An error is one line, naming the flag.
+func rowSettings(rows []execRow, servers, claims []string) error {
+	find := func(flag, v string) (*execRow, string, error) {
+		name, val, ok := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.TrimSpace(val) == "" {
+			return nil, "", fmt.Errorf("%s %q: want NAME=VALUE, NAME a row --exec names", flag, v)
+		}
+		for i := range rows {
+			if rows[i].name == name {
+				return &rows[i], strings.TrimSpace(val), nil
+			}
+		}
+		return nil, "", fmt.Errorf("%s %q: no --exec row is named %q", flag, v, name)
+	}
+	for _, v := range servers {
+		r, val, err := find("--exec-servers", v)
+		if err != nil {
+			return err
+		}
+		if r.servers != nil {
+			return fmt.Errorf("--exec-servers: row %s given twice", r.name)
+		}
+		if r.servers, err = backends.ParseServers(val, cluster.KindNames()); err != nil {
+			return fmt.Errorf("--exec-servers %s: %w", r.name, err)
+		}
+	}
+	for _, v := range claims {
+		r, val, err := find("--exec-claim", v)
+		if err != nil {
+			return err
+		}
+		if r.claim != "" {
+			return fmt.Errorf("--exec-claim: row %s given twice", r.name)
+		}
+		if err := scenarios.CheckClaim(val); err != nil {
+			return fmt.Errorf("--exec-claim %s: %w", r.name, err)
+		}
+		r.claim = val
+	}
+	return nil
 }
 
 // rowName is what a row of the user's may be called.
