@@ -1,6 +1,7 @@
 package clientproc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/links"
+	"github.com/locktorture/locktorture/internal/owner"
+	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // CheckOptions say which adapter Check drives and against what.
@@ -87,6 +90,16 @@ var ErrCheck = errors.New("client-check")
 // stdin closed without close. Two copies run as clients 0 and 1, each
 // through its own link to each server. It returns each rule checked and
 // whether the adapter kept it; an error only when the check could not run.
+// When ctx ends first (Ctrl-C), it returns no report — it never finished
+// checking — and an error saying it was interrupted, wrapping ctx's.
+//
+// What the adapter wrote is shown with every secret masked (the servers'
+// password it was given included) and quoted printably (see showLine); its
+// stderr log is masked as it is written. Its temporary directories name
+// their owner (owner.Mark) and its copies carry the check's tag (ownerEnv),
+// so that should the check be killed with SIGKILL, the next run, check or
+// compare removes what it left (owner.Reap, ReapOrphans); Check itself
+// first ends what clients of harnesses now gone left running.
 func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	if len(opt.Command) == 0 {
 		return nil, fmt.Errorf("%w: no command", ErrCheck)
@@ -100,10 +113,17 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	if opt.Progress == nil {
 		opt.Progress = func(string) {}
 	}
+	for _, p := range ReapOrphans() {
+		opt.Progress(fmt.Sprintf("ended %s, left by a client of a harness that is gone", p))
+	}
+	me, err := owner.ID()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
 	dir := opt.Dir
 	keepLogs := dir != ""
 	if dir == "" {
-		d, err := os.MkdirTemp("", "locktorture-client-check-")
+		d, err := MkdirOwned("locktorture-client-check-")
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 		}
@@ -118,22 +138,50 @@ func Check(ctx context.Context, opt CheckOptions) (*CheckReport, error) {
 	cl.EnableLinks()
 	opt.Progress("starting servers: " + strings.Join(orDefaultKind(opt.Servers), ", "))
 	if err := cl.StartKinds(ctx, opt.Servers, cluster.StartOptions{}); err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted(ctx)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	ck := &conformance{ctx: ctx, opt: opt, dir: dir, cl: cl, rep: &CheckReport{}, done: make(chan struct{}),
-		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6)}
+		prefix: fmt.Sprintf("lt-check-%d-", time.Now().UnixNano()%1e6),
+		tag:    fmt.Sprintf("%s/check-%d", me, launchers.Add(1)), tallies: map[string]*tally{}}
 	defer close(ck.done)
 	defer ck.killAll()
 	ck.run()
+	if ctx.Err() != nil {
+		// What it found on the way was cut short too (a wait for a reply
+		// ended by the interrupt is no "no reply"): no verdict at all.
+		return nil, interrupted(ctx)
+	}
 	if keepLogs {
 		for _, a := range ck.adapters {
 			ck.rep.Logs = append(ck.rep.Logs, a.logPath)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return ck.rep, fmt.Errorf("%w: %w", ErrCheck, err)
-	}
 	return ck.rep, nil
+}
+
+// interrupted is Check's error when ctx ended before it finished.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("%w: interrupted before it finished: no verdict on the adapter: %w", ErrCheck, ctx.Err())
+}
+
+// MkdirOwned makes a new temporary directory in the system's, named
+// pattern as os.MkdirTemp names it, that names this process its owner
+// (owner.Mark): should the process be killed with SIGKILL, the next run on
+// the machine removes it once the process is gone (owner.Reap; pattern
+// must begin with owner.TempPattern, "locktorture-"). The caller removes it.
+func MkdirOwned(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := owner.Mark(d); err != nil {
+		os.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
 }
 
 // orDefaultKind is kinds, or the default kind when none is named.
@@ -157,12 +205,27 @@ type conformance struct {
 	// sawLateGrant is set when client 0 answered ok after timeout_ms: the
 	// late-grant rule was put to the test.
 	sawLateGrant bool
+	// tag is the ownerEnv value of the check's copies (and of what they
+	// start): "owner/check-N".
+	tag string
+	// tallies count the breaks of the rules one line at a time can break
+	// (lines, ids), by rule: each is said once, with how many.
+	tallies map[string]*tally
+}
+
+// tally is how often the copies broke one rule, a line at a time.
+type tally struct {
+	at    int            // its finding, in the report
+	who   []string       // the copies that broke it, in the order they first did
+	n     map[string]int // breaks by copy
+	first string         // what the first break was
 }
 
 func (k *conformance) key(s string) string { return k.prefix + s }
 
 // kept and broke record a finding, once: one said already is not
-// repeated.
+// repeated, and a rule broken again is said on its first line (each rule
+// broken is one line).
 func (k *conformance) kept(rule, format string, args ...any) {
 	k.add(Finding{Rule: rule, Says: fmt.Sprintf(format, args...)})
 }
@@ -170,14 +233,75 @@ func (k *conformance) broke(rule, format string, args ...any) {
 	k.add(Finding{Rule: rule, Broken: true, Says: fmt.Sprintf(format, args...)})
 }
 func (k *conformance) add(f Finding) {
-	if !slices.Contains(k.rep.Findings, f) {
-		k.rep.Findings = append(k.rep.Findings, f)
+	if slices.Contains(k.rep.Findings, f) {
+		return
 	}
+	if f.Broken {
+		for i := range k.rep.Findings {
+			if g := &k.rep.Findings[i]; g.Broken && g.Rule == f.Rule {
+				if !strings.Contains(g.Says, f.Says) {
+					g.Says += "; also, " + f.Says
+				}
+				return
+			}
+		}
+	}
+	k.rep.Findings = append(k.rep.Findings, f)
 }
 
+// badLine records that copy a broke rule (lines: a line that is not a
+// message of the protocol; ids: a reply to no request) with one line, what
+// saying how. The rule is one finding, however many lines broke it: the
+// first, and how many (see tally).
+func (k *conformance) badLine(a *adapter, rule, what string) {
+	t := k.tallies[rule]
+	if t == nil {
+		t = &tally{at: len(k.rep.Findings), n: map[string]int{}, first: what}
+		k.tallies[rule] = t
+		k.rep.Findings = append(k.rep.Findings, Finding{Rule: rule, Broken: true})
+	}
+	if t.n[a.name] == 0 {
+		t.who = append(t.who, a.name)
+	}
+	t.n[a.name]++
+	k.rep.Findings[t.at].Says = t.says(rule)
+}
+
+// says writes a tally in plain words: the first break and, when there
+// were more, how many, by copy.
+func (t *tally) says(rule string) string {
+	total := 0
+	counts := make([]string, len(t.who))
+	for i, w := range t.who {
+		total += t.n[w]
+		counts[i] = strconv.Itoa(t.n[w])
+	}
+	who := joinAnd(t.who)
+	switch {
+	case rule == "lines" && total == 1:
+		return fmt.Sprintf("%s wrote a line that is not a message of the protocol: %s", who, t.first)
+	case rule == "lines" && len(t.who) == 1:
+		return fmt.Sprintf("%s wrote %d lines that are not messages of the protocol; the first: %s", who, total, t.first)
+	case rule == "lines":
+		return fmt.Sprintf("%s wrote %d lines that are not messages of the protocol (%s); the first, %s's: %s", who, total, joinAnd(counts), t.who[0], t.first)
+	case total == 1:
+		return fmt.Sprintf("%s %s", who, t.first)
+	case len(t.who) == 1:
+		return fmt.Sprintf("%s broke it %d times; the first time, it %s", who, total, t.first)
+	}
+	return fmt.Sprintf("%s broke it %d times (%s); the first time, %s %s", who, total, joinAnd(counts), t.who[0], t.first)
+}
+
+// killAll ends every copy, and anything they started that left their
+// process group (found by the check's tag), then waits a little for
+// their logs to be written whole.
 func (k *conformance) killAll() {
 	for _, a := range k.adapters {
 		a.kill()
+	}
+	killAll(procsTagged(func(tag string) bool { return tag == k.tag }))
+	for _, a := range k.adapters {
+		a.logsWritten(2 * time.Second)
 	}
 }
 
@@ -195,7 +319,10 @@ type adapter struct {
 	ended  chan struct{}
 	endErr error
 	exited chan struct{}
-	nextID int64
+	// logDone is closed when its stderr ended and its log is written
+	// whole (and masked: see copyLogLines).
+	logDone chan struct{}
+	nextID  int64
 	// replies that came after the check stopped waiting, by id
 	late map[int64]line
 }
@@ -211,7 +338,8 @@ type line struct {
 // start starts copy p and returns it, or records why it could not run.
 func (k *conformance) start(p int) (*adapter, error) {
 	a := &adapter{p: p, name: fmt.Sprintf("client %d", p), logPath: filepath.Join(k.dir, logName(p)),
-		lines: make(chan line, 256), ended: make(chan struct{}), exited: make(chan struct{}), late: map[int64]line{}}
+		lines: make(chan line, 256), ended: make(chan struct{}), exited: make(chan struct{}), logDone: make(chan struct{}),
+		late: map[int64]line{}}
 	logf, err := os.Create(a.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
@@ -226,29 +354,47 @@ func (k *conformance) start(p int) (*adapter, error) {
 	for _, e := range envKeys {
 		cmd.Env = append(cmd.Env, e+"="+k.opt.Env[e])
 	}
-	cmd.Stderr = logf
+	cmd.Env = append(cmd.Env, ownerEnv+"="+k.tag)
+	// Its stderr through a pipe of our own, masked on the way to its log.
+	stderr, errW, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		logf.Close()
+		stderr.Close()
+		errW.Close()
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	// A pipe of our own, read to its end whatever Wait does.
 	stdout, outW, err := os.Pipe()
 	if err != nil {
 		logf.Close()
+		stderr.Close()
+		errW.Close()
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	cmd.Stdout = outW
 	err = cmd.Start()
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		logf.Close()
 		stdout.Close()
+		stderr.Close()
 		return nil, fmt.Errorf("%w: start %s: %w", ErrCheck, k.opt.Command[0], err)
 	}
 	a.cmd, a.stdin = cmd, stdin
 	k.adapters = append(k.adapters, a)
+	go func() {
+		defer close(a.logDone)
+		defer stderr.Close()
+		copyLogLines(stderr, newCapLog(logf, logCap))
+	}()
 	go func() {
 		defer stdout.Close()
 		defer close(a.ended)
@@ -269,10 +415,37 @@ func (k *conformance) start(p int) (*adapter, error) {
 	}()
 	go func() {
 		_ = cmd.Wait()
-		logf.Close()
 		close(a.exited)
 	}()
 	return a, nil
+}
+
+// copyLogLines copies a copy's stderr into its capped log line by line,
+// every secret the harness knows masked as it is written, then finishes
+// the log (which masks the whole file again, for a secret split by a line
+// longer than the reader's buffer).
+func copyLogLines(r io.Reader, log *capLog) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			_, _ = log.Write([]byte(secret.Redact(string(line))))
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	_ = log.finish()
+}
+
+// logsWritten waits up to d for the copy's log to be written whole.
+func (a *adapter) logsWritten(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.logDone:
+	case <-t.C:
+	}
 }
 
 // kill ends the copy's whole process group.
@@ -326,13 +499,13 @@ func (k *conformance) wait(a *adapter, id int64, sent time.Time, d time.Duration
 	take := func(l line) bool {
 		switch {
 		case l.err != nil:
-			k.broke("lines", "%s wrote a line that is not a message of the protocol: %v", a.name, l.err)
+			k.badLine(a, "lines", strings.TrimPrefix(l.err.Error(), errProtocol.Error()+": "))
 		case l.m.Event != "":
 			// extend and lost events are allowed at any time
 		case *l.m.ID == id:
 			return true
 		case *l.m.ID >= a.nextID || *l.m.ID < 0:
-			k.broke("ids", "%s answered id %d, which no request had", a.name, *l.m.ID)
+			k.badLine(a, "ids", fmt.Sprintf("answered id %d, which no request had", *l.m.ID))
 		default:
 			a.late[*l.m.ID] = l
 		}
@@ -374,12 +547,20 @@ func (a *adapter) silence() string {
 	}
 	why := "its output ended"
 	if exitsWithin(a, time.Second) {
-		why = "it exited"
-		if tail := logTail(a.logPath, 3); tail != "" {
-			why += "; its stderr ended: " + tail
-		}
+		why = "it exited" + a.stderrEnded()
 	}
 	return why
+}
+
+// stderrEnded is, for a copy that exited, "; its stderr ended: " and the
+// last lines of its log (masked and quoted: see stderrTail); "" when it
+// wrote none.
+func (a *adapter) stderrEnded() string {
+	a.logsWritten(time.Second)
+	if tail := stderrTail(a.logPath, 3); tail != "" {
+		return "; its stderr ended: " + tail
+	}
+	return ""
 }
 
 // call sends a request and waits up to d for its reply.
@@ -464,10 +645,7 @@ func (k *conformance) open(a *adapter) bool {
 		why := "no reply to open within " + defaultOpenTimeout.String()
 		select {
 		case <-a.exited:
-			why = "it exited before answering open"
-			if tail := logTail(a.logPath, 3); tail != "" {
-				why += "; its stderr ended: " + tail
-			}
+			why = "it exited before answering open" + a.stderrEnded()
 		default:
 		}
 		k.broke("open", "%s: %s", a.name, why)
@@ -682,7 +860,7 @@ func (k *conformance) run() {
 	} else {
 		k.kept("close", "close was answered ok")
 	}
-	if !exitsWithin(a, slack) {
+	if !k.exitsWithin(a, slack) {
 		k.broke("exit after close", "client 0 was still running %s after close: exit once you have answered it", slack)
 	} else if rc.ok {
 		k.kept("exit after close", "client 0 exited after close")
@@ -694,7 +872,7 @@ func (k *conformance) run() {
 	}
 	k.opt.Progress("stdin closed")
 	_ = b.stdin.Close()
-	if !exitsWithin(b, slack) {
+	if !k.exitsWithin(b, slack) {
 		k.broke("stdin closed", "client 1 was still running %s after its stdin closed: when stdin ends, exit (the harness is gone)", slack)
 	} else {
 		k.kept("stdin closed", "client 1 exited when its stdin closed")
@@ -713,6 +891,9 @@ func (k *conformance) reconnect(a *adapter) {
 	var last reply
 	healed := time.Now()
 	for tries := 0; tries < 5 || time.Since(healed) < reconnectWithin; tries++ {
+		if k.ctx.Err() != nil {
+			return // interrupted: the caller says so
+		}
 		var id int64
 		var sent time.Time
 		id, sent, last = k.acquire(a, k4)
@@ -723,7 +904,7 @@ func (k *conformance) reconnect(a *adapter) {
 		if last.ok && last.m.Type == TypeOK {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		k.pause(200 * time.Millisecond)
 	}
 	if last.ok && last.m.Type == TypeOK {
 		k.kept("reconnect", "after its link was cut and healed, client 0 acquired again (%s after the heal)", time.Since(healed).Round(time.Millisecond))
@@ -760,7 +941,7 @@ func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 			// never releases a timed-out acquire: the adapter must.
 			k.sawLateGrant = true
 			late := (r.after - to).Round(time.Millisecond).String()
-			time.Sleep(500 * time.Millisecond)
+			k.pause(500 * time.Millisecond)
 			if rb := k.patient(b, OpAcquire, q.key); rb.ok && rb.m.Type == TypeOK {
 				givenBack = append(givenBack, late)
 				k.patient(b, OpRelease, q.key)
@@ -869,6 +1050,31 @@ func (k *conformance) answeredAll(how string, reqs []slowReq) {
 	}
 	k.broke("answer every request", "client 0 %s. A run waits timeout_ms plus a grace (%s in all here), then stops: \"client 0 stopped answering\" (exit 255). Answer every request, in order, within timeout_ms: info when you do not know",
 		strings.Join(says, "; it "), k.allowed())
+}
+
+// pause waits d, or until the check is interrupted.
+func (k *conformance) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-k.ctx.Done():
+	}
+}
+
+// exitsWithin is exitsWithin(a, d), cut short (false) when the check is
+// interrupted.
+func (k *conformance) exitsWithin(a *adapter, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+		return true
+	case <-t.C:
+		return false
+	case <-k.ctx.Done():
+		return false
+	}
 }
 
 // exitsWithin reports whether the copy exits within d.

@@ -222,11 +222,6 @@ func parseMessage(line []byte) (Message, error) {
 
 func knownType(t string) bool { return t == TypeOK || t == TypeFail || t == TypeInfo }
 
-// clip shortens a line for an error message.
-func clip(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
-}
+// clip shortens a line for an error message, as showLine shows it: its
+// secrets masked before it is cut, quoted printably.
+func clip(b []byte) string { return showLine(b, shownLine) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,8 +20,15 @@ import (
 // adapter through the corners of the client protocol against real
 // servers and says in plain words each rule it breaks. Exit 0 when it
 // kept every rule, 1 when it broke one, 254 for bad arguments, 255 when
-// the check could not run.
+// the check could not run or was interrupted (Ctrl-C: no verdict).
 func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	return clientCheck(ctx, args, stdout, stderr)
+}
+
+// clientCheck is `locktorture client-check`, stopped when ctx ends.
+func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("client-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	execCmd := fs.String("exec", "", "the adapter: `COMMAND ARGS`, split as a shell splits plain and quoted words (required)")
@@ -68,7 +76,9 @@ func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 			return exitBadArgs
 		}
 	}
-	tmp, err := os.MkdirTemp("", "locktorture-client-check-cmd-")
+	// Owned (owner.Mark), so that should this process be killed with
+	// SIGKILL, the next run, check or compare removes it.
+	tmp, err := clientproc.MkdirOwned("locktorture-client-check-cmd-")
 	if err != nil {
 		return fail(stderr, "client-check", err)
 	}
@@ -76,13 +86,20 @@ func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 	if argv, err = clients.Resolve(argv, tmp); err != nil {
 		return fail(stderr, "client-check", err)
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
 	opt := clientproc.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work, TLS: *tlsOn}
 	if !*quiet {
 		opt.Progress = func(s string) { fmt.Fprintf(stderr, "client-check: %s\n", s) }
 	}
 	rep, err := clientproc.Check(ctx, opt)
+	if err != nil && ctx.Err() != nil {
+		// No verdict on a check it never finished.
+		where := ""
+		if work != "" {
+			where = " (the logs so far are in " + work + ")"
+		}
+		fmt.Fprintf(stderr, "locktorture client-check: interrupted: the check did not finish, so it says nothing of the adapter%s\n", where)
+		return exitHarness
+	}
 	if rep != nil {
 		fmt.Fprint(stdout, rep.Text())
 		for _, l := range rep.Logs {
