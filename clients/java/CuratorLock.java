@@ -64,7 +64,7 @@
  * (a cache keyed by its hash) against Debian's jars in /usr/share/java and
  * starts it; a missing JDK or Curator is one line on stderr and exit 69:
  *   locktorture run --backend curator --scenario baseline
- *   locktorture client-check --exec '/bin/sh clients/java/curator_lock.sh' --servers zookeeper
+ *   locktorture client-check --exec '/bin/sh clients/java/curator_lock.sh' --exec-servers zookeeper
  */
 
 import java.io.BufferedReader;

@@ -21,7 +21,7 @@
 # and exit status 69 (EX_UNAVAILABLE): the harness stops the run with that
 # line (exit 255) and client-check says it. `make deps` installs both.
 #
-#   locktorture client-check --exec '/bin/sh clients/java/curator_lock.sh' --servers zookeeper
+#   locktorture client-check --exec '/bin/sh clients/java/curator_lock.sh' --exec-servers zookeeper
 set -eu
 
 die() {

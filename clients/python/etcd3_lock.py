@@ -28,7 +28,7 @@ files (ca_cert, cert_key, cert_cert).
 
 Run with /usr/bin/python3 (Debian's python3-etcd3 is installed for it):
   locktorture run --backend python-etcd3 --scenario baseline --tls
-  locktorture client-check --exec '/usr/bin/python3 clients/python/etcd3_lock.py' --servers etcd --tls
+  locktorture client-check --exec '/usr/bin/python3 clients/python/etcd3_lock.py' --exec-servers etcd --tls
 """
 import math
 import time

@@ -27,7 +27,7 @@ Lock exposes none).
 
 Run with /usr/bin/python3 (Debian's python3-kazoo is installed for it):
   locktorture run --backend kazoo --scenario baseline
-  locktorture client-check --exec '/usr/bin/python3 clients/python/kazoo_lock.py' --servers zookeeper
+  locktorture client-check --exec '/usr/bin/python3 clients/python/kazoo_lock.py' --exec-servers zookeeper
 """
 import time
 

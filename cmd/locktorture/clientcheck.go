@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/clients"
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/scenarios"
 )
@@ -21,6 +22,18 @@ import (
 // servers and says in plain words each rule it breaks. Exit 0 when it
 // kept every rule, 1 when it broke one, 254 for bad arguments, 255 when
 // the check could not run or was interrupted (Ctrl-C: no verdict).
+// stringAlias is a second flag name for a string flag.
+type stringAlias struct{ p *string }
+
+func (a stringAlias) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return *a.p
+}
+
+func (a stringAlias) Set(v string) error { *a.p = v; return nil }
+
 func cmdClientCheck(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -32,7 +45,9 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("client-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	execCmd := fs.String("exec", "", "the adapter: `COMMAND ARGS`, split as a shell splits plain and quoted words (required)")
-	servers := fs.String("servers", cluster.DefaultKind, "comma-separated kinds of server to start for it, as exec.servers: "+strings.Join(cluster.KindNames(), ", "))
+	servers := fs.String("exec-servers", cluster.DefaultKind, "the servers to start for it, as run and compare's --exec-servers: `KINDS` such as postgres, redis*5 or redis,etcd (kinds: "+strings.Join(cluster.KindNames(), ", ")+")")
+	// --servers is its older name (where servers run, for run and compare).
+	fs.Var(stringAlias{servers}, "servers", "the older name of --exec-servers")
 	ttl := fs.Duration("ttl", 10*time.Second, "the open request's ttl_ms: long, so that a lock the adapter keeps is still there when the check looks")
 	timeout := fs.Duration("timeout", 300*time.Millisecond, "the open request's timeout_ms")
 	dir := fs.String("dir", "", "keep the adapter copies' and servers' logs in `DIR` (default: a temporary directory, removed)")
@@ -54,16 +69,10 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "locktorture client-check: --exec: %v\n", err)
 		return exitBadArgs
 	}
-	var kinds []string
-	for _, k := range strings.Split(*servers, ",") {
-		if k = strings.TrimSpace(k); k == "" {
-			continue
-		}
-		if _, known := cluster.LookupKind(k); !known {
-			fmt.Fprintf(stderr, "locktorture client-check: --servers: unknown kind %q (known: %s)\n", k, strings.Join(cluster.KindNames(), ", "))
-			return exitBadArgs
-		}
-		kinds = append(kinds, k)
+	kinds, err := backends.ParseServers(*servers, cluster.KindNames())
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture client-check: --exec-servers: %v\n", err)
+		return exitBadArgs
 	}
 	if *timeout <= 0 || *ttl <= 0 {
 		fmt.Fprintln(stderr, "locktorture client-check: --ttl and --timeout must be positive")
