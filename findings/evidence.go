@@ -93,7 +93,7 @@ var evidence = map[string]Evidence{
 		Words:    "The returned `ctx` will be canceled automatically and immediately once the `KeyMajority` is not held anymore, for example: Redis are down. Acquired keys have been deleted by other programs or administrators.",
 		Source:   rueidislockReadme,
 		Searched: rueidislockSearched,
-		Tuned:    "KeyValidity 2s (the library's default is 5s), replies held 1.5s. Each run's Redis is fresh, so the first extension's EVALSHA is answered NOSCRIPT and rueidis sends EVAL after it: the extension is applied only after a delayed round trip, at 2.5s, when the keys expired at 2.0s. With the script already cached on the server (any earlier extension by any client) the EVALSHA would be applied at once, at 1.0s: whether the keys still expire then is not yet measured.",
+		Tuned:    "KeyValidity 2s (the library's default is 5s), replies held 1.5s. Each run's Redis is fresh, so the first extension's EVALSHA is answered NOSCRIPT and rueidis sends EVAL after it: the extension is applied only after a delayed round trip, at 2.5s, when the keys expired at 2.0s. With the script cached on the server (any earlier extension by any client), its standalone reproducer (findings/reproducers/rueidislock-renew-delay, redis-server 7.0.15) did not reproduce in 10 of 11 runs — the context ended at ~3.0s, when the keys expired — and one run had a 10ms window; with the script flushed, 6 of 6 reproduced (~1.0s of two holders). So the finding, as run, is the first extension after the script left the cache (a fresh or restarted server, SCRIPT FLUSH).",
 	},
 	"rueidislock-failover": {
 		Class:  Defect,

@@ -3,8 +3,11 @@ package findings
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // TestEvidence: every finding is classed (defect, limitation, gap) with
@@ -73,6 +76,44 @@ func TestEvidence(t *testing.T) {
 		if !strings.Contains(sec, ev.Source) {
 			t.Errorf("%s: docs/findings.md's section does not link %s", f.ID, ev.Source)
 		}
+	}
+}
+
+// TestCompareQuotesTheClaims: docs/compare.md, where each row's
+// expectation is its claim, quotes the words that decide every finding
+// shown in a comparison (its scenario, or a cell it covers, is a family's)
+// or about a library row (a Go module), as findings/evidence.go has them:
+// a defect's or a gap's claim is the expectation its cells contradict, a
+// limitation's warning the one its cells concede.
+func TestCompareQuotesTheClaims(t *testing.T) {
+	b, err := os.ReadFile("../docs/compare.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := normalise(string(b))
+	inCompare := func(f Finding) bool {
+		if f.Module != "" || slices.Contains(scenarios.Families, scenarios.FamilyOf(f.Scenario)) {
+			return true
+		}
+		for _, c := range f.Also {
+			if slices.Contains(scenarios.Families, scenarios.FamilyOf(c.Scenario)) {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, f := range All() {
+		if !inCompare(f) {
+			continue
+		}
+		n++
+		if w := evidence[f.ID].Words; !strings.Contains(doc, normalise(w)) {
+			t.Errorf("%s: docs/compare.md does not quote its row's words: %q", f.ID, w)
+		}
+	}
+	if n == 0 {
+		t.Error("no finding is in a comparison")
 	}
 }
 
