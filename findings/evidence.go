@@ -76,7 +76,7 @@ var evidence = map[string]Evidence{
 		Words:  "Mutex implements the sync Locker interface with etcd",
 		Source: "https://pkg.go.dev/go.etcd.io/etcd/client/v3@v3.5.35/concurrency#Mutex",
 		Reports: []string{
-			"https://github.com/etcd-io/etcd/issues/22082 — open; a maintainer: \"this is legit issue\"",
+			"https://github.com/etcd-io/etcd/issues/22082 — open; @lavacat on it: \"good catch, this is legit issue\"",
 			"https://github.com/etcd-io/etcd/pull/22115 — open: Unlock's delete guarded by the key's create revision (Mutex.IsOwner)",
 		},
 		Tuned: "The application retries an Unlock whose reply was lost every 1s in the background (release_retry: 1s) while it takes the lock again with the same session — what careful code does; the lost reply is injected once. Without the retry nothing goes wrong: the lost-reply family is valid for etcd-concurrency. The session's TTL (4s here, the library's default 60s) plays no part: the retry deletes the newer key by name whenever it runs.",
