@@ -43,3 +43,60 @@ func serverNames(p Params) []string {
 	}
 	return nil
 }
+
+// Windows are when the faults of the steps among the first n that
+// happened acted, in step order. Call it after Heal.
+func (e *Engine) Windows(n int) []Window {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Window
+	for i := range min(n, len(e.steps)) {
+		if w := e.windows[i]; w != nil {
+			out = append(out, *w)
+		}
+	}
+	return out
+}
+
+// Idle describes the steps among the first n whose fault struck but did
+// nothing ("kill-session process 0 on read for 0s: it found no session to
+// end"): a run whose scripted fault did nothing did not test it. Call it
+// after Heal.
+func (e *Engine) Idle(n int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for i := range min(n, len(e.steps)) {
+		if why, ok := e.idle[i]; ok {
+			out = append(out, e.steps[i].String()+": "+why)
+		}
+	}
+	return out
+}
+
+// sessionsIdle is why a session kill that recorded val ended no session,
+// or "" when it ended one: val's "sessions" lists what it found, each
+// entry with its flag (killed, terminated, closed, revoked) false when
+// the session was gone already.
+func sessionsIdle(val map[string]any) string {
+	list, _ := val["sessions"].([]map[string]any)
+	for _, s := range list {
+		ended := true
+		for _, k := range []string{"killed", "terminated", "closed", "revoked"} {
+			if b, ok := s[k].(bool); ok && !b {
+				ended = false
+			}
+		}
+		if ended {
+			return ""
+		}
+	}
+	why := "it found no session to end"
+	if len(list) > 0 {
+		why = fmt.Sprintf("the %d session(s) it found were gone already", len(list))
+	}
+	if cs, ok := val["clients"].([]int); ok && len(cs) > 0 {
+		why += fmt.Sprintf(" of client(s) %v (the harness finds a client's session by the name its connections carry, locktorture-p<N>: see docs/client-protocol.md, kill-session)", cs)
+	}
+	return why
+}

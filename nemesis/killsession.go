@@ -45,6 +45,9 @@ func (killSession) Applies(s Shape) error {
 	return fmt.Errorf("kill-session does not apply to %s: it has no server session", s.Backend)
 }
 
+// Idle says why a kill found no session to end.
+func (killSession) Idle(val map[string]any) string { return sessionsIdle(val) }
+
 func (killSession) RandomParams(rng *rand.Rand, env *Env) Params { return &TerminateParams{} }
 
 func (killSession) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {

@@ -80,6 +80,14 @@ type applier interface {
 	Applies(shape Shape) error
 }
 
+// idler is a fault that may find nothing to act on when it strikes (a
+// session kill that finds no session): Idle says why, from the value its
+// Start returned, or "" when it acted. A scripted step that did nothing
+// leaves the run untested (see Engine.Idle).
+type idler interface {
+	Idle(val map[string]any) string
+}
+
 // Healer ends one injected fault and returns the value to record with its
 // stop op.
 type Healer func(ctx context.Context) (map[string]any, error)
@@ -343,10 +351,21 @@ type Engine struct {
 	healLock sync.Mutex
 	firing   sync.WaitGroup
 	fired    map[int]bool
-	happened map[int]bool // steps whose fault started (see Missed)
+	happened map[int]bool    // steps whose fault started (see Missed)
+	idle     map[int]string  // steps whose fault did nothing, and why (see Idle)
+	windows  map[int]*Window // when each step's fault acted (see Windows)
+}
+
+// Window is when one step's fault acted: from its start op's time to its
+// stop op's (Stop is Start for an instant fault, and until it is healed),
+// in the history's time.
+type Window struct {
+	Step        Step
+	Start, Stop int64
 }
 
 type activeFault struct {
+	step   int
 	name   string
 	stopOp string
 	heal   Healer
@@ -483,13 +502,25 @@ func (e *Engine) fire(i int) {
 	if n, ok := f.(OpNamer); ok {
 		startName, stopName = n.OpNames(s.Fault)
 	}
-	e.record(startName, val)
-	a := &activeFault{name: s.Fault, stopOp: stopName, heal: heal}
+	at := e.record(startName, val)
+	a := &activeFault{step: i, name: s.Fault, stopOp: stopName, heal: heal}
 	e.mu.Lock()
+	if e.windows == nil {
+		e.windows = map[int]*Window{}
+	}
+	e.windows[i] = &Window{Step: s, Start: at, Stop: at}
 	if e.happened == nil {
 		e.happened = map[int]bool{}
 	}
 	e.happened[i] = true
+	if d, ok := f.(idler); ok {
+		if why := d.Idle(val); why != "" {
+			if e.idle == nil {
+				e.idle = map[int]string{}
+			}
+			e.idle[i] = why
+		}
+	}
 	e.active[i] = a
 	a.timer = time.AfterFunc(s.Duration, func() { e.stopFault(i) })
 	e.mu.Unlock()
@@ -510,18 +541,30 @@ func (e *Engine) stopFault(i int) {
 		e.fail(fmt.Errorf("nemesis: heal %s: %w", a.name, err))
 	}
 	if a.stopOp != "" {
-		e.record(a.stopOp, val)
+		at := e.record(a.stopOp, val)
+		e.mu.Lock()
+		if w := e.windows[a.step]; w != nil && at > w.Stop {
+			w.Stop = at
+		}
+		e.mu.Unlock()
 	}
 }
 
-func (e *Engine) record(f string, val map[string]any) {
+// record records a nemesis op and returns its time (the time it would
+// have had when it could not be recorded).
+func (e *Engine) record(f string, val map[string]any) int64 {
 	op := history.Op{Process: history.NemesisProcess, Type: history.Info, F: f}
 	if val != nil {
 		op.Value = history.ObjectValue(val)
 	}
-	if _, err := e.rec.Record(op); err != nil && !errors.Is(err, history.ErrClosed) {
-		e.fail(err)
+	done, err := e.rec.Record(op)
+	if err != nil {
+		if !errors.Is(err, history.ErrClosed) {
+			e.fail(err)
+		}
+		return e.rec.Now()
 	}
+	return done.Time
 }
 
 func (e *Engine) fail(err error) {

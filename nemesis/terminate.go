@@ -49,6 +49,9 @@ func (terminate) Applies(s Shape) error {
 	return nil
 }
 
+// Idle says why a terminate found no session to end.
+func (terminate) Idle(val map[string]any) string { return sessionsIdle(val) }
+
 func (terminate) RandomParams(rng *rand.Rand, env *Env) Params { return &TerminateParams{} }
 
 func (terminate) Start(ctx context.Context, env *Env, params Params, d time.Duration) (map[string]any, Healer, error) {

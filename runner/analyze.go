@@ -67,7 +67,7 @@ func Analyze(ctx context.Context, path string, opt Options, warn func(string)) (
 			names, skipped = applicable(names, binfo)
 		}
 	}
-	fc, err := checkFile(ctx, hpath, names, opt)
+	fc, err := checkFile(ctx, hpath, names, opt, nil)
 	if err != nil {
 		return nil, err
 	}

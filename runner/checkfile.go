@@ -33,7 +33,8 @@ type fileCheck struct {
 // cannot take (one the harness never records: a process with two ops in
 // flight, time going backwards) is read whole and checked by check.
 // The report's ops come from the same pass (see fileCheck).
-func checkFile(ctx context.Context, path string, names []string, opt Options) (fc fileCheck, err error) {
+// ex, when not nil, follows the same pass (see exerciseTally).
+func checkFile(ctx context.Context, path string, names []string, opt Options, ex *exerciseTally) (fc fileCheck, err error) {
 	copt := checker.Options{LinearizableTimeout: opt.LinearizableTimeout}
 	st, err := checker.NewStream(ctx, names, copt)
 	if err != nil {
@@ -50,6 +51,7 @@ func checkFile(ctx context.Context, path string, names []string, opt Options) (f
 		st.Add(op)
 		lint.Add(op)
 		failures.add(op)
+		ex.add(op)
 		if op.Type == history.OK && (op.F == history.Acquire || op.F == history.Write) {
 			checked = true
 		}

@@ -54,7 +54,7 @@ func TestCheckFileMatchesCheck(t *testing.T) {
 	for name, ops := range map[string][]history.Op{"healthy": healthy, "invokes twice": twice} {
 		t.Run(name, func(t *testing.T) {
 			path := writeHistory(t, ops)
-			fc, err := checkFile(context.Background(), path, nil, Options{})
+			fc, err := checkFile(context.Background(), path, nil, Options{}, nil)
 			if err != nil || fc.truncated != nil {
 				t.Fatal(err, fc.truncated)
 			}
@@ -85,7 +85,7 @@ func TestReportOpsExcerpt(t *testing.T) {
 	defer func() { maxReportOps = saved }()
 	ops := histgen.Realistic(5, 4, 2, 1000)
 	path := writeHistory(t, ops)
-	fc, err := checkFile(context.Background(), path, nil, Options{})
+	fc, err := checkFile(context.Background(), path, nil, Options{}, nil)
 	if err != nil || len(fc.first) != maxReportOps {
 		t.Fatalf("kept %d ops, want %d (%v)", len(fc.first), maxReportOps, err)
 	}

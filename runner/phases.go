@@ -461,7 +461,8 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	r.lg.Printf("history: %d ops; checking", r.rec.Len())
 	names, skipped := applicable(sc.Checkers, r.binfo)
 	began := time.Now()
-	fc, err := checkFile(ctx, r.historyPath(), names, r.opt)
+	ex := newExerciseTally(r.engine.Windows(len(r.sch.Script)), sc.TTL.D())
+	fc, err := checkFile(ctx, r.historyPath(), names, r.opt, ex)
 	results := fc.res
 	r.checked = fc
 	r.lg.Printf("checked in %s", time.Since(began).Round(time.Millisecond))
@@ -475,6 +476,8 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 		noteSkipped(results, sc.Backend, skipped)
 	}
 	noteMissed(results, r.engine.Missed(len(r.sch.Script)))
+	noteIdle(results, r.engine.Idle(len(r.sch.Script)))
+	noteUnexercised(results, ex.problems())
 	noteClientWarnings(results, r.clientWarnings())
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
 	if sc.Backend == scenarios.ExecBackend {

@@ -17,6 +17,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -257,5 +258,51 @@ func TestExtendLeftOpen(t *testing.T) {
 	}
 	if err := history.Validate(context.Background(), ops); err != nil {
 		t.Errorf("history: %v", err)
+	}
+}
+
+// TestIdleFaultIsUnknown: a scripted fault that did nothing is no test of
+// it. kill-session finds a Redis client's session by the name the
+// harness's own clients give their connections; a program's connections
+// carry none, so the kill finds no session ({"clients":[0],"sessions":[]}):
+// the run is unknown, saying so, not valid.
+func TestIdleFaultIsUnknown(t *testing.T) {
+	requireRedis(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(adapterEnv, adapterRenewHang)
+	out, _ := runIt(t, builtin(t, "kill-session", scenarios.Overrides{Exec: ptr(self)}))
+	if out.Results.Valid != checker.Unknown {
+		t.Errorf("verdict %s, want unknown:\n%s", out.Results.Valid, out.Summary)
+	}
+	for _, w := range []string{"kill-session process 0 on read", "did nothing", "found no session"} {
+		if !strings.Contains(out.Results.Note, w) {
+			t.Errorf("the note does not say %q: %s", w, out.Results.Note)
+		}
+	}
+}
+
+// TestUnexercisedFaultIsUnknown: a fault the clients could not work
+// through is no test of it. In the failover scenario, a program that dials
+// the primary it was given and cannot follow the Sentinels to the new one
+// gets nothing but errors after the failover: the run is unknown, saying
+// why, not valid.
+func TestUnexercisedFaultIsUnknown(t *testing.T) {
+	testenv.Require(t, "redis-server", "redis-sentinel")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(adapterEnv, adapterRenewHang)
+	out, _ := runIt(t, builtin(t, "failover", scenarios.Overrides{Exec: ptr(self)}))
+	if out.Results.Valid != checker.Unknown {
+		t.Errorf("verdict %s, want unknown:\n%s", out.Results.Valid, out.Summary)
+	}
+	for _, w := range []string{"a planned fault was not put to the test", "after failover forced on acquire", "the lock answered none of the clients'"} {
+		if !strings.Contains(out.Results.Note, w) {
+			t.Errorf("the note does not say %q: %s", w, out.Results.Note)
+		}
 	}
 }

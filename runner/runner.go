@@ -93,6 +93,19 @@ func noteMissed(r *checker.Results, missed []nemesis.Step) {
 	}
 }
 
+// noteIdle says which scripted faults struck but did nothing (a session
+// kill that found no session): like a fault that never happened, the run
+// did not test it, so a valid verdict becomes unknown.
+func noteIdle(r *checker.Results, idle []string) {
+	if len(idle) == 0 {
+		return
+	}
+	r.Note = strings.TrimPrefix(r.Note+"; planned fault(s) that did nothing: "+strings.Join(idle, "; "), "; ")
+	if r.Valid == checker.Valid {
+		r.Valid = checker.Unknown
+	}
+}
+
 // applicable drops the lock checkers for a lock-free comparator, whose
 // "holds" overlap by design.
 func applicable(names []string, b backends.Info) (run, skipped []string) {

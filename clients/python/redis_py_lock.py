@@ -116,8 +116,11 @@ class Adapter:
         self.prefix = str(opts.get("prefix", self.prefix))
         # No retries: a timed-out SET may have happened; the harness must
         # hear "info", never a second try that hides it.
+        # client_name: the harness's kill-session finds this client's
+        # connections by it (CLIENT KILL of those named locktorture-p<N>).
         self.r = redis.Redis(host=host, port=int(port), socket_timeout=timeout,
-                             socket_connect_timeout=timeout, retry_on_timeout=False, **redis_auth(req))
+                             socket_connect_timeout=timeout, retry_on_timeout=False,
+                             client_name="locktorture-p%s" % req.get("process"), **redis_auth(req))
         log("open: process %s, redis %s, ttl %dms, renew %s" % (req.get("process"), addrs[0], self.ttl_ms, self.renew))
         return {"type": "ok", "abilities": ["extend"] if self.renew else []}
 

@@ -97,8 +97,11 @@ class Adapter:
         # Bounded below the harness's timeout, so our answer arrives in
         # time; no retries (a retried SET could hide that the first took).
         bound = self.timeout_s * 0.6
+        # client_name: the harness's kill-session finds this client's
+        # connections by it (CLIENT KILL of those named locktorture-p<N>).
         self.r = redis.Redis(host=host, port=int(port), socket_timeout=bound,
-                             socket_connect_timeout=bound, retry_on_timeout=False, **redis_auth(req))
+                             socket_connect_timeout=bound, retry_on_timeout=False,
+                             client_name="locktorture-p%s" % req.get("process"), **redis_auth(req))
         self.r.ping()
         log("open: process %s, redis %s, ttl %.3fs, timeout %.3fs" % (req.get("process"), addrs[0], self.ttl_s, self.timeout_s))
         return {"type": "ok", "abilities": []}

@@ -51,6 +51,23 @@ from tooz import coordination  # noqa: E402
 DRIVERS = ("redis", "zookeeper", "postgresql", "mysql")
 
 
+def name_redis_connections(name):
+    """Names every redis-py connection this process makes (CLIENT SETNAME),
+    by which the harness's kill-session finds this client's: tooz's redis
+    driver passes redis-py no client_name, so its client class is given one
+    (as tooz-postgresql's application_name goes through PGAPPNAME)."""
+    import redis
+
+    base = redis.StrictRedis
+
+    class Named(base):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("client_name", name)
+            super().__init__(*args, **kwargs)
+
+    redis.StrictRedis = redis.Redis = Named
+
+
 def quote(s):
     return urllib.parse.quote(s, safe="")
 
@@ -113,6 +130,8 @@ class Tooz:
 
     def open(self, req):
         member = ("locktorture-%s" % req.get("process")).encode()
+        if self.driver == "redis":
+            name_redis_connections("locktorture-p%s" % req.get("process"))
         self.coord = coordination.get_coordinator(self.url(req), member)
         self.coord.start(start_heart=True)
         lt.log("open: process %s, tooz driver %s, lease %ss" % (req.get("process"), self.driver, self.lease_s))

@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/nemesis"
+)
+
+// exerciseTally follows, in the history's one pass, whether the clients
+// worked through each scripted fault that happened: a fault is a test of
+// the lock only when the lock was in use around it and kept answering the
+// clients after it struck. A fault is not exercised when
+//
+//   - no client held the lock while it acted, nor within a TTL after it
+//     (no grant spanned it), or
+//   - from its start on, the lock answered none of the clients' acquires:
+//     every one failed with an error (none granted, none refused busy) —
+//     the clients could not work through it (a program that cannot follow
+//     a failover to the new primary).
+//
+// A run whose faults were not exercised is unknown, not valid: it did not
+// test what its scenario says.
+type exerciseTally struct {
+	ttl     int64
+	windows []nemesis.Window
+	per     []windowTally
+	holds   map[holdKey]int64 // open holds: when each began
+	acq     map[int]int64     // each process's outstanding acquire: when it was invoked
+	last    int64             // the time of the last op seen
+}
+
+// holdKey is one process's hold of one key.
+type holdKey struct {
+	p   int
+	key string
+}
+
+// windowTally is what one fault's window saw.
+type windowTally struct {
+	held               bool // a hold overlapped it (or its TTL after)
+	acquires, answered int  // acquires invoked from its start on; of them, answered by the lock
+	errs               map[string]int
+}
+
+// newExerciseTally follows the windows of a run whose lease is ttl; nil
+// when there is none to follow.
+func newExerciseTally(windows []nemesis.Window, ttl time.Duration) *exerciseTally {
+	if len(windows) == 0 {
+		return nil
+	}
+	return &exerciseTally{ttl: int64(ttl), windows: windows, per: make([]windowTally, len(windows)),
+		holds: map[holdKey]int64{}, acq: map[int]int64{}}
+}
+
+// add follows op (nil t: nothing to follow).
+func (t *exerciseTally) add(op *history.Op) {
+	if t == nil || op.IsNemesis() {
+		return
+	}
+	t.last = max(t.last, op.Time)
+	k := holdKey{op.Process, op.Key}
+	switch {
+	case op.F == history.Acquire && op.Type == history.Invoke:
+		t.acq[op.Process] = op.Time
+	case op.F == history.Acquire:
+		invoked, ok := t.acq[op.Process]
+		if !ok {
+			invoked = op.Time
+		}
+		delete(t.acq, op.Process)
+		answered := op.Type == history.OK || op.Type == history.Fail && lockAnswers[op.Error]
+		for i, w := range t.windows {
+			if invoked < w.Start {
+				continue
+			}
+			wt := &t.per[i]
+			wt.acquires++
+			if answered {
+				wt.answered++
+				continue
+			}
+			if wt.errs == nil {
+				wt.errs = map[string]int{}
+			}
+			e := cmp.Or(op.Error, "(no error given)")
+			if _, seen := wt.errs[e]; seen || len(wt.errs) < maxFailureKinds {
+				wt.errs[e]++
+			}
+		}
+		if op.Type == history.OK {
+			if _, open := t.holds[k]; !open {
+				t.holds[k] = op.Time
+			}
+		}
+	case (op.F == history.Release || op.F == history.Lost) && op.Type == history.Invoke:
+		if began, open := t.holds[k]; open {
+			t.hold(began, op.Time)
+			delete(t.holds, k)
+		}
+	}
+}
+
+// hold marks the windows a hold from began to ended overlaps.
+func (t *exerciseTally) hold(began, ended int64) {
+	for i, w := range t.windows {
+		if began <= w.Stop+t.ttl && ended >= w.Start {
+			t.per[i].held = true
+		}
+	}
+}
+
+// problems says, for each fault that was not exercised, why; nil when
+// every one was. Holds still open end with the history.
+func (t *exerciseTally) problems() []string {
+	if t == nil {
+		return nil
+	}
+	for _, began := range t.holds {
+		t.hold(began, t.last)
+	}
+	clear(t.holds)
+	var out []string
+	for i, w := range t.windows {
+		wt := t.per[i]
+		switch {
+		case !wt.held:
+			out = append(out, fmt.Sprintf("no client held the lock while %s acted, nor within its %s TTL after (at %s)",
+				w.Step, time.Duration(t.ttl), runTime(w.Start)))
+		case wt.acquires > 0 && wt.answered == 0:
+			s := fmt.Sprintf("after %s struck (at %s), the lock answered none of the clients' %d acquires: each failed with an error, none granted or refused busy",
+				w.Step, runTime(w.Start), wt.acquires)
+			if e, n := mostCommon(wt.errs); n > 0 {
+				s += fmt.Sprintf("; the most common error, %d×: %q", n, shorten(e, 300))
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// mostCommon is the error counted most often (the first in order on a tie).
+func mostCommon(errs map[string]int) (string, int) {
+	keys := make([]string, 0, len(errs))
+	for e := range errs {
+		keys = append(keys, e)
+	}
+	slices.Sort(keys)
+	best, n := "", 0
+	for _, e := range keys {
+		if errs[e] > n {
+			best, n = e, errs[e]
+		}
+	}
+	return best, n
+}
+
+// runTime writes a history time (nanoseconds since the run started) in
+// seconds.
+func runTime(ns int64) string { return fmt.Sprintf("%.3fs", time.Duration(ns).Seconds()) }
+
+// noteUnexercised says which scripted faults the clients could not work
+// through: the run did not test them, so a valid verdict becomes unknown.
+func noteUnexercised(r *checker.Results, why []string) {
+	if len(why) == 0 {
+		return
+	}
+	r.Note = strings.TrimPrefix(r.Note+"; a planned fault was not put to the test: "+strings.Join(why, "; "), "; ")
+	if r.Valid == checker.Valid {
+		r.Valid = checker.Unknown
+	}
+}

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/nemesis"
+)
+
+// TestExerciseTally: a fault is put to the test when a client held the
+// lock while it acted (or within a TTL after) and the lock answered some
+// acquire after it struck (granted or refused busy); otherwise the tally
+// says why not.
+func TestExerciseTally(t *testing.T) {
+	const s = int64(time.Second)
+	op := func(at float64, p int, typ history.Type, f, err string) history.Op {
+		return history.Op{Time: int64(at * float64(s)), Process: p, Type: typ, F: f, Key: "k0", Error: err}
+	}
+	// Client 0 holds from 0.1s to 0.5s.
+	hold := []history.Op{
+		op(0.1, 0, history.Invoke, history.Acquire, ""), op(0.1, 0, history.OK, history.Acquire, ""),
+		op(0.5, 0, history.Invoke, history.Release, ""), op(0.5, 0, history.OK, history.Release, ""),
+	}
+	// Client 1 asks at 1.1s and 1.2s: both fail with an error.
+	refused := []history.Op{
+		op(1.1, 1, history.Invoke, history.Acquire, ""), op(1.1, 1, history.Info, history.Acquire, "EOF"),
+		op(1.2, 1, history.Invoke, history.Acquire, ""), op(1.2, 1, history.Info, history.Acquire, "EOF"),
+	}
+	busy := []history.Op{op(1.3, 1, history.Invoke, history.Acquire, ""), op(1.3, 1, history.Fail, history.Acquire, "busy")}
+	window := func(from, to float64) nemesis.Window {
+		return nemesis.Window{Step: nemesis.Step{Fault: "pause", Duration: time.Duration((to - from) * float64(s))},
+			Start: int64(from * float64(s)), Stop: int64(to * float64(s))}
+	}
+	cat := func(parts ...[]history.Op) []history.Op {
+		var out []history.Op
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		window nemesis.Window
+		ops    []history.Op
+		want   string // in the problem ("" for none)
+	}{
+		{"a hold spans it, answered after", window(0.2, 0.3), cat(hold, busy), ""},
+		{"a grant within its TTL after", window(0.0, 0.05), cat(hold, busy), ""},
+		{"nobody held it, nor within a TTL", window(0.6, 0.7), cat(hold, refused, busy), "no client held the lock while pause"},
+		{"a hold open at the end spans it", window(0.6, 0.7), cat(hold[:2], []history.Op{op(1.0, 0, history.Invoke, history.FinalRead, "")}), ""},
+		{"every acquire after it failed", window(0.2, 0.3), cat(hold, refused), "answered none of the clients' 2 acquires"},
+		{"one busy after it is an answer", window(0.2, 0.3), cat(hold, refused, busy), ""},
+		{"failures before it do not count", window(1.25, 1.4), cat(hold, refused, busy), "no client held"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExerciseTally([]nemesis.Window{tc.window}, 200*time.Millisecond)
+			for i := range tc.ops {
+				ex.add(&tc.ops[i])
+			}
+			got := strings.Join(ex.problems(), "; ")
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("exercised, but the tally says: %s", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("problems %q, want one saying %q", got, tc.want)
+			}
+		})
+	}
+	if newExerciseTally(nil, time.Second).problems() != nil {
+		t.Error("a run with no fault has problems")
+	}
+}
