@@ -2,7 +2,9 @@
 // (clients/python: redis-py's Lock, kazoo's, python-etcd3's and tooz's,
 // the last three over lt_protocol.py; clients/java: Apache Curator's
 // InterProcessMutex, CuratorLock.java started by curator_lock.sh;
-// clients/go-example: a lock of the user's own in Go). The built-in
+// clients/node: the Node.js kit, redis-lock.js and pg-lock.js over
+// protocol.js, started by run.sh; clients/go-example: a lock of the
+// user's own in Go). The built-in
 // scenarios that run an adapter name it by its path in this repository;
 // Resolve finds it from anywhere, so those scenarios run from any
 // directory and from an installed binary.
@@ -17,13 +19,14 @@ import (
 	"strings"
 )
 
-//go:embed python/redis_py_lock.py python/redis_py_try_lock.py python/lt_protocol.py python/kazoo_lock.py python/etcd3_lock.py python/tooz_lock.py java/curator_lock.sh java/CuratorLock.java
+//go:embed python/redis_py_lock.py python/redis_py_try_lock.py python/lt_protocol.py python/kazoo_lock.py python/etcd3_lock.py python/tooz_lock.py java/curator_lock.sh java/CuratorLock.java node/run.sh node/protocol.js node/redis-lock.js node/pg-lock.js
 var adapters embed.FS
 
 // helpers are modules the adapters beside them import (or, for
-// curator_lock.sh, the source it compiles and starts): written with any
-// adapter of their directory.
-var helpers = []string{"python/lt_protocol.py", "java/CuratorLock.java"}
+// curator_lock.sh, the source it compiles and starts; for node/run.sh,
+// the adapters it starts by name): written with any adapter of their
+// directory.
+var helpers = []string{"python/lt_protocol.py", "java/CuratorLock.java", "node/run.sh", "node/protocol.js", "node/redis-lock.js", "node/pg-lock.js"}
 
 // Resolve returns command with each argument that names a shipped adapter
 // by its repository path ("clients/python/redis_py_lock.py") and is not
