@@ -22,6 +22,67 @@ missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
+# node_kit gets the Node.js kit's libraries (clients/node: Debian's
+# node-redis and node-pg) for the node on PATH. No node: Debian's nodejs
+# and both, from apt. A node apt can install them beside (Debian's
+# nodejs): from apt. Another node (NodeSource's, /usr/local's, which
+# Debian's node-* packages conflict with through their dependency on
+# Debian's nodejs): their .debs and their node-* dependencies, fetched
+# with apt-get download and unpacked (dpkg-deb -x) into a cache
+# clients/node/run.sh reads — /var/cache/locktorture/node as root, else
+# ${XDG_CACHE_HOME:-~/.cache}/locktorture/node — refetched when apt
+# offers other versions. No root needed for the cache.
+node_kit() {
+  local pkgs=(node-redis node-pg) need=() p
+  if ! have node && ! have nodejs; then
+    missing+=(nodejs "${pkgs[@]}")
+    return 0
+  fi
+  for p in "${pkgs[@]}"; do installed "$p" || need+=("$p"); done
+  [ ${#need[@]} -gt 0 ] || return 0
+  have apt-get || { missing+=("${need[@]}"); return 0; }
+  local cache=${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/locktorture/node
+  [ "$(id -u)" -ne 0 ] || cache=/var/cache/locktorture/node
+  # What apt offers, as "node-redis=V node-pg=V " (the cache's stamp).
+  local want
+  want=$(apt-cache show --no-all-versions "${need[@]}" 2>/dev/null | awk -v need="${need[*]}" '
+    /^Package:/ {p = $2} /^Version:/ && p != "" {v[p] = $2; p = ""}
+    END {n = split(need, ps, " "); for (i = 1; i <= n; i++) if (ps[i] in v) printf "%s=%s ", ps[i], v[ps[i]]; else {print "-"; exit}}
+  ')
+  if [ -f "$cache/.packages" ] && { [ "$(cat "$cache/.packages")" = "$want" ] || [[ $want == *- ]]; }; then
+    return 0 # fetched already (or no apt lists to compare with: kept)
+  fi
+  if [[ $want == *- ]]; then
+    echo "deps: apt offers no ${need[*]} (apt-get update?): the Node.js kit (clients/node) needs them" >&2
+    return 1
+  fi
+  if apt-get install -s -qq "${need[@]}" >/dev/null 2>&1; then
+    missing+=("${need[@]}")
+    return 0
+  fi
+  local debs all
+  all=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+    --no-replaces --no-enhances "${need[@]}" | grep '^node-' | sort -u)
+  mkdir -p "$(dirname "$cache")"
+  debs=$(mktemp -d "$(dirname "$cache")/.node-debs.XXXXXX")
+  local sandbox=()
+  [ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+  # shellcheck disable=SC2086 # one package name a word
+  if ! (cd "$debs" && apt-get "${sandbox[@]}" -qq download $all >/dev/null); then
+    rm -rf "$debs"
+    echo "deps: apt-get download of the Node.js kit's packages failed (${need[*]} and their node-* dependencies)" >&2
+    return 1
+  fi
+  mkdir "$debs/root"
+  for p in "$debs"/*.deb; do dpkg-deb -x "$p" "$debs/root"; done
+  printf '%s' "$want" >"$debs/root/.packages"
+  rm -rf "$cache.old"
+  [ ! -d "$cache" ] || mv "$cache" "$cache.old"
+  mv "$debs/root" "$cache"
+  rm -rf "$debs" "$cache.old"
+  echo "deps: ${need[*]} (and their node-* dependencies) unpacked into $cache for $(command -v node || command -v nodejs) $(node --version 2>/dev/null || true): apt cannot install them beside it; clients/node/run.sh reads them there"
+}
+
 list=""
 if [ -n "${LOCKTORTURE:-}" ]; then
   list=$("$LOCKTORTURE" list packages)
@@ -77,6 +138,7 @@ servers) what="every server kind's packages" ;;
   exit 1
   ;;
 esac
+if [ "${DEPS:-all}" = all ]; then node_kit; fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: $what: installed"
