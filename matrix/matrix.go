@@ -387,7 +387,10 @@ func knownFinding(c Cell) string {
 	if c.AsExpected || c.Verdict != checker.Invalid.String() || c.Expected != checker.Valid.String() {
 		return ""
 	}
-	return findings.Covering(c.Scenario, c.Backend)
+	// A library row at another version (compare --library: ROW@V) is
+	// covered as ROW is.
+	row, _, _ := strings.Cut(c.Backend, "@")
+	return findings.Covering(c.Scenario, row)
 }
 
 // Known counts the cells NOT as expected that a known finding explains

@@ -129,31 +129,27 @@ func Bisect(ctx context.Context, versions []string, probe Probe) (*Result, error
 	case v == Skip:
 		return finish(fmt.Sprintf("no answer at %s, the newest version tried (%s): cannot search below it", to, rows[n-1].Cell()))
 	}
-	hi, lo := n-1, -1
-	// FROM: the oldest version that answers.
-	for i := 0; i < hi; i++ {
-		v, err := run(i)
-		if err != nil {
-			return nil, err
-		}
-		if v == Yes {
-			hi = i
+	// lo is the newest version known not to reproduce below hi (-1: none
+	// yet); floor, while lo is -1, the newest that did not build: older
+	// ones are taken not to build either (the program uses an API the
+	// library added at some version), so the search goes on above it.
+	hi, lo, floor := n-1, -1, -1
+	for {
+		low := max(lo, floor)
+		if hi-low <= 1 {
 			break
 		}
-		if v == No {
-			lo = i
-			break
-		}
-	}
-	// Between: the version nearest the middle that has not been skipped.
-	for hi-lo > 1 && lo >= 0 {
-		mid := (lo + hi) / 2
 		pick := -1
-		for d := 0; d < hi-lo; d++ {
-			for _, i := range []int{mid - d, mid + d + 1} {
-				if pick < 0 && i > lo && i < hi {
-					if _, tried := rows[i]; !tried {
-						pick = i
+		if len(rows) == 1 {
+			pick = 0 // FROM, the other end, first
+		} else {
+			mid := (low + hi) / 2
+			for d := 0; d < hi-low && pick < 0; d++ {
+				for _, i := range []int{mid - d, mid + d + 1} {
+					if pick < 0 && i > low && i < hi {
+						if _, tried := rows[i]; !tried {
+							pick = i
+						}
 					}
 				}
 			}
@@ -165,11 +161,13 @@ func Bisect(ctx context.Context, versions []string, probe Probe) (*Result, error
 		if err != nil {
 			return nil, err
 		}
-		switch v {
-		case Yes:
+		switch {
+		case v == Yes:
 			hi = pick
-		case No:
+		case v == No:
 			lo = pick
+		case lo < 0 && !rows[pick].Built:
+			floor = pick
 		}
 	}
 	res.First = versions[hi]
@@ -178,7 +176,28 @@ func Bisect(ctx context.Context, versions []string, probe Probe) (*Result, error
 		if hi == 0 {
 			return finish(fmt.Sprintf("reproduces at the oldest version tried, %s: it began at or before %s", first, first))
 		}
-		return finish(fmt.Sprintf("reproduces at %s, the oldest version tried that answered (%s gave none): it began at or before %s", res.First, strings.Join(versions[:hi], ", "), res.First))
+		var noBuild, noAnswer []string
+		for i := 0; i < hi; i++ {
+			if r, ok := rows[i]; ok && !r.Built {
+				noBuild = append(noBuild, versions[i])
+			} else if ok {
+				noAnswer = append(noAnswer, versions[i])
+			}
+		}
+		why := ""
+		if len(noBuild) > 0 {
+			why = "the program did not build at " + strings.Join(noBuild, ", ")
+			if u := floor - countTried(rows, 0, floor); floor > 0 && u > 0 {
+				why += fmt.Sprintf(", and is taken not to build at the %d older versions not tried", u)
+			}
+		}
+		if len(noAnswer) > 0 {
+			if why != "" {
+				why += "; "
+			}
+			why += strings.Join(noAnswer, ", ") + " could not decide"
+		}
+		return finish(fmt.Sprintf("reproduces at %s, the oldest version tried that answered (%s): it began at or before %s", res.First, why, res.First))
 	}
 	res.LastClean = versions[lo]
 	res.Skipped = append([]string(nil), versions[lo+1:hi]...)
@@ -186,6 +205,17 @@ func Bisect(ctx context.Context, versions []string, probe Probe) (*Result, error
 		return finish(fmt.Sprintf("began after %s, at or before %s (%s gave no answer)", res.LastClean, res.First, strings.Join(res.Skipped, ", ")))
 	}
 	return finish(fmt.Sprintf("first version that reproduces: %s (%s does not)", res.First, res.LastClean))
+}
+
+// countTried counts the versions in [from, to) that were probed.
+func countTried(rows map[int]Row, from, to int) int {
+	n := 0
+	for i := from; i < to; i++ {
+		if _, ok := rows[i]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // Table is the bisection's table: version -> reproduced n/N (or "did not

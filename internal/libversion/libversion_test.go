@@ -154,9 +154,9 @@ func TestBisect(t *testing.T) {
 		{name: "the search steps around one that does not build", f: fake{yes: from(6), noBuild: set("v1.0.4")}, first: "v1.0.6", clean: "v1.0.5",
 			summary: "first version that reproduces: v1.0.6 (v1.0.5 does not)", maxProbes: 7},
 		{name: "the oldest do not build", f: fake{yes: from(5), noBuild: set("v1.0.0", "v1.0.1")}, first: "v1.0.5", clean: "v1.0.4",
-			summary: "first version that reproduces: v1.0.5", maxProbes: 8},
+			summary: "first version that reproduces: v1.0.5", maxProbes: 6},
 		{name: "nothing older answers", f: fake{yes: from(7), noBuild: set("v1.0.0", "v1.0.1", "v1.0.2", "v1.0.3", "v1.0.4", "v1.0.5", "v1.0.6")}, first: "v1.0.7",
-			summary: "reproduces at v1.0.7, the oldest version tried that answered", maxProbes: 10},
+			summary: "reproduces at v1.0.7, the oldest version tried that answered (the program did not build at v1.0.0, v1.0.4, v1.0.6, and is taken not to build at the 4 older versions not tried)", maxProbes: 5},
 		{name: "undecided is skipped too", f: fake{yes: from(3), undecided: set("v1.0.2")}, first: "v1.0.3", clean: "v1.0.1",
 			skipped: []string{"v1.0.2"}, summary: "gave no answer", maxProbes: 7, wantTableCell: "v1.0.2   reproduced 0/2 (2 undecided)"},
 	}
