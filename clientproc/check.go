@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"io"
 	"os"
 	"os/exec"
@@ -967,7 +968,7 @@ func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 		k.kept("timeout is info", "%s made while the link was %s got %s", acquires(len(unknown)), how, describeAll(unknown))
 	}
 	if len(givenBack) > 0 {
-		k.kept("late grant", "client 0's %s came %s after timeout_ms and %s given back (client 1 could take the key)", plural(len(givenBack), "grant"), joinAnd(givenBack), wasWere(len(givenBack)))
+		k.kept("late grant", "client 0's %s came %s after timeout_ms and %s given back (client 1 could take the key)", words.Noun(len(givenBack), "grant", words.Count(len(givenBack), "grant", "grants")), joinAnd(givenBack), wasWere(len(givenBack)))
 	}
 	if len(kept) > 0 {
 		k.broke("late grant", "client 0 answered ok %s after timeout_ms (%s, the link was %s): the harness had given up and recorded info, and never releases it — but the adapter kept the lock%s (client 1 then got %s). Give a grant that comes too late back at once",
@@ -985,12 +986,6 @@ func acquires(n int) string {
 }
 
 // plural is noun, or "N nouns".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
 
 // times is "" for once, " both times" or " all N times" for more.
 func times(n int) string {

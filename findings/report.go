@@ -3,6 +3,7 @@ package findings
 import (
 	"embed"
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"io/fs"
 	"path"
 	"slices"
@@ -141,17 +142,17 @@ func whatHappened(f Finding, in ReportInput) string {
 	if m := cs.Mutex; m != nil {
 		counts = append(counts, fmt.Sprintf("%d holds", m.Holds))
 		if m.StaleHolders > 0 {
-			counts = append(counts, plural(m.StaleHolders, "stale holder"))
+			counts = append(counts, words.Count(m.StaleHolders, "stale holder", "stale holders"))
 		}
 		if m.DoubleGrants > 0 {
-			counts = append(counts, plural(m.DoubleGrants, "double grant"))
+			counts = append(counts, words.Count(m.DoubleGrants, "double grant", "double grants"))
 		}
 	}
 	if l := cs.LostUpdate; l != nil && l.Count > 0 {
-		counts = append(counts, plural(l.Count, "lost update"))
+		counts = append(counts, words.Count(l.Count, "lost update", "lost updates"))
 	}
 	if fe := cs.Fencing; fe != nil && fe.Count > 0 {
-		counts = append(counts, plural(fe.Count, "stale write")+" accepted")
+		counts = append(counts, words.Count(fe.Count, "stale write", "stale writes")+" accepted")
 	}
 	if len(counts) > 0 {
 		fmt.Fprintf(&b, "Counts: %s.\n", strings.Join(counts, ", "))
@@ -171,13 +172,6 @@ func whatHappened(f Finding, in ReportInput) string {
 		fmt.Fprintf(&b, "\nNote: %s\n", r.Note)
 	}
 	return b.String()
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // serversText lists the run's servers and the versions they reported.

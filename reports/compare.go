@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"slices"
 	"sort"
 	"strings"
@@ -291,7 +292,7 @@ func (c compareCell) Summary() string {
 	}{{t.StaleHolders, "stale holder", "stale holders"}, {t.DoubleGrants, "double grant", "double grants"},
 		{t.LostUpdates, "lost update", "lost updates"}, {t.StaleWrites, "stale write accepted", "stale writes accepted"}} {
 		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, pluralWord(p.n, p.one, p.many)))
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, words.Noun(p.n, p.one, p.many)))
 		}
 	}
 	return fmt.Sprintf("unsafe: %s (%d/%d runs)", strings.Join(parts, ", "), t.unsafeRuns, n)
@@ -301,10 +302,10 @@ func (c compareCell) Summary() string {
 func holderWords(t cellTotals) string {
 	var parts []string
 	if t.StaleHolders > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", t.StaleHolders, pluralWord(t.StaleHolders, "stale holder", "stale holders")))
+		parts = append(parts, fmt.Sprintf("%d %s", t.StaleHolders, words.Noun(t.StaleHolders, "stale holder", "stale holders")))
 	}
 	if t.DoubleGrants > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", t.DoubleGrants, pluralWord(t.DoubleGrants, "double grant", "double grants")))
+		parts = append(parts, fmt.Sprintf("%d %s", t.DoubleGrants, words.Noun(t.DoubleGrants, "double grant", "double grants")))
 	}
 	return strings.Join(parts, " and ")
 }

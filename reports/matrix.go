@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"strings"
 	"text/tabwriter"
 
@@ -118,14 +119,14 @@ func matrixTotals(m *matrix.Matrix) string {
 		}
 	}
 	if errs > 0 {
-		s += fmt.Sprintf(", %d harness %s", errs, pluralWord(errs, "error", "errors"))
+		s += fmt.Sprintf(", %d harness %s", errs, words.Noun(errs, "error", "errors"))
 	}
 	if missing > 0 {
 		s += fmt.Sprintf(", %d missing", missing)
 	}
-	s += fmt.Sprintf(" (%s", plural(len(m.Cells), "cell", "cells"))
+	s += fmt.Sprintf(" (%s", words.Count(len(m.Cells), "cell", "cells"))
 	if len(m.Skipped) > 0 {
-		s += fmt.Sprintf("; %d scenario/backend %s not applicable", len(m.Skipped), pluralWord(len(m.Skipped), "pair", "pairs"))
+		s += fmt.Sprintf("; %d scenario/backend %s not applicable", len(m.Skipped), words.Noun(len(m.Skipped), "pair", "pairs"))
 	}
 	if m.Interrupted {
 		s += "; interrupted"
@@ -148,13 +149,6 @@ func verdictWord(m *matrix.Matrix) string {
 		return "harness errors"
 	}
 	return "not as expected"
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

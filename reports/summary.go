@@ -2,18 +2,13 @@ package reports
 
 import (
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
 )
 
 // plural returns "1 overlap" or "3 overlaps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
 
 func fenceStr(f *int64) string {
 	if f == nil {
@@ -78,13 +73,13 @@ type checkerLine struct {
 func checkerLines(c *checker.Checkers) []checkerLine {
 	var out []checkerLine
 	if m := c.Mutex; m != nil {
-		d := fmt.Sprintf("%s in %s (%s, %s)", plural(m.Count, "overlap", "overlaps"), plural(m.Holds, "hold", "holds"),
-			plural(m.StaleHolders, "stale holder", "stale holders"), plural(m.DoubleGrants, "double grant", "double grants"))
+		d := fmt.Sprintf("%s in %s (%s, %s)", words.Count(m.Count, "overlap", "overlaps"), words.Count(m.Holds, "hold", "holds"),
+			words.Count(m.StaleHolders, "stale holder", "stale holders"), words.Count(m.DoubleGrants, "double grant", "double grants"))
 		if m.Count == 0 {
-			d = fmt.Sprintf("no overlap in %s", plural(m.Holds, "hold", "holds"))
+			d = fmt.Sprintf("no overlap in %s", words.Count(m.Holds, "hold", "holds"))
 		}
 		if m.RolledBack > 0 {
-			d += fmt.Sprintf("; %s rolled back with its transaction (void: nothing done through it took effect)", plural(m.RolledBack, "hold", "holds"))
+			d += fmt.Sprintf("; %s rolled back with its transaction (void: nothing done through it took effect)", words.Count(m.RolledBack, "hold", "holds"))
 		}
 		out = append(out, checkerLine{checker.NameMutex, m.Valid, d, m.Error})
 	}
@@ -92,32 +87,32 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 		var d string
 		switch {
 		case len(l.BadKeys) > 0:
-			d = fmt.Sprintf("%d of %s not linearizable (%s); %s checked", len(l.BadKeys), plural(l.Keys, "key", "keys"), keyList(l.BadKeys), plural(l.Ops, "lock op", "lock ops"))
+			d = fmt.Sprintf("%d of %s not linearizable (%s); %s checked", len(l.BadKeys), words.Count(l.Keys, "key", "keys"), keyList(l.BadKeys), words.Count(l.Ops, "lock op", "lock ops"))
 		case len(l.UnknownKeys) > 0:
-			d = fmt.Sprintf("undecided on %d of %s (%s) within %s", len(l.UnknownKeys), plural(l.Keys, "key", "keys"), keyList(l.UnknownKeys), fmtDur(l.TimeoutMS*1e6))
+			d = fmt.Sprintf("undecided on %d of %s (%s) within %s", len(l.UnknownKeys), words.Count(l.Keys, "key", "keys"), keyList(l.UnknownKeys), fmtDur(l.TimeoutMS*1e6))
 			if len(l.Undecided) > 0 {
 				u := l.Undecided[0]
-				d += fmt.Sprintf(": %s from %s to %s (%s): %s", u.Key, fmtDur(u.From), fmtDur(u.To), plural(u.Ops, "op", "ops"), u.Limit)
+				d += fmt.Sprintf(": %s from %s to %s (%s): %s", u.Key, fmtDur(u.From), fmtDur(u.To), words.Count(u.Ops, "op", "ops"), u.Limit)
 				if len(l.Undecided) > 1 {
 					d += fmt.Sprintf(", and %d more", len(l.Undecided)-1)
 				}
 			}
 		default:
-			d = fmt.Sprintf("%s, %s linearizable", plural(l.Keys, "key", "keys"), plural(l.Ops, "lock op", "lock ops"))
+			d = fmt.Sprintf("%s, %s linearizable", words.Count(l.Keys, "key", "keys"), words.Count(l.Ops, "lock op", "lock ops"))
 		}
 		out = append(out, checkerLine{checker.NameLinearizable, l.Valid, d, l.Error})
 	}
 	if f := c.Fencing; f != nil {
-		d := plural(f.FencedWrites, "fenced write", "fenced writes")
+		d := words.Count(f.FencedWrites, "fenced write", "fenced writes")
 		if f.UnfencedWrites > 0 {
 			d += fmt.Sprintf(" (%d unfenced)", f.UnfencedWrites)
 		}
-		d += fmt.Sprintf(", %s accepted, %s rejected", plural(f.Count, "stale write", "stale writes"), plural(f.RejectedStale, "stale write", "stale writes"))
+		d += fmt.Sprintf(", %s accepted, %s rejected", words.Count(f.Count, "stale write", "stale writes"), words.Count(f.RejectedStale, "stale write", "stale writes"))
 		out = append(out, checkerLine{checker.NameFencing, f.Valid, d, f.Error})
 	}
 	if l := c.LostUpdate; l != nil {
-		d := fmt.Sprintf("%s in %s on %s (%s)", plural(l.Count, "lost update", "lost updates"), plural(l.AcceptedWrites, "accepted write", "accepted writes"),
-			plural(l.Keys, "key", "keys"), plural(l.FinalReads, "final read", "final reads"))
+		d := fmt.Sprintf("%s in %s on %s (%s)", words.Count(l.Count, "lost update", "lost updates"), words.Count(l.AcceptedWrites, "accepted write", "accepted writes"),
+			words.Count(l.Keys, "key", "keys"), words.Count(l.FinalReads, "final read", "final reads"))
 		if l.Note != "" {
 			d += "; " + l.Note
 		}
@@ -125,8 +120,8 @@ func checkerLines(c *checker.Checkers) []checkerLine {
 	}
 	if s := c.Stats; s != nil {
 		d := fmt.Sprintf("%s, %.1f holds/s, %.0f ops/s, acquire p50 %s p99 %s, %s over %s",
-			plural(s.Holds, "hold", "holds"), s.HoldsPerSecond, s.OpsPerSecond,
-			fmtDur(s.AcquireLatency.P50), fmtDur(s.AcquireLatency.P99), plural(s.Clients, "client", "clients"), fmtDur(s.Span))
+			words.Count(s.Holds, "hold", "holds"), s.HoldsPerSecond, s.OpsPerSecond,
+			fmtDur(s.AcquireLatency.P50), fmtDur(s.AcquireLatency.P99), words.Count(s.Clients, "client", "clients"), fmtDur(s.Span))
 		d += lowAvailability(s.Availability)
 		out = append(out, checkerLine{checker.NameStats, s.Valid, d, s.Error})
 	}
@@ -158,10 +153,10 @@ func lowAvailability(as []checker.KeyAvailability) string {
 	}
 	if a.RefusedFraction < 0.2 {
 		return fmt.Sprintf("; %s had no holder %.0f%% of the run (%s%s): the clients' own pace between a release and their next acquire, not refusals (refused %.0f%%)",
-			a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
+			a.Key, 100*a.Fraction, words.Count(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
 	}
 	return fmt.Sprintf("; low availability: %s had no holder %.0f%% of the run (%s%s), %.0f%% while clients asked for it and were refused or got no answer",
-		a.Key, 100*a.Fraction, plural(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
+		a.Key, 100*a.Fraction, words.Count(a.Holds, "hold", "holds"), of, 100*a.RefusedFraction)
 }
 
 func keyList(ks []string) string {
@@ -234,7 +229,7 @@ func Headline(res *checker.Results) string {
 	if len(what) > 0 {
 		s += " — " + strings.Join(what, " / ")
 	}
-	return s + fmt.Sprintf(" (seed %d, %s)", res.Seed, plural(res.Ops, "op", "ops"))
+	return s + fmt.Sprintf(" (seed %d, %s)", res.Seed, words.Count(res.Ops, "op", "ops"))
 }
 
 // Summary returns the one-screen plain-text account of a run that the CLI

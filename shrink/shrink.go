@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"io"
 	"os"
 	"path/filepath"
@@ -111,14 +112,7 @@ type Shape struct {
 
 // String is "2 faults, 2 clients, 1 key, 3.5s".
 func (s Shape) String() string {
-	return fmt.Sprintf("%s, %s, %s, %s", plural(s.Faults, "fault"), plural(s.Clients, "client"), plural(s.Keys, "key"), s.Duration)
-}
-
-func plural(n int, w string) string {
-	if n == 1 {
-		return "1 " + w
-	}
-	return fmt.Sprintf("%d %ss", n, w)
+	return fmt.Sprintf("%s, %s, %s, %s", words.Count(s.Faults, "fault", "faults"), words.Count(s.Clients, "client", "clients"), words.Count(s.Keys, "key", "keys"), s.Duration)
 }
 
 // Result is what a shrink found.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/locktorture/locktorture/internal/words"
 	"io"
 	"maps"
 	"os/exec"
@@ -189,7 +190,7 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 		return bad("--parallel must be from 1 to %d, not %d (or auto: %d per core)", maxParallel, *f.parallel, cellsPerCore)
 	}
 	if f.parallelAuto {
-		fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d a core: a cell mostly waits)\n", name, plural(runtime.NumCPU(), "core", "cores"), *f.parallel, cellsPerCore)
+		fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d a core: a cell mostly waits)\n", name, words.Count(runtime.NumCPU(), "core", "cores"), *f.parallel, cellsPerCore)
 	}
 	if *f.seeds < 1 || *f.seeds > 1000 {
 		return bad("--seeds must be from 1 to 1000, not %d", *f.seeds)
@@ -282,7 +283,7 @@ func printPlan(opt runner.MatrixOptions, name string, stdout, stderr io.Writer) 
 			wall = max(wall, c.Estimate())
 		}
 		return fmt.Sprintf("%s, estimated %s one at a time (%s at --parallel %d)",
-			plural(len(cells), "cell", "cells"), roundEstimate(d), roundEstimate(wall), parallel)
+			words.Count(len(cells), "cell", "cells"), roundEstimate(d), roundEstimate(wall), parallel)
 	}
 	if opt.Shards <= 1 {
 		fmt.Fprintln(stdout, estimate(mine))
@@ -307,12 +308,6 @@ func roundEstimate(d time.Duration) time.Duration {
 }
 
 // plural is "1 cell" or "N cells".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
 
 // followCells shows a matrix's progress on stderr: the live bar follows
 // one run at a time (the cell the runner follows); every cell prints its
@@ -712,7 +707,7 @@ func printMissing(w io.Writer, m *matrix.Matrix) {
 		}
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "MISSING:  %s: %s\n", plural(n, "cell", "cells"), why)
+		fmt.Fprintf(w, "MISSING:  %s: %s\n", words.Count(n, "cell", "cells"), why)
 	}
 }
 
