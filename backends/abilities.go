@@ -24,6 +24,10 @@ const (
 	abilityRenews = "renews"
 )
 
+// AbilityInTx is the ability of a backend whose grant is a transaction
+// the resource acts inside (suits.needs: in-tx; Info.InTx).
+const AbilityInTx = abilityInTx
+
 // Abilities lists every ability a scenario can ask for, sorted.
 func Abilities() []string {
 	return []string{abilityFencing, abilityInTx, abilityLease, abilityLockFree, abilityQuorum, abilityRenews, abilitySentinel}

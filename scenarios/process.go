@@ -146,6 +146,22 @@ func (s *Scenario) validateClients() error {
 			}
 		}
 	}
+	_, program := backends.ProgramOf(s.Backend)
+	if (s.Backend == ExecBackend || program) && s.Suits != nil && slices.Contains(s.Suits.Needs, backends.AbilityInTx) {
+		// pg-terminate-xact: its verdict rests on the resource's writes
+		// rolling back with the lock's transaction, which is the program's.
+		field := "backend"
+		if s.Backend == ExecBackend {
+			field = "exec"
+		}
+		var inTx []string
+		for _, b := range backends.Names() {
+			if info, _, err := backends.Lookup(b); err == nil && info.InTx {
+				inTx = append(inTx, b)
+			}
+		}
+		return bad(field, "scenario %s is about writes inside the lock's own transaction (suits: needs %s), which a program's run cannot honour: backend %s runs a program, and the harness writes the resource from its own process, outside the program's transaction, and would judge those writes; run it with a built-in backend that has %s (%s)", s.Name, backends.AbilityInTx, s.Backend, backends.AbilityInTx, strings.Join(inTx, ", "))
+	}
 	if info, _, _ := backends.Lookup(s.Backend); s.ProcessClients() && info.InTx && (s.Resource == workload.ResourcePostgres || s.Resource == "mysql") {
 		return bad("client_mode", "backend %s with the %s resource writes inside the lock's own transaction, which cannot leave the client's process: run it with client_mode inproc", s.Backend, s.Resource)
 	}
