@@ -204,11 +204,21 @@ type Matrix struct {
 // match) and each expected checker verdict for the checkers that ran. It
 // returns whether everything matches and, when not, what differs.
 func Judge(res *checker.Results, expected string, expectedCheckers map[string]string) (bool, string) {
-	if expected == "" {
-		expected = checker.Valid.String()
-	}
 	if res == nil {
 		return false, "no results"
+	}
+	verdicts := map[string]string{}
+	for n, v := range res.Checkers.Verdicts() {
+		verdicts[n] = v.String()
+	}
+	return judgeVerdicts(res.Valid.String(), verdicts, expected, expectedCheckers)
+}
+
+// judgeVerdicts is Judge on verdicts as words: the run's (valid, invalid,
+// unknown) and its checkers' by name.
+func judgeVerdicts(verdict string, verdicts map[string]string, expected string, expectedCheckers map[string]string) (bool, string) {
+	if expected == "" {
+		expected = checker.Valid.String()
 	}
 	if expected == NoClaim {
 		return true, ""
@@ -216,32 +226,31 @@ func Judge(res *checker.Results, expected string, expectedCheckers map[string]st
 	if expected == scenarios.Either {
 		// Valid or invalid, as the claim leaves open; an invalid run's
 		// checkers still as expected, an unknown run not.
-		switch res.Valid {
-		case checker.Valid:
+		switch verdict {
+		case checker.Valid.String():
 			return true, ""
-		case checker.Invalid:
+		case checker.Invalid.String():
 			expected = checker.Invalid.String()
 		default:
-			return false, fmt.Sprintf("expected valid or invalid (either), got %s", res.Valid)
+			return false, fmt.Sprintf("expected valid or invalid (either), got %s", verdict)
 		}
 	}
 	overall := ""
-	if got := res.Valid.String(); got != expected {
-		overall = fmt.Sprintf("expected %s, got %s", expected, got)
+	if verdict != expected {
+		overall = fmt.Sprintf("expected %s, got %s", expected, verdict)
 	}
 	var diffs, differing []string
-	verdicts := res.Checkers.Verdicts()
 	names := make([]string, 0, len(expectedCheckers))
 	for n := range expectedCheckers {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		v, ok := verdicts[n]
+		got, ok := verdicts[n]
 		if !ok {
 			continue // the checker did not run (it does not apply to this backend)
 		}
-		if got := v.String(); got != expectedCheckers[n] {
+		if got != expectedCheckers[n] {
 			diffs = append(diffs, fmt.Sprintf("%s: expected %s, got %s", n, expectedCheckers[n], got))
 			differing = append(differing, n)
 		}
@@ -477,19 +486,25 @@ func (m *Matrix) Grid() map[CellKey]string {
 	return g
 }
 
+// maxResultsBytes bounds a matrix's results.json as read: some
+// thousands of cells take a few megabytes; anything past this is not one.
+const maxResultsBytes = 256 << 20
+
 // Read reads a matrix's results.json; path is the file or its
-// directory.
+// directory. A results.json that is not there wraps fs.ErrNotExist; one
+// that is there but is no matrix's (not a regular file, garbage, cut
+// short, empty, a run's) names the file.
 func Read(path string) (*Matrix, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, fileResults)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readResults(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMatrix, err)
+		return nil, err
 	}
 	var m Matrix
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrMatrix, path, err)
+		return nil, fmt.Errorf("%w: %s is not a matrix's results.json: %w", ErrMatrix, path, err)
 	}
 	if m.Kind != Kind {
 		return nil, fmt.Errorf("%w: %s is not a matrix's results (kind %q)", ErrMatrix, path, m.Kind)
@@ -497,9 +512,29 @@ func Read(path string) (*Matrix, error) {
 	return &m, nil
 }
 
+// readResults reads a results.json that must be a regular file of a
+// sane size: never a device or a named pipe, which would be read
+// forever or block.
+func readResults(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrMatrix, err)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file (a matrix's results.json is one)", ErrMatrix, path)
+	case st.Size() > maxResultsBytes:
+		return nil, fmt.Errorf("%w: %s is %d bytes, more than a matrix's results.json (at most %d)", ErrMatrix, path, st.Size(), maxResultsBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMatrix, err)
+	}
+	return b, nil
+}
+
 // IsDir reports whether dir holds a matrix's results.json.
 func IsDir(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, fileResults))
+	b, err := readResults(filepath.Join(dir, fileResults))
 	if err != nil {
 		return false
 	}
@@ -525,7 +560,10 @@ func WriteResults(dir string, m *Matrix) error {
 // matrix whose report goes to outDir: the cells of all shards, with each
 // cell's run directory made relative to outDir. Every shard must come from
 // the same plan, and no cell may appear twice; a planned cell that no shard
-// ran is added as "missing" (not as expected).
+// ran is added as "missing" (not as expected). A shard's cell must be one
+// of its plan's, with verdicts that are verdicts (else an error names the
+// file and the cell), and is judged again against its scenario's claim
+// (claims): whether it came out as expected is never the shard's word.
 func Merge(dirs []string, outDir string) (*Matrix, error) {
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("%w: nothing to merge", ErrMatrix)
@@ -534,10 +572,24 @@ func Merge(dirs []string, outDir string) (*Matrix, error) {
 	var planKey string
 	var shardsIn []string
 	seen := map[CellKey]string{}
+	claimsBy := map[string]*claims{} // by the shard's command
 	for i, d := range dirs {
 		m, err := Read(d)
 		if err != nil {
 			return nil, err
+		}
+		file := d
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			file = filepath.Join(d, fileResults)
+		}
+		planned := map[CellKey]bool{}
+		for _, k := range m.Planned {
+			planned[k] = true
+		}
+		cl := claimsBy[m.Command]
+		if cl == nil {
+			cl = claimsOf(m.Command)
+			claimsBy[m.Command] = cl
 		}
 		pk := planString(m.Planned)
 		if i == 0 {
@@ -559,6 +611,12 @@ func Merge(dirs []string, outDir string) (*Matrix, error) {
 			out.Started = m.Started
 		}
 		for _, c := range m.Cells {
+			// Nothing a shard says of a cell is taken unchecked: a
+			// hand-edited or damaged results.json is refused, and every
+			// cell is judged again against its claim.
+			if err := cl.judgeShardCell(file, planned, &c); err != nil {
+				return nil, err
+			}
 			if prev, dup := seen[c.CellKey]; dup {
 				return nil, fmt.Errorf("%w: %s ran in both %s and %s", ErrMatrix, c.CellKey, prev, d)
 			}

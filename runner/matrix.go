@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -429,51 +430,82 @@ func roundSeconds(d time.Duration) float64 {
 	return math.Round(d.Seconds()*1000) / 1000
 }
 
+// errNoMatrix is wrapped when a path given to merge holds no matrix at
+// all (no results.json, no store/matrix/ with one): a shard that never
+// came, when another path holds one.
+var errNoMatrix = errors.New("no matrix")
+
 // resolveMatrixDir finds the matrix a path names: a matrix directory, its
 // results.json, or a store whose newest complete matrix is taken (an
 // interrupted one only when named, or when the store holds no complete
-// one: a shard cut short by its CI job's time limit).
+// one: a shard cut short by its CI job's time limit). A results.json that
+// is there but is no matrix's (garbage, cut short, empty, a run's, not a
+// regular file) is bad input naming the file — never taken as a shard
+// that never came, nor passed over for an older matrix; a path holding no
+// results.json at all wraps errNoMatrix.
 func resolveMatrixDir(p string) (string, error) {
-	if st, err := os.Stat(p); err == nil && !st.IsDir() {
-		p = filepath.Dir(p)
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
-	if matrix.IsDir(p) {
+	if !st.IsDir() {
+		if _, err := matrix.Read(p); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		return filepath.Dir(p), nil
+	}
+	switch _, err := matrix.Read(p); {
+	case err == nil:
 		return p, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	root := filepath.Join(p, "matrix")
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s is neither a matrix directory nor a store holding one", ErrBadInput, p)
+		return "", fmt.Errorf("%w: %w: %s is neither a matrix directory nor a store holding one", ErrBadInput, errNoMatrix, p)
 	}
 	var names []string
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != "latest" && matrix.IsDir(filepath.Join(root, e.Name())) {
+		if e.IsDir() && e.Name() != "latest" {
 			names = append(names, e.Name())
 		}
 	}
 	sort.Strings(names)
+	interrupted := ""
 	for i := len(names) - 1; i >= 0; i-- {
 		d := filepath.Join(root, names[i])
-		if m, err := matrix.Read(d); err == nil && !m.Interrupted {
+		m, err := matrix.Read(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // no matrix there
+		case err != nil:
+			// It may be the newest complete matrix: none older is
+			// taken in its place.
+			return "", fmt.Errorf("%w: %w", ErrBadInput, err)
+		case !m.Interrupted:
 			return d, nil
+		case interrupted == "":
+			interrupted = d
 		}
 	}
-	for i := len(names) - 1; i >= 0; i-- {
-		if d := filepath.Join(root, names[i]); matrix.IsDir(d) {
-			return d, nil
-		}
+	if interrupted != "" {
+		return interrupted, nil
 	}
-	return "", fmt.Errorf("%w: no matrix in %s", ErrBadInput, root)
+	return "", fmt.Errorf("%w: %w in %s", ErrBadInput, errNoMatrix, root)
 }
 
 // MergeMatrix joins the shards of one matrix (each path a matrix
 // directory, or a store whose newest matrix is taken) into one report in
 // store/matrix/<timestamp>/, as if one machine had run them all: the same
 // grid, junit.xml and plots, each cell linking to its run where the shard
-// left it. Shards of different plans, or a cell run twice, are bad input;
-// a planned cell no shard ran is "missing". A directory that holds no
-// matrix (a CI shard that failed before its matrix began) is a shard that
-// never came, said in the outcome's Notes, as long as another holds one.
+// left it, each judged again against its claim (matrix.Merge). Shards of
+// different plans, a cell run twice, a cell no plan has, a verdict that is
+// none, or a results.json that is no matrix's are bad input, and nothing
+// is written; a planned cell no shard ran is "missing". A directory that
+// holds no matrix at all (a CI shard that failed before its matrix began)
+// is a shard that never came, said in the outcome's Notes, as long as
+// another holds one.
 func MergeMatrix(ctx context.Context, paths []string, store, command string) (*MatrixOutcome, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: merge needs the shards' matrix directories", ErrBadInput)
@@ -483,7 +515,7 @@ func MergeMatrix(ctx context.Context, paths []string, store, command string) (*M
 	for _, p := range paths {
 		d, err := resolveMatrixDir(p)
 		if err != nil {
-			if st, serr := os.Stat(p); serr != nil || !st.IsDir() {
+			if st, serr := os.Stat(p); !errors.Is(err, errNoMatrix) || serr != nil || !st.IsDir() {
 				return nil, err
 			}
 			notes = append(notes, fmt.Sprintf("%s holds no matrix: taken as a shard that never came", p))
@@ -498,14 +530,19 @@ func MergeMatrix(ctx context.Context, paths []string, store, command string) (*M
 	if store == "" {
 		store = "store"
 	}
+	if st, err := os.Stat(store); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%w: --store %s is a file, not a directory", ErrBadInput, store)
+	}
+	// Merged first, written after: a refused merge leaves nothing. The
+	// cells' links are made relative to a sibling of the directory to
+	// come, which gives the same relative paths.
+	m, err := matrix.Merge(dirs, filepath.Join(store, "matrix", "merging"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
 	dir, err := newRunDir(store, "matrix", "")
 	if err != nil {
 		return nil, err
-	}
-	m, err := matrix.Merge(dirs, dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	m.Started, m.Command = filepath.Base(dir), command
 	out := &MatrixOutcome{Matrix: m, Dir: dir, Notes: notes}
