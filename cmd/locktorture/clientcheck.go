@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/clientproc"
 	"github.com/locktorture/locktorture/clients"
-	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/scenarios"
 )

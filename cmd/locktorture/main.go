@@ -214,66 +214,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitBadArgs
 	}
 	var o scenarios.Overrides
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["backend"] {
-		o.Backend = backend
+	// Each flag given overrides its setting; one not given leaves the
+	// scenario's.
+	given := map[string]func(){
+		"backend": func() { o.Backend = backend }, "resource": func() { o.Resource = resource },
+		"fencing": func() { o.Fencing = fencing }, "clients": func() { o.Clients = clients },
+		"keys": func() { o.Keys = keys }, "ttl": func() { o.TTL = ttl }, "hold": func() { o.Hold = hold },
+		"duration": func() { o.Duration = duration }, "timeout": func() { o.Timeout = timeout },
+		"seed": func() { o.Seed = seed }, "nemesis": func() { o.Nemesis = nem },
+		"nemesis-interval": func() { o.NemesisInterval = nemInterval }, "client-mode": func() { o.ClientMode = clientMode },
+		"exec": func() { o.Exec = execCmd }, "servers": func() { o.Servers = servers },
+		"servers-file": func() { o.ServersFile = serversFile }, "redis-program": func() { o.RedisProgram = redisProgram },
+		"exec-servers": func() { o.ExecServers, err = backends.ParseServers(*execServers, cluster.KindNames()) },
 	}
-	if set["resource"] {
-		o.Resource = resource
-	}
-	if set["fencing"] {
-		o.Fencing = fencing
-	}
-	if set["clients"] {
-		o.Clients = clients
-	}
-	if set["keys"] {
-		o.Keys = keys
-	}
-	if set["ttl"] {
-		o.TTL = ttl
-	}
-	if set["hold"] {
-		o.Hold = hold
-	}
-	if set["duration"] {
-		o.Duration = duration
-	}
-	if set["timeout"] {
-		o.Timeout = timeout
-	}
-	if set["seed"] {
-		o.Seed = seed
-	}
-	if set["nemesis"] {
-		o.Nemesis = nem
-	}
-	if set["nemesis-interval"] {
-		o.NemesisInterval = nemInterval
-	}
-	if set["client-mode"] {
-		o.ClientMode = clientMode
-	}
-	if set["exec"] {
-		o.Exec = execCmd
-	}
-	if set["exec-servers"] {
-		list, err := backends.ParseServers(*execServers, cluster.KindNames())
-		if err != nil {
-			fmt.Fprintf(stderr, "locktorture run: --exec-servers: %v\n", err)
-			return exitBadArgs
+	fs.Visit(func(f *flag.Flag) {
+		if set, ok := given[f.Name]; ok {
+			set()
 		}
-		o.ExecServers = list
-	}
-	if set["servers"] {
-		o.Servers = servers
-	}
-	if set["servers-file"] {
-		o.ServersFile = serversFile
-	}
-	if set["redis-program"] {
-		o.RedisProgram = redisProgram
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture run: --exec-servers: %v\n", err)
+		return exitBadArgs
 	}
 	o.Images = images
 	o.TLS = *tlsOn
