@@ -115,6 +115,11 @@ type UserRow struct {
 	Servers []string
 	// Claim is its claim (Program.Claim), empty for none.
 	Claim string
+	// Renews plans the renew families for it (compare --exec rows: a
+	// program that then announces no extend ability is not run there,
+	// with the reason); unset, they are not planned (locktest.Compare's
+	// rows, whose Go lock renews nothing the harness sees).
+	Renews bool
 }
 
 // RegisterUserProgram registers a program of the user's as a row named
@@ -127,10 +132,9 @@ func RegisterUserProgram(name string, command []string, kinds ...string) (remove
 // RegisterUserRow registers a program of the user's as a row: its clients
 // run its command, one process each; its servers are r.Servers (one
 // redis-server when none, as backend exec's default); it is taken as a
-// lease lock, able to run over Sentinel when it runs over Redis, as
-// backend exec is; a renewing one, so the renew families plan a cell for
-// it (a program that announces no extend ability is then not run there,
-// with the reason); it names no library (the harness cannot know one). It
+// lease lock, able to run over Sentinel when it runs over one Redis, as
+// backend exec is, and a renewing one when r.Renews says so; it names no
+// library (the harness cannot know one). It
 // fails when the name is taken. The returned function removes the row
 // again, for a row lives as long as the command that named it.
 func RegisterUserRow(r UserRow) (remove func(), err error) {
@@ -172,7 +176,7 @@ func RegisterUserRow(r UserRow) (remove func(), err error) {
 		Lease:       true,
 		// Over Sentinel only as one Redis (a Redlock's five are five).
 		Sentinel: slices.Contains(kinds, "redis") && counts["redis"] == 0,
-		Renews:   true,
+		Renews:   r.Renews,
 	}
 	programsMu.Lock()
 	programs[name] = Program{Command: slices.Clone(command), User: true, Claim: r.Claim}

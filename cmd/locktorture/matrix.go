@@ -7,6 +7,7 @@ import (
 	"github.com/locktorture/locktorture/internal/words"
 	"io"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -405,7 +406,7 @@ func runMatrixCommand(opt runner.MatrixOptions, f *matrixFlags, name string, std
 	}
 	print(stdout, out)
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "locktorture %s: %s\n", name, errLine(err))
 		return exitHarness
 	}
 	if *f.doShrink {
@@ -479,7 +480,7 @@ not, 255 on a harness error, 254 for bad arguments.
 		}
 	}
 	for _, r := range rows {
-		remove, err := backends.RegisterUserRow(backends.UserRow{Name: r.name, Command: r.command, Servers: r.servers, Claim: r.claim})
+		remove, err := backends.RegisterUserRow(backends.UserRow{Name: r.name, Command: r.command, Servers: r.servers, Claim: r.claim, Renews: true})
 		if err != nil {
 			fmt.Fprintf(stderr, "locktorture compare: --exec %s: %v\n", r.name, err)
 			return exitBadArgs
@@ -618,9 +619,27 @@ func printCompare(w io.Writer, out *runner.MatrixOutcome) {
 	fmt.Fprint(w, reports.CompareTable(out.Matrix))
 	fmt.Fprint(w, reports.CompareLegend)
 	fmt.Fprintf(w, "matrix:   %s\n", out.Dir)
-	fmt.Fprintf(w, "report:   %s\n", filepath.Join(out.Dir, reports.FileCompareHTML))
-	fmt.Fprintf(w, "png:      %s\n", filepath.Join(out.Dir, reports.FileComparePNG))
-	fmt.Fprintf(w, "junit:    %s\n", filepath.Join(out.Dir, reports.FileJUnit))
+	printWritten(w, out.Dir, [][2]string{{"report", reports.FileCompareHTML}, {"png", reports.FileComparePNG}, {"junit", reports.FileJUnit}})
+}
+
+// printWritten prints the path of each labelled file of a matrix's
+// directory that is there, and of none that is not: the directory is new
+// to the matrix or merge, so a file there is one it wrote, and a report
+// it could not write (a full disk) is never pointed at. The error says
+// which failed.
+func printWritten(w io.Writer, dir string, files [][2]string) {
+	for _, f := range files {
+		p := filepath.Join(dir, f[1])
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			fmt.Fprintf(w, "%-10s%s\n", f[0]+":", p)
+		}
+	}
+}
+
+// errLine is err on one line: the report's files fail each on a line of
+// their own, joined.
+func errLine(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 }
 
 // shrinkCells shrinks each cell that carries a shrink command (invalid,
@@ -648,8 +667,7 @@ func printMatrix(w io.Writer, out *runner.MatrixOutcome) {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, reports.MatrixTable(out.Matrix))
 	fmt.Fprintf(w, "matrix:   %s\n", out.Dir)
-	fmt.Fprintf(w, "report:   %s\n", filepath.Join(out.Dir, reports.FileIndex))
-	fmt.Fprintf(w, "junit:    %s\n", filepath.Join(out.Dir, reports.FileJUnit))
+	printWritten(w, out.Dir, [][2]string{{"report", reports.FileIndex}, {"junit", reports.FileJUnit}})
 }
 
 func cmdMerge(args []string, stdout, stderr io.Writer) int {
@@ -692,7 +710,7 @@ matrix directory, or a store whose newest matrix is taken. Exits like matrix:
 	}
 	printMissing(stdout, out.Matrix)
 	if err != nil {
-		fmt.Fprintf(stderr, "locktorture merge: %v\n", err)
+		fmt.Fprintf(stderr, "locktorture merge: %s\n", errLine(err))
 		return exitHarness
 	}
 	return matrixExit(out.Matrix)
