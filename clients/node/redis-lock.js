@@ -43,6 +43,7 @@ class RedisLock {
       throw new Error('no redis server given');
     }
     this.addr = addrs[0];
+    this.process = req.process;
     this.auth = lt.authOf(req, 'redis', 0);
     this.ttlMs = Number(req.ttl_ms) || 1000;
     this.bound = (Number(req.timeout_ms) || 500) * 0.6;
@@ -69,7 +70,9 @@ class RedisLock {
       if (t.cert) socket.cert = fs.readFileSync(t.cert);
       if (t.key) socket.key = fs.readFileSync(t.key);
     }
-    const c = createClient({ socket: socket, username: this.auth.username || undefined, password: this.auth.password || undefined, disableOfflineQueue: true });
+    // The name kill-session finds this client's connections by
+    // (docs/client-protocol.md): CLIENT SETNAME locktorture-p<N>.
+    const c = createClient({ socket: socket, name: `locktorture-p${this.process}`, username: this.auth.username || undefined, password: this.auth.password || undefined, disableOfflineQueue: true });
     c.on('error', (e) => lt.log(`redis: ${e.message}`));
     return c;
   }
