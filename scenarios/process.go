@@ -37,28 +37,45 @@ type Exec struct {
 }
 
 // Program names the program exec runs, for the summary: the script an
-// interpreter runs (my_lock.py in `python3 my_lock.py`), or the program's
-// own file name.
+// interpreter runs (my_lock.py in `python3 my_lock.py`, also after `env
+// VAR=...`), the script a launcher is handed (redis-lock.js in `run.sh
+// redis-lock.js`), or the program's own file name.
 func (e *Exec) Program() string {
 	if e == nil || len(e.Command) == 0 {
 		return ""
 	}
-	name := filepath.Base(e.Command[0])
+	cmd := e.Command
+	// env VAR=value... COMMAND: the command is the program.
+	for len(cmd) > 1 && filepath.Base(cmd[0]) == "env" {
+		cmd = cmd[1:]
+		for len(cmd) > 1 && (strings.Contains(cmd[0], "=") || strings.HasPrefix(cmd[0], "-")) {
+			cmd = cmd[1:]
+		}
+	}
+	name := filepath.Base(cmd[0])
 	if interpreters[strings.TrimRight(name, "0123456789.")] {
-		for i := 1; i < len(e.Command); i++ {
-			a := e.Command[i]
+		for i := 1; i < len(cmd); i++ {
+			a := cmd[i]
 			switch {
 			case a == "-m" || a == "-jar": // python3 -m module, java -jar x.jar
-				if i+1 < len(e.Command) {
-					return filepath.Base(e.Command[i+1])
+				if i+1 < len(cmd) {
+					return filepath.Base(cmd[i+1])
 				}
 			case !strings.HasPrefix(a, "-"):
 				return filepath.Base(a)
 			}
 		}
 	}
+	// A launcher handed a script (clients/node/run.sh redis-lock.js): the
+	// script is the program.
+	if len(cmd) > 1 && scriptFiles[filepath.Ext(cmd[1])] {
+		return filepath.Base(cmd[1])
+	}
 	return name
 }
+
+// scriptFiles are the extensions of a script a launcher may be handed.
+var scriptFiles = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".py": true, ".rb": true, ".pl": true, ".php": true, ".lua": true, ".java": true, ".jar": true}
 
 // interpreters run a script named by their first argument.
 var interpreters = map[string]bool{"python": true, "pypy": true, "node": true, "deno": true, "bun": true, "ruby": true,
