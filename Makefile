@@ -16,6 +16,7 @@ all: build
 ##   (scripts/deps.sh)
 ##   DEPS=rows: the servers and the program rows' client libraries, not chromium (what a matrix
 ##   or comparison run needs: the nightly jobs install it); DEPS=servers: the servers alone
+##   DEPS=demo: what make demo needs (redis-server), nothing else
 deps:
 	@DEPS="$(DEPS)" bash scripts/deps.sh
 
@@ -66,11 +67,16 @@ findings: build
 	done; exit $$fail
 
 ## demo: run Kleppmann's pause scenario against real Redis and show where the report is
-## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm")
+## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm").
+## It installs only what the demo needs, when missing (redis-server: DEPS=demo, not the whole
+## make deps), while bin/locktorture builds
 DEMO_FLAGS ?=
-demo: deps build
+demo:
+	@DEPS=demo bash scripts/deps.sh & deps=$$!; \
+	$(GO) build -o $(BIN) ./cmd/locktorture; built=$$?; \
+	wait $$deps || exit 1; test $$built -eq 0
 	@echo "== locktorture run --scenario kleppmann-pause"
-	@./$(BIN) run --scenario kleppmann-pause --store $(STORE) --quiet $(DEMO_FLAGS); \
+	@$(BIN) run --scenario kleppmann-pause --store $(STORE) --quiet $(DEMO_FLAGS); \
 	code=$$?; \
 	echo; \
 	echo "locktorture run exited $$code (1 = invalid: the lock was caught, as this scenario expects)"; \

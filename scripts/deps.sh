@@ -14,7 +14,8 @@
 # JDK, Curator). Besides them: chromium (the browser tests). DEPS=rows:
 # the servers and the rows' client libraries, not chromium (what a matrix
 # or comparison run needs: the nightly jobs). DEPS=servers: the servers
-# alone.
+# alone. DEPS=demo: what `make demo` needs — redis-server, the one server
+# of kleppmann-pause — and nothing else (no registry read: no Go build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,13 +85,17 @@ node_kit() {
 }
 
 list=""
-if [ -n "${LOCKTORTURE:-}" ]; then
+if [ "${DEPS:-}" = demo ]; then
+  : # the demo's one server is known: no registry to read
+elif [ -n "${LOCKTORTURE:-}" ]; then
   list=$("$LOCKTORTURE" list packages)
 elif have go; then
   list=$(go run ./cmd/locktorture list packages)
 fi
 
-if [ -n "$list" ] && have dpkg-query; then
+if [ "${DEPS:-}" = demo ]; then
+  have redis-server || missing+=(redis-server)
+elif [ -n "$list" ] && have dpkg-query; then
   for p in $(awk 'NR > 1 && $3 == "required" {print $1}' <<<"$list" | sort -u); do
     installed "$p" || missing+=("$p")
   done
@@ -133,8 +138,9 @@ case "${DEPS:-}" in
   [ "${DEPS:-}" != rows ] || what="every server kind's packages and the program rows' client libraries"
   ;;
 servers) what="every server kind's packages" ;;
+demo) what="what make demo needs (redis-server)" ;;
 *)
-  echo "deps: DEPS=$DEPS: want all (the default), rows or servers" >&2
+  echo "deps: DEPS=$DEPS: want all (the default), rows, servers or demo" >&2
   exit 1
   ;;
 esac
