@@ -206,6 +206,10 @@ type conformance struct {
 	// sawLateGrant is set when client 0 answered ok after timeout_ms: the
 	// late-grant rule was put to the test.
 	sawLateGrant bool
+	// slowSeen says what came back to each acquire made while client 0's
+	// link was slow or cut ("delayed by 1.5s: info after 300ms"), for the
+	// late-grant line when no grant came late: what the check saw.
+	slowSeen []string
 	// tag is the ownerEnv value of the check's copies (and of what they
 	// start): "owner/check-N".
 	tag string
@@ -847,7 +851,7 @@ func (k *conformance) run() {
 	k.reconnect(a)
 
 	if !k.sawLateGrant {
-		k.kept("late grant", "not put to the test: no grant came after timeout_ms (client 0 answered every acquire on its slowed and cut link with info, fail or nothing), so there was none to give back")
+		k.kept("late grant", "not put to the test: no ok came after timeout_ms (%s) within the %s the check waited for each answer, so there was no late grant to give back — client 0's acquires on its slowed and cut link got: %s", k.opt.Timeout, k.patience(), strings.Join(k.slowSeen, "; "))
 	}
 
 	// close: answered ok, then the program exits.
@@ -933,6 +937,7 @@ func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 	var givenBack, kept, client1 []string
 	for _, q := range reqs {
 		r := q.r
+		k.slowSeen = append(k.slowSeen, how+": "+describe(r))
 		switch {
 		case !r.ok:
 		case r.m.Type == TypeFail:
@@ -984,8 +989,6 @@ func acquires(n int) string {
 	}
 	return strconv.Itoa(n) + " acquires"
 }
-
-// plural is noun, or "N nouns".
 
 // times is "" for once, " both times" or " all N times" for more.
 func times(n int) string {

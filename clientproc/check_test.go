@@ -64,6 +64,13 @@ func TestClientCheck(t *testing.T) {
 			if !slices.ContainsFunc(rep.Findings, func(f Finding) bool { return f.Rule == "late grant" }) {
 				t.Errorf("the late-grant rule has no line of its own:\n%s", rep.Text())
 			}
+			// Not put to the test: the line says what the slow and cut
+			// acquires got, so a reader can tell it from a grant unseen.
+			for _, f := range rep.Findings {
+				if f.Rule == "late grant" && strings.Contains(f.Says, "not put to the test") && (!strings.Contains(f.Says, "delayed by") || !strings.Contains(f.Says, "cut: ")) {
+					t.Errorf("late grant not put to the test, and not said what was seen: %q", f.Says)
+				}
+			}
 			if len(rep.Findings) < 10 {
 				t.Errorf("only %d rules checked:\n%s", len(rep.Findings), rep.Text())
 			}
