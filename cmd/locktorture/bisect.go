@@ -105,6 +105,7 @@ func cmdBisect(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "bisect", err)
 	}
+	all = libversion.WithEnds(ctx, f.Module, all, rng)
 	list, err := libversion.Select(all, rng, ours)
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture bisect: %s: %v\n", f.Module, err)

@@ -119,7 +119,7 @@ func parseLibrary(ctx context.Context, b *libversion.Builder, val string, asked 
 		return ax, err
 	}
 	for _, r := range ranges {
-		vs, err := libversion.Select(all, r, ours)
+		vs, err := libversion.Select(libversion.WithEnds(ctx, ax.module, all, r), r, ours)
 		if err != nil {
 			return ax, fmt.Errorf("%w: --library %s: %w", runner.ErrBadInput, ax.module, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,31 @@ func TestBuildOtherVersion(t *testing.T) {
 	again, err := b.Build(ctx, module, prev)
 	if err != nil || again != bin {
 		t.Errorf("rebuild = %q, %v; want the cached %q", again, err, bin)
+	}
+}
+
+// TestWithEnds: a range's end the module proxy serves by name is taken
+// even when the proxy's list leaves it out (rueidis v1.0.70, here); one it
+// does not serve is not. Needs the proxy: skipped under -short and when it
+// cannot be reached.
+func TestWithEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("asks the module proxy: not with -short")
+	}
+	const module = "github.com/redis/rueidis"
+	ctx := context.Background()
+	all, err := List(ctx, module)
+	if err != nil {
+		t.Skipf("the module proxy cannot be reached: %v", err)
+	}
+	got := WithEnds(ctx, module, all, Range{From: "v1.0.70", To: "v9.9.9"})
+	if !slices.Contains(got, "v1.0.70") {
+		t.Errorf("v1.0.70 (served by name) not taken: %v", got)
+	}
+	if slices.Contains(got, "v9.9.9") {
+		t.Errorf("v9.9.9 (not served) taken: %v", got)
+	}
+	if _, err := Select(got, Range{From: "v1.0.70", To: "v1.0.70"}, "v1.0.79"); err != nil {
+		t.Errorf("Select of the taken end: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -156,6 +157,43 @@ func List(ctx context.Context, module string) ([]string, error) {
 		return nil, fmt.Errorf("libversion: the module proxy lists no versions of %s", module)
 	}
 	return Sort(m.Versions), nil
+}
+
+// WithEnds returns all with the ends of r added that the module proxy
+// serves although its list (all, from List) leaves them out: the proxy's
+// list of a module's versions may miss some that it serves when asked by
+// name (here: rueidis v1.0.70). An end it does not serve stays out, for
+// Select to refuse.
+func WithEnds(ctx context.Context, module string, all []string, r Range) []string {
+	out := slices.Clone(all)
+	for _, end := range []string{r.From, r.To} {
+		if end == "" || slices.Contains(out, end) {
+			continue
+		}
+		if Served(ctx, module, end) {
+			out = append(out, end)
+		}
+	}
+	return Sort(out)
+}
+
+// Served reports whether the module proxy serves module at version
+// (`go list -m MODULE@VERSION`).
+func Served(ctx context.Context, module, version string) bool {
+	dir, err := os.MkdirTemp("", "locktorture-versions-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-json", module+"@"+version)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return false
+	}
+	var m struct{ Version string }
+	return json.Unmarshal(out, &m) == nil && m.Version == version
 }
 
 func firstLine(s string) string {
