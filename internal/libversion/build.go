@@ -362,22 +362,28 @@ func goDirective(gomod string) string {
 	return ""
 }
 
-// buildSummary is the first lines of a failed build that say why (the
-// compiler's errors, not "go: downloading").
+// buildSummary is the first lines of a failed build that say why: the
+// compiler's errors, not the go command's "downloading" and "finding"
+// (its own lines only when nothing else is said).
 func buildSummary(out string) string {
-	var keep []string
+	var keep, goLines []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "go: downloading") || strings.HasPrefix(line, "# ") {
-			continue
+		switch {
+		case line == "" || strings.HasPrefix(line, "# "):
+		case strings.HasPrefix(line, "go: "):
+			if !strings.HasPrefix(line, "go: downloading") && !strings.HasPrefix(line, "go: finding") && !strings.HasPrefix(line, "go: found") {
+				goLines = append(goLines, line)
+			}
+		default:
+			keep = append(keep, line)
 		}
-		keep = append(keep, line)
-		if len(keep) == 2 {
-			break
-		}
+	}
+	if len(keep) == 0 {
+		keep = goLines
 	}
 	if len(keep) == 0 {
 		return "the go command failed"
 	}
-	return strings.Join(keep, "; ")
+	return strings.Join(keep[:min(2, len(keep))], "; ")
 }

@@ -303,3 +303,17 @@ func TestScratchGoMod(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildSummary(t *testing.T) {
+	tests := []struct{ out, want string }{
+		{"go: downloading x v1\ngo: finding module for package y\ngo: found y in z v2\n# github.com/locktorture/locktorture/backends\nbackends/etcd.go:393:22: cannot convert\n", "backends/etcd.go:393:22: cannot convert"},
+		{"go: downloading x v1\ngo: github.com/x@v9.9.9: invalid version: unknown revision v9.9.9\n", "go: github.com/x@v9.9.9: invalid version: unknown revision v9.9.9"},
+		{"a.go:1: one\nb.go:2: two\nc.go:3: three\n", "a.go:1: one; b.go:2: two"},
+		{"", "the go command failed"},
+	}
+	for _, tt := range tests {
+		if got := buildSummary(tt.out); got != tt.want {
+			t.Errorf("buildSummary(%q) = %q, want %q", tt.out, got, tt.want)
+		}
+	}
+}
