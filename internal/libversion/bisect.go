@@ -171,6 +171,9 @@ func Bisect(ctx context.Context, versions []string, probe Probe) (*Result, error
 		}
 	}
 	res.First = versions[hi]
+	if n == 1 {
+		return finish(fmt.Sprintf("reproduces at %s, the only version tried", to))
+	}
 	if lo < 0 {
 		first := versions[0]
 		if hi == 0 {

@@ -197,6 +197,17 @@ func TestBisect(t *testing.T) {
 	}
 }
 
+func TestBisectOneVersion(t *testing.T) {
+	f := fake{yes: set("v1.0.0")}
+	res, err := Bisect(context.Background(), []string{"v1.0.0"}, f.probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.First != "v1.0.0" || res.Summary != "reproduces at v1.0.0, the only version tried" || len(f.asked) != 1 {
+		t.Errorf("first %q, summary %q, asked %v", res.First, res.Summary, f.asked)
+	}
+}
+
 func TestBisectProbeError(t *testing.T) {
 	boom := errors.New("go command missing")
 	_, err := Bisect(context.Background(), []string{"v1.0.0", "v1.0.1"}, func(context.Context, string) (Row, error) { return Row{}, boom })
