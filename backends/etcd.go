@@ -92,7 +92,7 @@ type etcdBackend struct {
 }
 
 func newEtcd(ctx context.Context, env Env) (Backend, error) {
-	e, err := etcd.Start(ctx, env.Cluster, cluster.OptionsOf[etcd.EtcdOptions](env.Servers, etcd.Kind))
+	e, err := etcd.Start(ctx, env.Cluster, cluster.OptionsOf[etcd.Options](env.Servers, etcd.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -44,7 +44,7 @@ func benchBareEtcd(b *testing.B) {
 		}
 	}()
 	ctx := context.Background()
-	e, err := etcd.Start(ctx, cl, etcd.EtcdOptions{})
+	e, err := etcd.Start(ctx, cl, etcd.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

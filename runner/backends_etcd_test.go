@@ -95,7 +95,7 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 		}
 		assertNothingLeft(t, tmp)
 	}()
-	e, err = etcd.Start(ctx, cl, etcd.EtcdOptions{Members: 3})
+	e, err = etcd.Start(ctx, cl, etcd.Options{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 		return c
 	}
 	withTLS, plain := theirs(true), theirs(false) // ZooKeeper speaks no TLS here
-	e, err := etcd.Start(ctx, withTLS, etcd.EtcdOptions{})
+	e, err := etcd.Start(ctx, withTLS, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,9 +37,9 @@ func TestKindBlocks(t *testing.T) {
 		kind string
 		want cluster.KindOptions
 	}{
-		{"etcd members", "name: x\nbackend: etcd\netcd: {members: 3}\n", etcd.Kind, &etcd.EtcdOptions{Members: 3}},
-		{"etcd block style", "name: x\nbackend: etcd\netcd:\n  members: 5\n", etcd.Kind, &etcd.EtcdOptions{Members: 5}},
-		{"etcd default", "name: x\nbackend: etcd\n", etcd.Kind, &etcd.EtcdOptions{Members: 1}},
+		{"etcd members", "name: x\nbackend: etcd\netcd: {members: 3}\n", etcd.Kind, &etcd.Options{Members: 3}},
+		{"etcd block style", "name: x\nbackend: etcd\netcd:\n  members: 5\n", etcd.Kind, &etcd.Options{Members: 5}},
+		{"etcd default", "name: x\nbackend: etcd\n", etcd.Kind, &etcd.Options{Members: 1}},
 		{"zookeeper members", "name: x\nbackend: zookeeper\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.ZooKeeperOptions{Members: 3}},
 		{"a kind the backend does not use", "name: x\nbackend: etcd\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.ZooKeeperOptions{Members: 3}},
 		{"postgres settings", pg + "postgres: {via: pgbouncer, idle_session_timeout: 2s}\n", postgres.Kind,
@@ -68,7 +68,7 @@ func TestKindBlocks(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RunOptions = %+v, want %+v", got, want)
 	}
-	if m := cluster.OptionsOf[etcd.EtcdOptions](parse(t, "name: x\nbackend: etcd\netcd: {members: 3}\n").StartOptions(), etcd.Kind); m.Members != 3 {
+	if m := cluster.OptionsOf[etcd.Options](parse(t, "name: x\nbackend: etcd\netcd: {members: 3}\n").StartOptions(), etcd.Kind); m.Members != 3 {
 		t.Errorf("OptionsOf etcd: %+v", m)
 	}
 }
@@ -212,7 +212,7 @@ func TestApplyKinds(t *testing.T) {
 	if err := s.Apply(scenarios.Overrides{Backend: ptr("etcd")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kinds[etcd.Kind]; !reflect.DeepEqual(got, &etcd.EtcdOptions{Members: 1}) {
+	if got := s.Kinds[etcd.Kind]; !reflect.DeepEqual(got, &etcd.Options{Members: 1}) {
 		t.Errorf("--backend etcd: Kinds[etcd] = %#v", got)
 	}
 	s, err = scenarios.Builtin("pg-bouncer-transaction")

@@ -60,7 +60,7 @@ type etcdResource struct {
 }
 
 func newEtcdResource(ctx context.Context, env ResourceEnv) (Resource, error) {
-	e, err := etcd.Start(ctx, env.Cluster, etcd.EtcdOptions{})
+	e, err := etcd.Start(ctx, env.Cluster, etcd.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("etcd resource: %w", err)
 	}

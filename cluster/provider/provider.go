@@ -31,12 +31,12 @@ const (
 var ErrNoProvider = errors.New("server mode not available")
 
 // Provider is where a cluster's servers run: local processes (the default)
-// or containers. The servers' types (Redis, Postgres, EtcdMember...) ask it
-// for an address and a program to run, and drive that program through
-// Unit; nemeses and backends never ask which provider runs. What a
-// provider can do beyond this (a local one's free ports can be taken by
-// others; its servers' files are on the harness's machine) is said by
-// small interfaces its users check, never by its Mode.
+// or containers. The servers' types (redis.Redis, postgres.Postgres,
+// etcd.Member...) ask it for an address and a program to run, and drive
+// that program through Unit; nemeses and backends never ask which provider
+// runs. What a provider can do beyond this (a local one's free ports can
+// be taken by others; its servers' files are on the harness's machine) is
+// said by small interfaces its users check, never by its Mode.
 type Provider interface {
 	// Mode names the provider: "local", "docker".
 	Mode() string

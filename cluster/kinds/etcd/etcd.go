@@ -19,9 +19,9 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// EtcdOptions configure the run's etcd; a scenario's etcd block sets
+// Options configure the run's etcd; a scenario's etcd block sets
 // Members (`etcd: {members: 3}`, the older etcd_members).
-type EtcdOptions struct {
+type Options struct {
 	// Members is the number of members: 1 or 3 (any number from 1 to 7
 	// works). Zero means "the etcd already running", or 1 when none is;
 	// a scenario's block gives 1 when it leaves it out.
@@ -31,7 +31,7 @@ type EtcdOptions struct {
 }
 
 // Check refuses a size outside 1 to 7.
-func (o *EtcdOptions) Check() error {
+func (o *Options) Check() error {
 	switch {
 	case o.Members == 0:
 		return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be from 1 to %d, not 0 (leave it out for 1)", maxEtcdMembers)}
@@ -42,7 +42,7 @@ func (o *EtcdOptions) Check() error {
 }
 
 // Size is the number of members asked for.
-func (o *EtcdOptions) Size() int { return o.Members }
+func (o *Options) Size() int { return o.Members }
 
 // Etcd is the run's etcd cluster (Debian's etcd-server 3.4): one or more
 // members on 127.0.0.1, each with its own data directory under the
@@ -55,12 +55,12 @@ func (o *EtcdOptions) Size() int { return o.Members }
 // up to whole seconds). etcd 3.4 has no --unsafe-no-fsync: the WAL is
 // fsynced, so a killed member comes back with its data.
 type Etcd struct {
-	members []*EtcdMember
+	members []*Member
 }
 
-// EtcdMember is one etcd member process. etcd fsyncs its log: a member
+// Member is one etcd member process. etcd fsyncs its log: a member
 // restarted after a kill comes back with everything it had acknowledged.
-type EtcdMember struct {
+type Member struct {
 	cluster.Faultable
 	peerPort int
 	dataDir  string
@@ -68,22 +68,22 @@ type EtcdMember struct {
 }
 
 // newEtcdMember is an etcd member as s.
-func newEtcdMember(s cluster.Faultable) *EtcdMember {
-	m := &EtcdMember{Faultable: s}
+func newEtcdMember(s cluster.Faultable) *Member {
+	m := &Member{Faultable: s}
 	m.SetReady(m.health)
 	return m
 }
 
 // endpointMember is the member someone else runs at e, with e's
 // credentials.
-func endpointMember(e cluster.Endpoint) *EtcdMember {
+func endpointMember(e cluster.Endpoint) *Member {
 	s := cluster.NewFaultable(Kind, "etcd "+e.Addr)
 	s.SetExternal(e.Addr)
 	s.SetAuth(e.Auth)
 	return newEtcdMember(s)
 }
 
-// maxEtcdMembers bounds EtcdOptions.Members.
+// maxEtcdMembers bounds Options.Members.
 const maxEtcdMembers = 7
 
 // Start returns c's etcd, starting it on first use and waiting until
@@ -91,7 +91,7 @@ const maxEtcdMembers = 7
 // raft succeeds). Later calls return the same cluster; asking for a
 // different member count than the running one is an error. A missing etcd
 // program names the Debian package etcd-server.
-func Start(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, error) {
+func Start(ctx context.Context, c *cluster.Cluster, opt Options) (*Etcd, error) {
 	return cluster.Group(c, Kind, func(cur *Etcd, ok bool) (*Etcd, error) {
 		running := 0
 		if ok {
@@ -111,7 +111,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, err
 }
 
 // startEnsemble starts c's own etcd of opt.Members members.
-func startEnsemble(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*Etcd, error) {
+func startEnsemble(ctx context.Context, c *cluster.Cluster, opt Options) (*Etcd, error) {
 	bin, err := c.Provider().Program("etcd", "etcd-server")
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func startEnsemble(ctx context.Context, c *cluster.Cluster, opt EtcdOptions) (*E
 }
 
 // start makes one attempt at starting c's members.
-func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions) (*Etcd, error) {
+func start(ctx context.Context, c *cluster.Cluster, bin string, opt Options) (*Etcd, error) {
 	e := &Etcd{}
 	var peers []string
 	pv := c.Provider()
@@ -141,7 +141,7 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions)
 			return nil, err
 		}
 	}
-	tlsFiles := map[*EtcdMember][]cluster.File{}
+	tlsFiles := map[*Member][]cluster.File{}
 	for i := range opt.Members {
 		cp, err := port(2379)
 		if err != nil {
@@ -213,7 +213,7 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt EtcdOptions)
 }
 
 // etcdArgs are one member's command line.
-func etcdArgs(m *EtcdMember, initialCluster, token string, extra []string) []string {
+func etcdArgs(m *Member, initialCluster, token string, extra []string) []string {
 	args := []string{
 		"--name", m.Name(),
 		"--data-dir", m.dataDir,
@@ -256,7 +256,7 @@ func etcdTLSArgs(ca, cert, key string) []string {
 }
 
 // Members returns the members in start order.
-func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
+func (e *Etcd) Members() []*Member { return append([]*Member(nil), e.members...) }
 
 // memberServers returns the members as Servers, for Cluster.ClientAddr.
 func (e *Etcd) memberServers() []cluster.Server {
@@ -278,7 +278,7 @@ func (e *Etcd) Endpoints() []string {
 
 // Leader returns the member that leads, by asking the members in turn
 // (through etcd's JSON gateway, /v3/maintenance/status) until one answers.
-func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
+func (e *Etcd) Leader(ctx context.Context) (*Member, error) {
 	var errs []error
 	for _, m := range e.members {
 		st, err := m.status(ctx)
@@ -311,15 +311,15 @@ func (e *Etcd) LeaderServer(ctx context.Context) (cluster.Server, error) {
 }
 
 // peerAddr is the member's peer (raft) address, host:port.
-func (m *EtcdMember) peerAddr() string {
+func (m *Member) peerAddr() string {
 	return net.JoinHostPort(m.Host(), strconv.Itoa(m.peerPort))
 }
 
-func (m *EtcdMember) clientURL() string { return m.scheme() + "://" + m.Addr() }
-func (m *EtcdMember) peerURL() string   { return m.scheme() + "://" + m.peerAddr() }
+func (m *Member) clientURL() string { return m.scheme() + "://" + m.Addr() }
+func (m *Member) peerURL() string   { return m.scheme() + "://" + m.peerAddr() }
 
 // scheme is https when the member speaks TLS.
-func (m *EtcdMember) scheme() string {
+func (m *Member) scheme() string {
 	if a := m.Auth(); a != nil && a.TLS != nil {
 		return "https"
 	}
@@ -327,10 +327,10 @@ func (m *EtcdMember) scheme() string {
 }
 
 // DataDir is the member's data directory.
-func (m *EtcdMember) DataDir() string { return m.dataDir }
+func (m *Member) DataDir() string { return m.dataDir }
 
-// EtcdStatus is what a member says about itself.
-type EtcdStatus struct {
+// Status is what a member says about itself.
+type Status struct {
 	// ID is the member's id; Leader the id of the member it follows (0:
 	// none known).
 	ID, Leader uint64
@@ -342,7 +342,7 @@ type EtcdStatus struct {
 var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 // get does one short HTTP request to the member's client port.
-func (m *EtcdMember) get(ctx context.Context, method, path, body string) ([]byte, error) {
+func (m *Member) get(ctx context.Context, method, path, body string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	hc, err := m.httpClient()
@@ -377,7 +377,7 @@ func etcdHTTP(ctx context.Context, hc *http.Client, who, base, method, path, bod
 
 // health asks /health, which etcd answers true only when the member knows
 // a leader and a read through raft succeeds.
-func (m *EtcdMember) health(ctx context.Context) error {
+func (m *Member) health(ctx context.Context) error {
 	b, err := m.get(ctx, http.MethodGet, "/health", "")
 	if err != nil {
 		return err
@@ -395,7 +395,7 @@ func (m *EtcdMember) health(ctx context.Context) error {
 }
 
 // id is the member's raft id.
-func (m *EtcdMember) id(ctx context.Context) (uint64, error) {
+func (m *Member) id(ctx context.Context) (uint64, error) {
 	st, err := m.status(ctx)
 	return st.ID, err
 }
@@ -417,10 +417,10 @@ func init() {
 		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
 
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, cluster.OptionsOf[EtcdOptions](o, Kind))
+			_, err := Start(ctx, c, cluster.OptionsOf[Options](o, Kind))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &EtcdOptions{Members: 1} },
+		Options:   func() cluster.KindOptions { return &Options{Members: 1} },
 		OlderKeys: map[string]string{Kind + "_members": "members"},
 		Check: func(ctx context.Context, e cluster.Endpoint) error {
 			return endpointMember(e).check(ctx)
@@ -442,7 +442,7 @@ func init() {
 }
 
 // Version is the member's etcd version, as /version says (etcdserver).
-func (m *EtcdMember) Version(ctx context.Context) (string, error) {
+func (m *Member) Version(ctx context.Context) (string, error) {
 	b, err := m.get(ctx, http.MethodGet, "/version", "")
 	if err != nil {
 		return "", err

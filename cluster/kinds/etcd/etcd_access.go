@@ -120,7 +120,7 @@ func firstOr(l []string, def string) string {
 // dial is a gRPC client of the member alone, as the harness reaches it;
 // withUser adds the member's user and password (authenticating takes a
 // quorum: a status needs none).
-func (m *EtcdMember) dial(withUser bool) (*clientv3.Client, error) {
+func (m *Member) dial(withUser bool) (*clientv3.Client, error) {
 	cfg := clientv3.Config{Endpoints: []string{m.Addr()}, DialTimeout: etcdCallTimeout, Logger: zap.NewNop()}
 	if a := m.Auth(); a != nil {
 		h, _, _ := net.SplitHostPort(m.Addr())
@@ -154,7 +154,7 @@ func etcdRefusal(err error) string {
 
 // httpClient is the member's HTTP client (/health, /version): TLS with
 // its credentials' files when it asks for them.
-func (m *EtcdMember) httpClient() (*http.Client, error) {
+func (m *Member) httpClient() (*http.Client, error) {
 	if m.Auth() == nil || m.Auth().TLS == nil {
 		return httpClient, nil
 	}
@@ -209,22 +209,22 @@ func (e *Etcd) lock(ctx context.Context, tlsFiles *cluster.TLSFiles) error {
 }
 
 // status asks the member for its id, its leader and its term over gRPC.
-func (m *EtcdMember) status(ctx context.Context) (EtcdStatus, error) {
+func (m *Member) status(ctx context.Context) (Status, error) {
 	cli, err := m.dial(false)
 	if err != nil {
-		return EtcdStatus{}, err
+		return Status{}, err
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 	defer cancel()
 	r, err := cli.Status(ctx, m.Addr())
 	if err != nil {
-		return EtcdStatus{}, fmt.Errorf("%s status: %s", m.Name(), etcdRefusal(err))
+		return Status{}, fmt.Errorf("%s status: %s", m.Name(), etcdRefusal(err))
 	}
 	if r.Header == nil || r.Header.MemberId == 0 {
-		return EtcdStatus{}, fmt.Errorf("%s status: no member id", m.Name())
+		return Status{}, fmt.Errorf("%s status: no member id", m.Name())
 	}
-	return EtcdStatus{ID: r.Header.MemberId, Leader: r.Leader, RaftTerm: r.RaftTerm}, nil
+	return Status{ID: r.Header.MemberId, Leader: r.Leader, RaftTerm: r.RaftTerm}, nil
 }
 
 // etcdDeleteHolding deletes the keys under prefix that hold part, on the
@@ -261,7 +261,7 @@ type leaseKey struct {
 }
 
 // leasedKeys lists every key bound to a lease, over gRPC.
-func (m *EtcdMember) leasedKeys(ctx context.Context) ([]leaseKey, *clientv3.Client, error) {
+func (m *Member) leasedKeys(ctx context.Context) ([]leaseKey, *clientv3.Client, error) {
 	cli, err := m.dial(true)
 	if err != nil {
 		return nil, nil, err
@@ -285,7 +285,7 @@ func (m *EtcdMember) leasedKeys(ctx context.Context) ([]leaseKey, *clientv3.Clie
 // check says whether an etcd someone else runs answers healthy and takes
 // the credentials the servers file gives: it reads under locktorture/
 // (nothing but a key's name, one at most) as the run's clients will.
-func (m *EtcdMember) check(ctx context.Context) error {
+func (m *Member) check(ctx context.Context) error {
 	if err := m.health(ctx); err != nil {
 		return errors.New(etcdRefusal(err))
 	}
@@ -326,7 +326,7 @@ func (e *Etcd) KillSessions(ctx context.Context, clients []int) ([]map[string]an
 
 // revokeHolders lists every key bound to a lease and revokes the lease of
 // the oldest key under each parent path.
-func (m *EtcdMember) revokeHolders(ctx context.Context) ([]map[string]any, error) {
+func (m *Member) revokeHolders(ctx context.Context) ([]map[string]any, error) {
 	keys, cli, err := m.leasedKeys(ctx)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func TestEtcdSingle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := Start(ctx, c, EtcdOptions{})
+	e, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func TestEtcdSingle(t *testing.T) {
 		t.Fatalf("leak check does not see the one member: %v", left)
 	}
 	// Started once: the backend and the resource get the same etcd.
-	again, err := Start(ctx, c, EtcdOptions{})
+	again, err := Start(ctx, c, Options{})
 	if err != nil || again != e {
 		t.Fatalf("second call: %p %v, want the running etcd %p", again, err, e)
 	}
-	if _, err := Start(ctx, c, EtcdOptions{Members: 3}); err == nil {
+	if _, err := Start(ctx, c, Options{Members: 3}); err == nil {
 		t.Error("asking for 3 members while 1 runs should fail")
 	}
 	m := e.Members()[0]
@@ -125,7 +125,7 @@ func TestEtcdSingle(t *testing.T) {
 			t.Errorf("log %s: %v", logPath, err)
 		}
 	}
-	if _, err := Start(ctx, c, EtcdOptions{}); !errors.Is(err, cluster.ErrClosed) {
+	if _, err := Start(ctx, c, Options{}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("etcd on a closed cluster: %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestEtcdThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := Start(ctx, c, EtcdOptions{Members: 3})
+	e, err := Start(ctx, c, Options{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestEtcdThree(t *testing.T) {
 	if err := leader.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var rest []*EtcdMember
+	var rest []*Member
 	for _, m := range ms {
 		if m != leader {
 			rest = append(rest, m)
@@ -229,14 +229,14 @@ func TestEtcdMissingBinaryNamesPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = Start(context.Background(), c, EtcdOptions{})
+	_, err = Start(context.Background(), c, Options{})
 	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "etcd-server") {
 		t.Errorf("want ErrMissingBinary naming etcd-server, got %v", err)
 	}
 }
 
 // put writes key=value on the member, with its credentials.
-func put(t *testing.T, ctx context.Context, m *EtcdMember, key, value string) {
+func put(t *testing.T, ctx context.Context, m *Member, key, value string) {
 	t.Helper()
 	cli, err := m.dial(true)
 	if err != nil {
@@ -249,7 +249,7 @@ func put(t *testing.T, ctx context.Context, m *EtcdMember, key, value string) {
 }
 
 // rangeKey reads key's value on the member ("" when missing).
-func rangeKey(t *testing.T, ctx context.Context, m *EtcdMember, key string) string {
+func rangeKey(t *testing.T, ctx context.Context, m *Member, key string) string {
 	t.Helper()
 	cli, err := m.dial(true)
 	if err != nil {
@@ -267,7 +267,7 @@ func rangeKey(t *testing.T, ctx context.Context, m *EtcdMember, key string) stri
 }
 
 // etcdKeys lists every key on the member.
-func etcdKeys(t *testing.T, m *EtcdMember) []string {
+func etcdKeys(t *testing.T, m *Member) []string {
 	t.Helper()
 	cli, err := m.dial(true)
 	if err != nil {
@@ -421,7 +421,7 @@ func startEtcd(t *testing.T, opt cluster.Options) (*cluster.Cluster, *Etcd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	e, err := Start(context.Background(), c, EtcdOptions{})
+	e, err := Start(context.Background(), c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
