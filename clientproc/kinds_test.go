@@ -17,7 +17,7 @@ import (
 func TestKindsReachTheChild(t *testing.T) {
 	in := map[string]cluster.KindOptions{
 		etcd.Kind:              &etcd.Options{Members: 3},
-		postgres.Kind:          &postgres.PostgresOptions{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second), Settings: map[string]string{"lock_timeout": "2s"}},
+		postgres.Kind:          &postgres.Options{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second), Settings: map[string]string{"lock_timeout": "2s"}},
 		postgres.PgBouncerKind: &postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, PoolSize: 2},
 	}
 	raw, err := EncodeKinds(in)

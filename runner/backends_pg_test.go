@@ -184,7 +184,7 @@ func pgRig(t *testing.T) (*cluster.Cluster, *postgres.Postgres) {
 		}
 		assertNothingLeft(t, tmp)
 	})
-	pg, err := postgres.Start(t.Context(), c, postgres.PostgresOptions{})
+	pg, err := postgres.Start(t.Context(), c, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg, err := postgres.Start(ctx, withTLS, postgres.PostgresOptions{})
+	pg, err := postgres.Start(ctx, withTLS, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func ownServers(t *testing.T, pg bool) (file string, redisAddr, dsn string) {
 	}
 	text := fmt.Sprintf("redis: [%s]\n", r.Addr())
 	if pg {
-		p, err := postgres.Start(ctx, c, postgres.PostgresOptions{})
+		p, err := postgres.Start(ctx, c, postgres.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ func TestPgBouncerRuns(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = own.Close() })
 	opt := postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, PoolSize: 2}
-	pg, err := postgres.Start(ctx, own, postgres.PostgresOptions{Bouncer: opt})
+	pg, err := postgres.Start(ctx, own, postgres.Options{Bouncer: opt})
 	if err != nil {
 		t.Fatal(err)
 	}

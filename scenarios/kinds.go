@@ -227,7 +227,7 @@ func (s *Scenario) validateKinds() error {
 // pooler is what the run puts in front of its PostgreSQL (its postgres
 // block's via), or "".
 func (s *Scenario) pooler() string {
-	if o, ok := s.Kinds[postgres.Kind].(*postgres.PostgresOptions); ok && o != nil {
+	if o, ok := s.Kinds[postgres.Kind].(*postgres.Options); ok && o != nil {
 		return o.Via
 	}
 	return ""

@@ -43,7 +43,7 @@ func TestKindBlocks(t *testing.T) {
 		{"zookeeper members", "name: x\nbackend: zookeeper\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.ZooKeeperOptions{Members: 3}},
 		{"a kind the backend does not use", "name: x\nbackend: etcd\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.ZooKeeperOptions{Members: 3}},
 		{"postgres settings", pg + "postgres: {via: pgbouncer, idle_session_timeout: 2s}\n", postgres.Kind,
-			&postgres.PostgresOptions{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second)}},
+			&postgres.Options{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second)}},
 		{"pgbouncer settings", pg + "postgres: {via: pgbouncer}\npgbouncer: {pool_mode: transaction, pool_size: 2}\n", postgres.PgBouncerKind,
 			&postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, PoolSize: 2}},
 		{"pgbouncer default", pg + "postgres: {via: pgbouncer}\n", postgres.PgBouncerKind, &postgres.PgBouncerOptions{PoolMode: postgres.PoolSession}},
@@ -64,7 +64,7 @@ func TestKindBlocks(t *testing.T) {
 	// PostgreSQL's start options carry the PgBouncer's, sized for the clients.
 	s := parse(t, pg+"postgres: {via: pgbouncer}\npgbouncer: {pool_mode: transaction}\n")
 	got := postgres.RunOptions(s.StartOptions())
-	want := postgres.PostgresOptions{Via: postgres.ViaPgBouncer, Bouncer: postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, Clients: 4}}
+	want := postgres.Options{Via: postgres.ViaPgBouncer, Bouncer: postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, Clients: 4}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RunOptions = %+v, want %+v", got, want)
 	}

@@ -35,7 +35,7 @@ var rtSetups = []rtSetup{
 		}},
 	{"postgres", nemesis.Shape{Clients: 3, Backend: "pg-advisory", Kinds: []string{"postgres"}}, []string{"postgres"},
 		func(ctx context.Context, cl *cluster.Cluster) error {
-			_, err := postgres.Start(ctx, cl, postgres.PostgresOptions{})
+			_, err := postgres.Start(ctx, cl, postgres.Options{})
 			return err
 		}},
 	{"sentinel", nemesis.Shape{Clients: 3, Backend: "redis-token", Kinds: []string{"redis"}, Lease: true, Sentinel: true}, []string{"redis-server", "redis-sentinel"},

@@ -49,7 +49,7 @@ type ResourceEnv struct {
 	Backend string
 	// Postgres are the PostgreSQL server's settings, if the resource
 	// starts it (postgres.RunOptions of the run's).
-	Postgres postgres.PostgresOptions
+	Postgres postgres.Options
 }
 
 // resourceFactory builds a resource for a run.

@@ -115,7 +115,7 @@ func TestSentinelPostgresEtcdInContainers(t *testing.T) {
 	if err != nil || primary != g.Primary.Addr() {
 		t.Fatalf("Sentinels name %q (%v), want %s", primary, err, g.Primary.Addr())
 	}
-	pg, err := postgres.Start(ctx, c, postgres.PostgresOptions{})
+	pg, err := postgres.Start(ctx, c, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func TestServersFileSecretsInTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	pg, err := postgres.Start(ctx, c, postgres.PostgresOptions{})
+	pg, err := postgres.Start(ctx, c, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

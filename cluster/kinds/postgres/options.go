@@ -9,7 +9,7 @@ import (
 	"github.com/locktorture/locktorture/internal/duration"
 )
 
-// PostgresOptions are the server settings of a run's PostgreSQL: a
+// Options are the server settings of a run's PostgreSQL: a
 // scenario's postgres block (`postgres: {via: pgbouncer,
 // idle_session_timeout: 2s}`). The zero value is a fast throwaway
 // server: fsync and full_page_writes off. That loses nothing when the
@@ -19,7 +19,7 @@ import (
 // off, a kill -9 loses the last fraction of a second of commits, and a
 // kill nemesis would then report lost updates that the lock did not
 // cause.
-type PostgresOptions struct {
+type Options struct {
 	// Via puts a pooler in front of the server: ViaPgBouncer, or "" (the
 	// clients dial the server). Its settings are the pgbouncer block's
 	// (PgBouncerOptions); the older spelling is postgres_via.
@@ -56,14 +56,14 @@ type PostgresOptions struct {
 }
 
 // Check refuses a pooler the harness does not run.
-func (o *PostgresOptions) Check() error {
+func (o *Options) Check() error {
 	if o.Via != "" && o.Via != ViaPgBouncer {
 		return &cluster.KeyError{Key: "via", Msg: fmt.Sprintf("unknown via %q (%s, or leave it out to dial PostgreSQL itself)", o.Via, ViaPgBouncer)}
 	}
 	return nil
 }
 
-// ViaPgBouncer is the only value of PostgresOptions.Via that puts
+// ViaPgBouncer is the only value of Options.Via that puts
 // something in front of the server.
 const ViaPgBouncer = PgBouncerKind
 
@@ -141,8 +141,8 @@ func CheckPoolMode(mode string) error {
 // RunOptions are the run's PostgreSQL settings in o (its postgres
 // block's), with, when Via puts a PgBouncer in front, that PgBouncer's
 // (the pgbouncer block's) in Bouncer.
-func RunOptions(o cluster.StartOptions) PostgresOptions {
-	p := cluster.OptionsOf[PostgresOptions](o, Kind)
+func RunOptions(o cluster.StartOptions) Options {
+	p := cluster.OptionsOf[Options](o, Kind)
 	if p.Via == ViaPgBouncer {
 		p.Bouncer = bouncerOptions(o)
 	}

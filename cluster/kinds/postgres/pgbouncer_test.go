@@ -58,11 +58,11 @@ func TestPgBouncerPoolModes(t *testing.T) {
 				if err := c.StartKind(ctx, PgBouncerKind, cluster.StartOptions{Kinds: map[string]cluster.KindOptions{PgBouncerKind: &PgBouncerOptions{PoolSize: tc.pool}}}); err != nil {
 					t.Fatal(err)
 				}
-				if pg, err = Start(ctx, c, PostgresOptions{}); err != nil {
+				if pg, err = Start(ctx, c, Options{}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				c, pg, _ = startPG(t, tmp, PostgresOptions{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
+				c, pg, _ = startPG(t, tmp, Options{Bouncer: PgBouncerOptions{PoolMode: tc.mode, PoolSize: tc.pool, Clients: 2}})
 			}
 			b := frontOf(c, pg)
 			if b == nil {

@@ -37,7 +37,7 @@ const (
 
 // args turns the options into postgres -c arguments (sorted, so a run is
 // repeatable).
-func postgresArgs(o PostgresOptions) []string {
+func postgresArgs(o Options) []string {
 	set := map[string]string{}
 	if !o.Durable {
 		set["fsync"], set["full_page_writes"] = "off", "off"
@@ -80,8 +80,8 @@ func postgresArgs(o PostgresOptions) []string {
 	return out
 }
 
-func isZero(o PostgresOptions) bool {
-	return reflect.DeepEqual(o, PostgresOptions{})
+func isZero(o Options) bool {
+	return reflect.DeepEqual(o, Options{})
 }
 
 // Postgres is the run's PostgreSQL server, on 127.0.0.1 with a data
@@ -101,7 +101,7 @@ type Postgres struct {
 	// tlsCA, with TLS (Options.TLS), is the run's CA file: clients dial
 	// with sslmode=verify-full against it.
 	tlsCA   string
-	opt     PostgresOptions
+	opt     Options
 	dataDir string
 
 	setupMu sync.Mutex
@@ -112,7 +112,7 @@ type Postgres struct {
 // returns the same server afterwards: backends and the postgres resource
 // share it. A later call may pass zero options, or the same ones; other
 // settings are an error (the server already runs with the first).
-func Start(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postgres, error) {
+func Start(ctx context.Context, c *cluster.Cluster, opt Options) (*Postgres, error) {
 	pg, err := cluster.Group(c, Kind, func(cur *Postgres, ok bool) (*Postgres, error) {
 		if c.Closed() {
 			return nil, cluster.ErrClosed
@@ -140,7 +140,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postg
 
 // adopt is the PostgreSQL someone else runs at dsn, as s (its host and
 // port dialled; its credentials are the DSN's).
-func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable, opt PostgresOptions) (*Postgres, error) {
+func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable, opt Options) (*Postgres, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("cluster: %w: the external PostgreSQL %q is not a postgres://host:port/... URL", cluster.ErrStart, dsn)
@@ -152,7 +152,7 @@ func adopt(c *cluster.Cluster, dsn string, s cluster.Faultable, opt PostgresOpti
 	return pg, nil
 }
 
-func start(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postgres, error) {
+func start(ctx context.Context, c *cluster.Cluster, opt Options) (*Postgres, error) {
 	m, ok := c.Provider().(cluster.Machine)
 	if !ok {
 		if c.ServersTLS() {
@@ -165,7 +165,7 @@ func start(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postg
 
 // startHere starts the run's PostgreSQL as a process of this
 // machine, its data directory a copy of the cached template.
-func startHere(ctx context.Context, c *cluster.Cluster, m cluster.Machine, opt PostgresOptions) (*Postgres, error) {
+func startHere(ctx context.Context, c *cluster.Cluster, m cluster.Machine, opt Options) (*Postgres, error) {
 	const name = "postgres"
 	bins, err := findPostgres()
 	if err != nil {
@@ -341,7 +341,7 @@ func postgresDSN(addr, application string) string {
 func Application(p int) string { return "locktorture-" + links.ClientName(p) }
 
 // newPostgres is a PostgreSQL server at p whose data is in dataDir.
-func newPostgres(s cluster.Faultable, opt PostgresOptions, dataDir string) *Postgres {
+func newPostgres(s cluster.Faultable, opt Options, dataDir string) *Postgres {
 	pg := &Postgres{Faultable: s, opt: opt, dataDir: dataDir, setups: map[string]bool{}}
 	pg.SetReady(pg.ping)
 	return pg
@@ -531,7 +531,7 @@ exec postgres -D "$D" "$@"
 // startInContainer starts the run's PostgreSQL through a provider
 // other than local (a container): the program and initdb from the image,
 // run as the image's postgres user, on the server's own address.
-func startInContainer(ctx context.Context, c *cluster.Cluster, opt PostgresOptions) (*Postgres, error) {
+func startInContainer(ctx context.Context, c *cluster.Cluster, opt Options) (*Postgres, error) {
 	const name = "postgres"
 	pv := c.Provider()
 	dir, host, err := c.ServerHome(ctx, name)
@@ -635,7 +635,7 @@ func init() {
 			_, err := Start(ctx, c, RunOptions(o))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &PostgresOptions{} },
+		Options:   func() cluster.KindOptions { return &Options{} },
 		OlderKeys: map[string]string{Kind + "_via": "via"},
 		CheckAddr: func(a string) error {
 			u, err := url.Parse(a)

@@ -25,7 +25,7 @@ func TestPostgresNeedsTheRunsPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pg, err := Start(ctx, c, PostgresOptions{})
+	pg, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestPostgresTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pg, err := Start(ctx, c, PostgresOptions{})
+	pg, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func requirePostgres(t *testing.T) {
 }
 
 // startPG starts a cluster's PostgreSQL and reports how long it took.
-func startPG(t *testing.T, tmp string, opt PostgresOptions) (*cluster.Cluster, *Postgres, time.Duration) {
+func startPG(t *testing.T, tmp string, opt Options) (*cluster.Cluster, *Postgres, time.Duration) {
 	t.Helper()
 	c, err := cluster.New(cluster.Options{TempDir: tmp})
 	if err != nil {
@@ -65,15 +65,15 @@ func TestPostgresLifecycle(t *testing.T) {
 	requirePostgres(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
-	c, pg, first := startPG(t, tmp, PostgresOptions{IdleSessionTimeout: duration.Duration(90 * time.Second), Settings: map[string]string{"lock_timeout": "2s"}})
-	_, _, second := startPG(t, t.TempDir(), PostgresOptions{})
+	c, pg, first := startPG(t, tmp, Options{IdleSessionTimeout: duration.Duration(90 * time.Second), Settings: map[string]string{"lock_timeout": "2s"}})
+	_, _, second := startPG(t, t.TempDir(), Options{})
 	t.Logf("start with template (maybe built now): %s; second start from the cached template: %s", first, second)
 
 	// The same server is handed out again; other settings are refused.
-	if again, err := Start(ctx, c, PostgresOptions{}); err != nil || again != pg {
+	if again, err := Start(ctx, c, Options{}); err != nil || again != pg {
 		t.Errorf("second Postgres call: %v, %v (want the same server)", again, err)
 	}
-	if _, err := Start(ctx, c, PostgresOptions{Durable: true}); err == nil {
+	if _, err := Start(ctx, c, Options{Durable: true}); err == nil {
 		t.Error("other settings for the running server were accepted")
 	}
 	// Settings reach the server; the fast defaults are on.
@@ -186,7 +186,7 @@ func TestPostgresLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := Start(ctx, c, PostgresOptions{}); !errors.Is(err, cluster.ErrClosed) {
+	if _, err := Start(ctx, c, Options{}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("Postgres on a closed cluster: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func procOwner(t *testing.T, pid int) string {
 func TestExternalCleanup(t *testing.T) {
 	requirePostgres(t)
 	ctx := context.Background()
-	c, pg, _ := startPG(t, t.TempDir(), PostgresOptions{})
+	c, pg, _ := startPG(t, t.TempDir(), Options{})
 	// The server ends sessions once: kept as its kind's group too, it is
 	// not a second session killer.
 	if ks := c.SessionKillers(); len(ks) != 1 || any(ks[0]) != any(pg) {
