@@ -168,7 +168,7 @@ func benchBare(b *testing.B, tmp string) float64 {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	srv, err := rediskind.Start(context.Background(), cl, rediskind.RedisOptions{})
+	srv, err := rediskind.Start(context.Background(), cl, rediskind.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 func TestRedisKeysActOnTheirOwnKeys(t *testing.T) {
 	c := testCluster(t)
 	ctx := context.Background()
-	r, err := redis.Start(ctx, c, redis.RedisOptions{})
+	r, err := redis.Start(ctx, c, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (t *redisTarget) newClient(c ClientEnv) *redis.Client {
 	cl := t.env.Cluster
 	d := net.Dialer{Timeout: timeout}
 	o := lockFailoverOptions(t.group.MasterName(), t.group.SentinelAddrs(), timeout)
-	o.ClientName = rediskind.RedisClientName(c.Process)
+	o.ClientName = rediskind.ClientName(c.Process)
 	if a := t.group.MasterAuth; a != nil {
 		o.Username, o.Password = a.Username, a.Password
 	}

@@ -75,7 +75,7 @@ func lockFailoverOptions(master string, sentinels []string, timeout time.Duratio
 // newRedisClient returns a lock client's go-redis client to one server at
 // addr (its link) that asks for auth (nil: nothing; its TLS names the
 // server: cluster.Auth.WithServerName); its connections carry name
-// (rediskind.RedisClientName: the server's CLIENT LIST shows whose they
+// (rediskind.ClientName: the server's CLIENT LIST shows whose they
 // are, and a session kill finds them), none when name is empty.
 func newRedisClient(addr string, auth *cluster.Auth, timeout time.Duration, name string) *redis.Client {
 	o := lockClientOptions(addr, timeout)
@@ -112,12 +112,12 @@ func connect(ctx context.Context, timeout time.Duration, cs ...*redis.Client) {
 // serverClient is newRedisClient to server s through process p's link,
 // with the credentials s asks for.
 func serverClient(env Env, p int, s cluster.Server, timeout time.Duration) *redis.Client {
-	return newRedisClient(env.Cluster.ClientAddr(p, s), cluster.AuthOf(s).WithServerName(s.Addr()), timeout, rediskind.RedisClientName(p))
+	return newRedisClient(env.Cluster.ClientAddr(p, s), cluster.AuthOf(s).WithServerName(s.Addr()), timeout, rediskind.ClientName(p))
 }
 
 // startOneRedis starts the single redis-server of a single-Redis backend.
 func startOneRedis(ctx context.Context, env Env) (*rediskind.Redis, error) {
-	r, err := rediskind.Start(ctx, env.Cluster, rediskind.RedisOptions{Persistence: env.Servers.Persistence})
+	r, err := rediskind.Start(ctx, env.Cluster, rediskind.Options{Persistence: env.Servers.Persistence})
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -64,7 +64,7 @@ var errNoQuorum = errors.New("redlock: no quorum")
 func startRedisNodes(ctx context.Context, env Env, n int) ([]*rediskind.Redis, error) {
 	out := make([]*rediskind.Redis, 0, n)
 	for i := range n {
-		r, err := rediskind.Start(ctx, env.Cluster, rediskind.RedisOptions{Name: "redis-" + string(rune('a'+i)), Persistence: env.Servers.Persistence})
+		r, err := rediskind.Start(ctx, env.Cluster, rediskind.Options{Name: "redis-" + string(rune('a'+i)), Persistence: env.Servers.Persistence})
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
@@ -93,7 +93,7 @@ func (b *redlock) Client(ctx context.Context, c ClientEnv) (Client, error) {
 		// Each server its own credentials (five managed Redis may differ).
 		addrs[i], auths[i] = b.env.Cluster.ClientAddr(c.Process, s), cluster.AuthOf(s).WithServerName(s.Addr())
 	}
-	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, rediskind.RedisClientName(c.Process))
+	rc := newRedlockClient(addrs, auths, b.env.TTL, b.env.OpTimeout, c.Clock, rediskind.ClientName(c.Process))
 	connect(ctx, b.env.OpTimeout, rc.nodes...)
 	for _, s := range b.servers {
 		rc.labels = append(rc.labels, b.env.Cluster.Label(s))

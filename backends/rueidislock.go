@@ -99,7 +99,7 @@ func (b *rueidisLockBackend) Close() error { return nil }
 // through the process's own links.
 func (b *rueidisLockBackend) clientOption(ctx context.Context, ce ClientEnv) rueidis.ClientOption {
 	cl := b.env.Cluster
-	o := rueidis.ClientOption{ClientName: redis.RedisClientName(ce.Process)}
+	o := rueidis.ClientOption{ClientName: redis.ClientName(ce.Process)}
 	var master *cluster.Auth
 	sentinels := map[string]bool{}
 	if g := b.target.group; g != nil {

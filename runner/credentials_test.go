@@ -199,7 +199,7 @@ func (s *securedServers) serversFile(t *testing.T, aclPassword string) string {
 		text += fmt.Sprintf("  - {addr: %s, password: \"${%s}\"}\n", a, v)
 	}
 	text += fmt.Sprintf("sentinel:\n  master: %s\n  addrs: [%s]\n  password_env: LT_SENTINEL_PW\n  master_auth: {username: %s, password_env: LT_SENTINEL_PW}\n",
-		s.sentinel.MasterName(), strings.Join(s.sentinel.SentinelAddrs(), ", "), rediskind.RedisUser)
+		s.sentinel.MasterName(), strings.Join(s.sentinel.SentinelAddrs(), ", "), rediskind.User)
 	file := filepath.Join(t.TempDir(), "servers.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestLocalRunSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := open.Auth.For("redis", 0)
-	if a == nil || a.Password == "" || a.Username != rediskind.RedisUser {
+	if a == nil || a.Password == "" || a.Username != rediskind.User {
 		t.Fatalf("the open request's auth.redis = %+v: the run's Redis asks for no password", a)
 	}
 	printed.WriteString(out.Summary)

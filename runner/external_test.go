@@ -33,7 +33,7 @@ func ownServers(t *testing.T, pg bool) (file string, redisAddr, dsn string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	r, err := rediskind.Start(ctx, c, rediskind.RedisOptions{})
+	r, err := rediskind.Start(ctx, c, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestExternalRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer replica.Close()
-	rep, err := rediskind.Start(ctx, replica, rediskind.RedisOptions{Args: []string{"--replicaof", "127.0.0.1", strings.Split(addr, ":")[1]}})
+	rep, err := rediskind.Start(ctx, replica, rediskind.Options{Args: []string{"--replicaof", "127.0.0.1", strings.Split(addr, ":")[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,7 +218,7 @@ func init() {
 		fb   failingBackend
 	}{{"test-fail-after-start", failingBackend{}}, {"test-panic-after-start", failingBackend{panic: true}}} {
 		backends.Register(backends.Info{Name: fb.name, Description: "test only", Kinds: []string{"redis"}}, func(ctx context.Context, env backends.Env) (backends.Backend, error) {
-			if _, err := redis.Start(ctx, env.Cluster, redis.RedisOptions{}); err != nil {
+			if _, err := redis.Start(ctx, env.Cluster, redis.Options{}); err != nil {
 				return nil, err
 			}
 			if fb.fb.panic {

@@ -78,7 +78,7 @@ func TestExternalServerDeathIsAHarnessError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := redis.Start(context.Background(), c, redis.RedisOptions{})
+	r, err := redis.Start(context.Background(), c, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

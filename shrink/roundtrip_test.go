@@ -30,7 +30,7 @@ type rtSetup struct {
 var rtSetups = []rtSetup{
 	{"redis", nemesis.Shape{Clients: 3, Backend: "redis-token", Kinds: []string{"redis"}, Lease: true}, []string{"redis-server"},
 		func(ctx context.Context, cl *cluster.Cluster) error {
-			_, err := redis.Start(ctx, cl, redis.RedisOptions{})
+			_, err := redis.Start(ctx, cl, redis.Options{})
 			return err
 		}},
 	{"postgres", nemesis.Shape{Clients: 3, Backend: "pg-advisory", Kinds: []string{"postgres"}}, []string{"postgres"},

@@ -46,7 +46,7 @@ func TestRedisInContainer(t *testing.T) {
 	if c.Mode() != "docker" {
 		t.Fatalf("mode %q", c.Mode())
 	}
-	r, err := redis.Start(ctx, c, redis.RedisOptions{})
+	r, err := redis.Start(ctx, c, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestMissingImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = redis.Start(context.Background(), c, redis.RedisOptions{})
+	_, err = redis.Start(context.Background(), c, redis.Options{})
 	if !errors.Is(err, docker.ErrImageMissing) || !strings.Contains(err.Error(), "make images") {
 		t.Errorf("err = %v, want ErrImageMissing naming make images", err)
 	}

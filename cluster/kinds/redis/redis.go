@@ -17,15 +17,15 @@ import (
 	"github.com/locktorture/locktorture/internal/journal"
 )
 
-// RedisUser is the ACL user of the Redis servers a locked cluster starts.
-const RedisUser = "locktorture"
+// User is the ACL user of the Redis servers a locked cluster starts.
+const User = "locktorture"
 
 // redisAuth is what the Redis servers c starts ask (nil: nothing).
 func redisAuth(c *cluster.Cluster) *cluster.Auth {
 	if c.Secret() == "" {
 		return nil
 	}
-	return &cluster.Auth{Username: RedisUser, Password: c.Secret()}
+	return &cluster.Auth{Username: User, Password: c.Secret()}
 }
 
 // endpoint is server s as the harness dials it.
@@ -33,8 +33,8 @@ func endpoint(s cluster.Server) cluster.Endpoint {
 	return cluster.Endpoint{Addr: s.Addr(), Auth: cluster.AuthOf(s)}
 }
 
-// RedisOptions configure one redis-server.
-type RedisOptions struct {
+// Options configure one redis-server.
+type Options struct {
 	// Name is the server's name; empty means "redis-<n>".
 	Name string
 	// Persistence turns on the append-only file with appendfsync always, so
@@ -48,7 +48,7 @@ type RedisOptions struct {
 // unless it runs with persistence.
 type Redis struct {
 	cluster.Faultable
-	opt RedisOptions
+	opt Options
 	// match limits ShortenTTLs to the keys matching it (a SCAN pattern;
 	// empty: every key): on a server someone else runs, the run's own.
 	match string
@@ -57,7 +57,7 @@ type Redis struct {
 // Start starts a redis-server on a free port of c and waits until it
 // answers PING (was Cluster.StartRedis); a cluster of servers someone else
 // runs hands out the next one named.
-func Start(ctx context.Context, c *cluster.Cluster, opt RedisOptions) (*Redis, error) {
+func Start(ctx context.Context, c *cluster.Cluster, opt Options) (*Redis, error) {
 	r := newRedis("", opt, c.KeyMatch())
 	name := func(n int) string {
 		if opt.Name != "" {
@@ -92,7 +92,7 @@ func Servers(c *cluster.Cluster) []*Redis {
 	return out
 }
 
-func redisArgs(host string, port int, dir string, opt RedisOptions) []string {
+func redisArgs(host string, port int, dir string, opt Options) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", host,
@@ -243,7 +243,7 @@ return n`
 
 // newRedis is a Redis server named name (set when it is placed: "");
 // match limits its ShortenTTLs.
-func newRedis(name string, opt RedisOptions, match string) *Redis {
+func newRedis(name string, opt Options, match string) *Redis {
 	r := &Redis{Faultable: cluster.NewFaultable(Kind, name), opt: opt, match: match}
 	r.SetReady(r.ping)
 	return r
@@ -316,7 +316,7 @@ func init() {
 				_, err := StartSentinelGroup(ctx, c, o.Persistence)
 				return err
 			}
-			_, err := Start(ctx, c, RedisOptions{Persistence: o.Persistence})
+			_, err := Start(ctx, c, Options{Persistence: o.Persistence})
 			return err
 		},
 		Check:           checkRedisPrimary,
@@ -402,7 +402,7 @@ func redisCompose(port int, image string) cluster.ComposeCluster {
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
 	server := func(name string, p int, extra ...string) cluster.ComposeService {
 		return cluster.ComposeService{Name: name, Image: image,
-			Command:     append([]string{"redis-server"}, redisArgs("127.0.0.1", p, "/tmp", RedisOptions{Args: extra})...),
+			Command:     append([]string{"redis-server"}, redisArgs("127.0.0.1", p, "/tmp", Options{Args: extra})...),
 			Healthcheck: []string{"CMD", "redis-cli", "-p", strconv.Itoa(p), "ping"}}
 	}
 	cc := cluster.ComposeCluster{Servers: map[string][]cluster.ServerEntry{}}

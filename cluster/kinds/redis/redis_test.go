@@ -32,7 +32,7 @@ func TestRedisLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := Start(ctx, c, RedisOptions{})
+	r, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRedisLifecycle(t *testing.T) {
 	if left := leakcheck.TempDirsLeft(tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after Close: %v", left)
 	}
-	if _, err := Start(ctx, c, RedisOptions{}); !errors.Is(err, cluster.ErrClosed) {
+	if _, err := Start(ctx, c, Options{}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("start on a closed cluster: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestMissingBinaryNamesPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = Start(context.Background(), c, RedisOptions{})
+	_, err = Start(context.Background(), c, Options{})
 	if !errors.Is(err, cluster.ErrMissingBinary) {
 		t.Fatalf("want cluster.ErrMissingBinary, got %v", err)
 	}
@@ -120,7 +120,7 @@ func TestExternalCleanupTouchesOnlyTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := Start(ctx, c, RedisOptions{})
+	r, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := Start(ctx, c, RedisOptions{})
+	r, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestUndoRedisConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := Start(context.Background(), c, RedisOptions{})
+	r, err := Start(context.Background(), c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func init() {
 		Program: &cluster.ProgramSpec{
 			Program: "redis-server", Package: "redis-server", Port: 6379,
 			Args: func(host string, port int, dir string) []string {
-				return redisArgs(host, port, dir, RedisOptions{})
+				return redisArgs(host, port, dir, Options{})
 			},
 			Ready: func(ctx context.Context, a string) error { return pingRedis(ctx, cluster.Endpoint{Addr: a}) },
 			Version: func(ctx context.Context, addr string) (string, error) {

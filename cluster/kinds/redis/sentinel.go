@@ -148,7 +148,7 @@ func StartSentinelGroup(ctx context.Context, c *cluster.Cluster, persistence boo
 	if err != nil {
 		return nil, err
 	}
-	primary, err := Start(ctx, c, RedisOptions{Name: "redis-primary", Persistence: persistence})
+	primary, err := Start(ctx, c, Options{Name: "redis-primary", Persistence: persistence})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func StartSentinelGroup(ctx context.Context, c *cluster.Cluster, persistence boo
 	if err != nil {
 		return nil, err
 	}
-	g.Replica, err = Start(ctx, c, RedisOptions{Name: "redis-replica", Persistence: persistence,
+	g.Replica, err = Start(ctx, c, Options{Name: "redis-replica", Persistence: persistence,
 		Args: []string{"--replicaof", host, port, "--replica-announce-ip", replicaHost}})
 	if err != nil {
 		return nil, err

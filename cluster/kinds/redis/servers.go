@@ -11,7 +11,7 @@ import (
 )
 
 // externalRedis hands out the next external Redis server.
-func externalRedis(c *cluster.Cluster, opt RedisOptions) (*Redis, error) {
+func externalRedis(c *cluster.Cluster, opt Options) (*Redis, error) {
 	addr, n, err := c.NextExternal(Kind)
 	if err != nil {
 		return nil, err
@@ -24,7 +24,7 @@ func externalRedis(c *cluster.Cluster, opt RedisOptions) (*Redis, error) {
 
 // externalRedisAt lists the external Redis server at addr, asking for
 // auth, among the cluster's.
-func externalRedisAt(c *cluster.Cluster, opt RedisOptions, addr string, auth *cluster.Auth) *Redis {
+func externalRedisAt(c *cluster.Cluster, opt Options, addr string, auth *cluster.Auth) *Redis {
 	r := newRedis(opt.Name, opt, c.KeyMatch())
 	r.SetExternal(addr)
 	r.SetAuth(auth)
@@ -65,16 +65,16 @@ func externalSentinelGroup(c *cluster.Cluster) (*SentinelGroup, error) {
 	}
 	switch {
 	case len(gs.Servers) > 0:
-		g.Primary = externalRedisAt(c, RedisOptions{Name: "redis-primary"}, gs.Servers[0], serverAuth(0))
+		g.Primary = externalRedisAt(c, Options{Name: "redis-primary"}, gs.Servers[0], serverAuth(0))
 		if len(gs.Servers) > 1 {
-			g.Replica = externalRedisAt(c, RedisOptions{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
+			g.Replica = externalRedisAt(c, Options{Name: "redis-replica"}, gs.Servers[1], serverAuth(1))
 		}
 	default:
 		if len(ext.Addrs(Kind)) > 0 {
-			g.Primary, _ = externalRedis(c, RedisOptions{Name: "redis-primary"})
+			g.Primary, _ = externalRedis(c, Options{Name: "redis-primary"})
 		}
 		if len(ext.Addrs(Kind)) > 1 {
-			g.Replica, _ = externalRedis(c, RedisOptions{Name: "redis-replica"})
+			g.Replica, _ = externalRedis(c, Options{Name: "redis-replica"})
 		}
 	}
 	for i, a := range gs.Addrs {
@@ -124,9 +124,9 @@ func sentinelPrimary(ctx context.Context, sentinels []cluster.Endpoint, master s
 	return ""
 }
 
-// RedisClientName is the name (CLIENT SETNAME) of client process p's
+// ClientName is the name (CLIENT SETNAME) of client process p's
 // connections to Redis, by which a session kill finds them.
-func RedisClientName(p int) string { return "locktorture-" + links.ClientName(p) }
+func ClientName(p int) string { return "locktorture-" + links.ClientName(p) }
 
 // KillSessions has Redis close client connections (CLIENT KILL ID): those
 // of the clients named, or, with none, every lock client's (named
@@ -140,7 +140,7 @@ func (r *Redis) KillSessions(ctx context.Context, clients []int) ([]map[string]a
 	list, _ := v.(string)
 	want := map[string]bool{}
 	for _, p := range clients {
-		want[RedisClientName(p)] = true
+		want[ClientName(p)] = true
 	}
 	var out []map[string]any
 	for _, line := range strings.Split(list, "\n") {
