@@ -30,7 +30,8 @@ func showLine(b []byte, max int) string {
 	s := maskCredentials(secret.Redact(string(b)))
 	var out strings.Builder
 	for i := 0; i < len(s); {
-		piece, n := s[i:i+1], 1
+		var piece string
+		n := 1
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case strings.HasPrefix(s[i:], secret.Mask):
