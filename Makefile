@@ -66,6 +66,19 @@ findings: build
 	  echo "$$id: reproduced $$n of $(FINDINGS_SEEDS)"; [ $$n = $(FINDINGS_SEEDS) ] || fail=1; \
 	done; exit $$fail
 
+## bisect: bisect every finding on a Go library (locktorture bisect ID: the first version of the
+##   library where it reproduces, BISECT_SEEDS runs a version, default 2; docs/bisect.md); the
+##   findings on a Debian package are said and skipped. Needs the Go module proxy. Not part of
+##   `make test`. BISECT_FLAGS adds flags (--versions FROM..TO).
+BISECT_SEEDS ?= 2
+BISECT_FLAGS ?=
+.PHONY: bisect
+bisect: build
+	@fail=0; for id in $$($(BIN) list findings | awk '{print $$1}'); do \
+	  $(BIN) bisect $$id --seeds $(BISECT_SEEDS) --store $(STORE) $(BISECT_FLAGS); rc=$$?; \
+	  case $$rc in 0) ;; 254) echo "$$id: skipped (not a Go library)";; *) echo "$$id: bisect exit $$rc"; fail=1;; esac; \
+	done; exit $$fail
+
 ## demo: run Kleppmann's pause scenario against real Redis and show where the report is
 ## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm").
 ## It installs only what the demo needs, when missing (redis-server: DEPS=demo, not the whole

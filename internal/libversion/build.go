@@ -27,7 +27,7 @@ const mainPackage = SelfModule + "/cmd/locktorture"
 // ErrNoSource is returned when no locktorture source tree is at hand: a
 // library version is this program rebuilt against it, which needs the
 // source.
-var ErrNoSource = errors.New("no locktorture source tree at hand (run inside a checkout, or give --source DIR or LOCKTORTURE_SOURCE=DIR): a library version is this program rebuilt against it")
+var ErrNoSource = errors.New("no locktorture source tree at hand (run inside a checkout, or set LOCKTORTURE_SOURCE=DIR; bisect: --source DIR): a library version is this program rebuilt against it")
 
 // ErrNoBuild is wrapped by Build's error when the go command could not
 // build the program at that version (the library's API changed, or the
