@@ -64,7 +64,7 @@ type zkLockBackend struct {
 }
 
 func newZKLock(ctx context.Context, env Env) (Backend, error) {
-	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.ZooKeeperOptions](env.Servers, zookeeper.Kind))
+	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.Options](env.Servers, zookeeper.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -135,7 +135,7 @@ type zkLockClient struct {
 
 func (c *zkLockClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	start := c.clock.Now()
-	l := zk.NewLock(c.conn, zkLockRoot+"/"+key, zookeeper.ZooKeeperACL(c.auth, false))
+	l := zk.NewLock(c.conn, zkLockRoot+"/"+key, zookeeper.ACL(c.auth, false))
 	_, err := zkCall(ctx, func() (struct{}, error) { return struct{}{}, l.Lock() }, func(struct{}) {
 		// Granted after the acquire gave up: nobody holds it.
 		_ = l.Unlock()

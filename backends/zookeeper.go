@@ -87,7 +87,7 @@ type zkBackend struct {
 }
 
 func newZooKeeper(ctx context.Context, env Env) (Backend, error) {
-	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.ZooKeeperOptions](env.Servers, zookeeper.Kind))
+	z, err := zookeeper.Start(ctx, env.Cluster, cluster.OptionsOf[zookeeper.Options](env.Servers, zookeeper.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -271,7 +271,7 @@ func (c *zkClient) parent(ctx context.Context, key string) (string, error) {
 		return p, nil
 	}
 	for _, n := range []string{zooKeeperLockRoot, p} {
-		acl := zookeeper.ZooKeeperACL(c.auth, n == zooKeeperLockRoot)
+		acl := zookeeper.ACL(c.auth, n == zooKeeperLockRoot)
 		_, err := zkCall(ctx, func() (string, error) { return c.conn.Create(n, nil, 0, acl) }, nil)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return "", err
@@ -311,7 +311,7 @@ func (c *zkClient) create(ctx context.Context, parent string) (string, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		p, err := c.conn.Create(prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zookeeper.ZooKeeperACL(c.auth, false))
+		p, err := c.conn.Create(prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zookeeper.ACL(c.auth, false))
 		c.mu.Lock()
 		if err == nil || zkCertain(err) {
 			delete(c.unsure, prefix)

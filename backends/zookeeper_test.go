@@ -47,7 +47,7 @@ func zkTestBackend(t *testing.T, members int, ttl time.Duration) (*cluster.Clust
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := factory(guard(t), Env{Cluster: cl, TTL: ttl, OpTimeout: 2 * time.Second, Clients: 2, Keys: []string{"k"}, Servers: cluster.StartOptions{Kinds: map[string]cluster.KindOptions{zookeeper.Kind: &zookeeper.ZooKeeperOptions{Members: members}}}})
+	b, err := factory(guard(t), Env{Cluster: cl, TTL: ttl, OpTimeout: 2 * time.Second, Clients: 2, Keys: []string{"k"}, Servers: cluster.StartOptions{Kinds: map[string]cluster.KindOptions{zookeeper.Kind: &zookeeper.Options{Members: members}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,11 +246,11 @@ func TestZooKeeperPartitionSuspends(t *testing.T) {
 func checkZooKeeperLocked(t *testing.T, cl *cluster.Cluster, c Client) {
 	t.Helper()
 	ctx := guard(t)
-	z, err := zookeeper.Start(ctx, cl, zookeeper.ZooKeeperOptions{})
+	z, err := zookeeper.Start(ctx, cl, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := z.Auth(); a == nil || a.Scheme != "digest" || !strings.HasPrefix(a.Digest, zookeeper.ZooKeeperUser+":") {
+	if a := z.Auth(); a == nil || a.Scheme != "digest" || !strings.HasPrefix(a.Digest, zookeeper.User+":") {
 		t.Fatalf("the run's ZooKeeper has no digest user: %+v", a)
 	}
 	g, err := c.Acquire(ctx, "k")

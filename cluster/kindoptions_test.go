@@ -30,7 +30,7 @@ func TestDecodeKindOptions(t *testing.T) {
 	}{
 		{etcd.Kind, "{members: 3}", &etcd.Options{Members: 3}, ""},
 		{etcd.Kind, "", &etcd.Options{Members: 1}, ""},
-		{zookeeper.Kind, "~", &zookeeper.ZooKeeperOptions{Members: 1}, ""},
+		{zookeeper.Kind, "~", &zookeeper.Options{Members: 1}, ""},
 		{etcd.Kind, "{members: 3, args: [x]}", nil, `line 1: etcd takes no setting "args" (it takes: members)`},
 		{etcd.Kind, "3", nil, "line 1: the settings of etcd are a mapping of its keys (members)"},
 		{"mariadb", "{}", nil, ""},
@@ -56,7 +56,7 @@ func TestDecodeKindOptions(t *testing.T) {
 	if got := cluster.OptionsOf[etcd.Options](o, etcd.Kind); got.Members != 3 {
 		t.Errorf("OptionsOf etcd = %+v", got)
 	}
-	if got := cluster.OptionsOf[zookeeper.ZooKeeperOptions](o, zookeeper.Kind); got.Members != 0 {
+	if got := cluster.OptionsOf[zookeeper.Options](o, zookeeper.Kind); got.Members != 0 {
 		t.Errorf("OptionsOf zookeeper, none given = %+v", got)
 	}
 }

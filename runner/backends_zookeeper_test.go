@@ -28,7 +28,7 @@ func TestBaselineZooKeeper(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(map[int]string{1: "one", 3: "three"}[members], func(t *testing.T) {
 			sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("zookeeper"), Duration: ptr(2 * time.Second)})
-			sc.SetKindOptions(zookeeper.Kind, &zookeeper.ZooKeeperOptions{Members: members})
+			sc.SetKindOptions(zookeeper.Kind, &zookeeper.Options{Members: members})
 			out, _ := runIt(t, sc)
 			r := out.Results
 			if r.Valid != checker.Valid || out.Expected.Valid != "valid" {

@@ -50,7 +50,7 @@ func lockedServers(t *testing.T) (file, zkAddr string, secrets []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z, err := zookeeper.Start(ctx, plain, zookeeper.ZooKeeperOptions{})
+	z, err := zookeeper.Start(ctx, plain, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	pz, err := Start(ctx, plain, ZooKeeperOptions{Members: 3})
+	pz, err := Start(ctx, plain, Options{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	}
 	defer c.Close()
 	c.EnableLinks()
-	z, err := Start(ctx, c, ZooKeeperOptions{Members: 3})
+	z, err := Start(ctx, c, Options{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var others []*ZooKeeperMember
+	var others []*Member
 	var addrs []string
 	for _, m := range ms {
 		if m != leader {
@@ -118,7 +118,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		}
 	}
 	cut := time.Now()
-	var newLeader *ZooKeeperMember
+	var newLeader *Member
 	err = cluster.WaitFor(ctx, 60*time.Second, func() error {
 		modes := zkModes(ctx, z)
 		for _, o := range others {

@@ -22,10 +22,10 @@ import (
 	"github.com/locktorture/locktorture/internal/secret"
 )
 
-// ZooKeeperOptions configure the run's ZooKeeper ensemble; a scenario's
+// Options configure the run's ZooKeeper ensemble; a scenario's
 // zookeeper block sets Members (`zookeeper: {members: 3}`, the older
 // zookeeper_members).
-type ZooKeeperOptions struct {
+type Options struct {
 	// Members is the number of members: 1 or 3 (any number from 1 to 7
 	// works in Go). Zero means "the ensemble already running", or 1 when
 	// none is; a scenario's block gives 1 when it leaves it out, and takes
@@ -37,7 +37,7 @@ type ZooKeeperOptions struct {
 }
 
 // Check refuses a scenario's size other than 1 or 3.
-func (o *ZooKeeperOptions) Check() error {
+func (o *Options) Check() error {
 	switch o.Members {
 	case 1, 3:
 		return nil
@@ -48,7 +48,7 @@ func (o *ZooKeeperOptions) Check() error {
 }
 
 // Size is the number of members asked for.
-func (o *ZooKeeperOptions) Size() int { return o.Members }
+func (o *Options) Size() int { return o.Members }
 
 // ZooKeeper is the run's ZooKeeper ensemble (Debian's zookeeper 3.8, run
 // with java directly rather than through the package's scripts): one or
@@ -67,17 +67,17 @@ func (o *ZooKeeperOptions) Size() int { return o.Members }
 // links of their own (Cluster.PeerLinks): member i's zoo.cfg lists member
 // j at the addresses of its links i->j to j's quorum and election ports.
 type ZooKeeper struct {
-	members []*ZooKeeperMember
+	members []*Member
 	// peers are the links between members ("zookeeper-0->zookeeper-1":
 	// its quorum and election links), when links are enabled.
 	peers map[string][]*links.Link
 }
 
-// ZooKeeperMember is one ZooKeeper server process.
+// Member is one ZooKeeper server process.
 //
 // Its transaction log is written but not fsynced: a member restarted after
 // a process crash keeps it, after a machine crash it would not.
-type ZooKeeperMember struct {
+type Member struct {
 	cluster.Faultable
 	id           int // myid, from 1
 	quorumPort   int
@@ -88,7 +88,7 @@ type ZooKeeperMember struct {
 	via map[int]string
 }
 
-// maxZooKeeperMembers bounds ZooKeeperOptions.Members.
+// maxZooKeeperMembers bounds Options.Members.
 const maxZooKeeperMembers = 7
 
 // zooKeeperTick is the members' tickTime: the unit of their timeouts and
@@ -133,7 +133,7 @@ const zookeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 // standalone, leader or follower). Later calls return the same ensemble;
 // asking for a different member count than the running one is an error.
 // A missing java or zookeeper.jar names the Debian packages.
-func Start(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooKeeper, error) {
+func Start(ctx context.Context, c *cluster.Cluster, opt Options) (*ZooKeeper, error) {
 	return cluster.Group(c, Kind, func(cur *ZooKeeper, ok bool) (*ZooKeeper, error) {
 		running := 0
 		if ok {
@@ -153,7 +153,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooK
 }
 
 // startEnsemble starts c's own ZooKeeper of opt.Members members.
-func startEnsemble(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions) (*ZooKeeper, error) {
+func startEnsemble(ctx context.Context, c *cluster.Cluster, opt Options) (*ZooKeeper, error) {
 	if c.ServersTLS() {
 		// ZooKeeper 3.8 speaks TLS only through Netty with Java key
 		// stores, and go-zookeeper not at all: not done yet.
@@ -180,7 +180,7 @@ func startEnsemble(ctx context.Context, c *cluster.Cluster, opt ZooKeeperOptions
 }
 
 // start makes one attempt at starting c's members.
-func start(ctx context.Context, c *cluster.Cluster, bin string, opt ZooKeeperOptions) (*ZooKeeper, error) {
+func start(ctx context.Context, c *cluster.Cluster, bin string, opt Options) (*ZooKeeper, error) {
 	z := &ZooKeeper{}
 	pv := c.Provider()
 	port := cluster.Ports(pv, "zookeeper")
@@ -256,8 +256,8 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt ZooKeeperOpt
 	return z, nil
 }
 
-// ZooKeeperUser is the digest user a run's own ZooKeeper's znodes belong to.
-const ZooKeeperUser = "locktorture"
+// User is the digest user a run's own ZooKeeper's znodes belong to.
+const User = "locktorture"
 
 // lock gives the run's own ensemble a digest user of the run's own (a
 // fresh random password) that its clients authenticate as: the znodes
@@ -266,7 +266,7 @@ const ZooKeeperUser = "locktorture"
 // their own, but not read, change or delete the run's).
 func (z *ZooKeeper) lock() {
 	pw := cluster.NewPassword()
-	digest := ZooKeeperUser + ":" + pw
+	digest := User + ":" + pw
 	secret.Register(pw)
 	secret.Register(digest)
 	for _, m := range z.members {
@@ -282,11 +282,11 @@ func (z *ZooKeeper) Auth() *cluster.Auth {
 	return z.members[0].Auth()
 }
 
-// ZooKeeperACL is the ACL for znodes a client with auth makes: only the
+// ACL is the ACL for znodes a client with auth makes: only the
 // client's own authenticated identity (ZooKeeper's "auth" scheme) when it
 // has one, else anyone. Under a shared parent (root: /locktorture) anyone
 // may also create, so runs of other users share it.
-func ZooKeeperACL(auth *cluster.Auth, root bool) []zk.ACL {
+func ACL(auth *cluster.Auth, root bool) []zk.ACL {
 	if auth == nil || auth.Scheme == "" {
 		return zk.WorldACL(zk.PermAll)
 	}
@@ -310,7 +310,7 @@ func ZooKeeperAddAuth(conn *zk.Conn, auth *cluster.Auth) error {
 
 // zookeeperConfig is one member's zoo.cfg. A single member has no server
 // lines and runs standalone.
-func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
+func zookeeperConfig(m *Member, all []*Member) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\n", zooKeeperTick.Milliseconds())
 	b.WriteString("initLimit=50\nsyncLimit=10\n")
@@ -336,8 +336,8 @@ func zookeeperConfig(m *ZooKeeperMember, all []*ZooKeeperMember) string {
 }
 
 // Members returns the members in start order.
-func (z *ZooKeeper) Members() []*ZooKeeperMember {
-	return append([]*ZooKeeperMember(nil), z.members...)
+func (z *ZooKeeper) Members() []*Member {
+	return append([]*Member(nil), z.members...)
 }
 
 // memberServers returns the members as Servers, for Cluster.ClientAddr.
@@ -351,7 +351,7 @@ func (z *ZooKeeper) memberServers() []cluster.Server {
 
 // Leader returns the member that leads (the only one, standalone), by
 // asking each its mode.
-func (z *ZooKeeper) Leader(ctx context.Context) (*ZooKeeperMember, error) {
+func (z *ZooKeeper) Leader(ctx context.Context) (*Member, error) {
 	var errs []error
 	for _, m := range z.members {
 		mode, err := m.Mode(ctx)
@@ -391,23 +391,23 @@ func (z *ZooKeeper) Peers() []cluster.Server {
 }
 
 // quorumAddr and electionAddr are the member's ports for its peers.
-func (m *ZooKeeperMember) quorumAddr() string {
+func (m *Member) quorumAddr() string {
 	return net.JoinHostPort(m.Host(), strconv.Itoa(m.quorumPort))
 }
 
 // electionAddr is the member's leader-election address, host:port.
-func (m *ZooKeeperMember) electionAddr() string {
+func (m *Member) electionAddr() string {
 	return net.JoinHostPort(m.Host(), strconv.Itoa(m.electionPort))
 }
 
 // DataDir is the member's data directory (its zoo.cfg, myid and
 // transaction log).
-func (m *ZooKeeperMember) DataDir() string { return m.dataDir }
+func (m *Member) DataDir() string { return m.dataDir }
 
 // fourLetter sends one of ZooKeeper's four-letter commands (srvr, ruok,
 // mntr: the ones the members allow) to the member's client port and
 // returns the reply.
-func (m *ZooKeeperMember) fourLetter(ctx context.Context, cmd string) (string, error) {
+func (m *Member) fourLetter(ctx context.Context, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var d net.Dialer
@@ -441,7 +441,7 @@ func srvrField(reply, name string) (string, bool) {
 
 // Mode is the member's role as it reports it: standalone, leader,
 // follower or observer; an error while it does not serve (no quorum).
-func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
+func (m *Member) Mode(ctx context.Context) (string, error) {
 	r, err := m.fourLetter(ctx, "srvr")
 	if err != nil {
 		return "", err
@@ -454,20 +454,20 @@ func (m *ZooKeeperMember) Mode(ctx context.Context) (string, error) {
 }
 
 // newZooKeeperMember is the member with myid id as s.
-func newZooKeeperMember(s cluster.Faultable, id int) *ZooKeeperMember {
-	m := &ZooKeeperMember{Faultable: s, id: id}
+func newZooKeeperMember(s cluster.Faultable, id int) *Member {
+	m := &Member{Faultable: s, id: id}
 	m.SetReady(m.serving)
 	return m
 }
 
 // serving reports (as an error) whether the member serves clients.
-func (m *ZooKeeperMember) serving(ctx context.Context) error {
+func (m *Member) serving(ctx context.Context) error {
 	_, err := m.Mode(ctx)
 	return err
 }
 
 // Version is the member's ZooKeeper version ("3.8.0-..."), as srvr says.
-func (m *ZooKeeperMember) Version(ctx context.Context) (string, error) {
+func (m *Member) Version(ctx context.Context) (string, error) {
 	r, err := m.fourLetter(ctx, "srvr")
 	if err != nil {
 		return "", err
@@ -618,10 +618,10 @@ func init() {
 		Packages:    []string{"zookeeper", "default-jre-headless"},
 		Image:       "zookeeper:3.9",
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
-			_, err := Start(ctx, c, cluster.OptionsOf[ZooKeeperOptions](o, Kind))
+			_, err := Start(ctx, c, cluster.OptionsOf[Options](o, Kind))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &ZooKeeperOptions{Members: 1} },
+		Options:   func() cluster.KindOptions { return &Options{Members: 1} },
 		OlderKeys: map[string]string{Kind + "_members": "members"},
 		Compose:   &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
 		Check:     func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },

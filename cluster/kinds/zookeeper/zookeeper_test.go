@@ -65,7 +65,7 @@ func TestZooKeeper(t *testing.T) {
 			}
 			defer c.Close()
 			start := time.Now()
-			z, err := Start(ctx, c, ZooKeeperOptions{Members: tc.members})
+			z, err := Start(ctx, c, Options{Members: tc.members})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,10 +74,10 @@ func TestZooKeeper(t *testing.T) {
 			if len(ms) != tc.members || len(c.Servers()) != tc.members {
 				t.Fatalf("%d members, %d servers", len(ms), len(c.Servers()))
 			}
-			if again, err := Start(ctx, c, ZooKeeperOptions{}); err != nil || again != z {
+			if again, err := Start(ctx, c, Options{}); err != nil || again != z {
 				t.Fatalf("second call: %p %v, want the running ensemble %p", again, err, z)
 			}
-			if _, err := Start(ctx, c, ZooKeeperOptions{Members: tc.members + 1}); err == nil {
+			if _, err := Start(ctx, c, Options{Members: tc.members + 1}); err == nil {
 				t.Error("asking for another member count while one runs should fail")
 			}
 			seen := map[string]bool{}
@@ -197,7 +197,7 @@ func TestZooKeeper(t *testing.T) {
 					t.Errorf("%s log %s: %d bytes, %v", m.Name(), m.LogPath(), len(b), err)
 				}
 			}
-			if _, err := Start(ctx, c, ZooKeeperOptions{}); !errors.Is(err, cluster.ErrClosed) {
+			if _, err := Start(ctx, c, Options{}); !errors.Is(err, cluster.ErrClosed) {
 				t.Errorf("zookeeper on a closed cluster: %v", err)
 			}
 		})
@@ -211,7 +211,7 @@ func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = Start(context.Background(), c, ZooKeeperOptions{})
+	_, err = Start(context.Background(), c, Options{})
 	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "default-jre-headless") {
 		t.Errorf("want ErrMissingBinary naming default-jre-headless, got %v", err)
 	}
@@ -220,12 +220,12 @@ func TestZooKeeperMissingJavaNamesPackage(t *testing.T) {
 // TestZooKeeperConfig: a single member has no server lines (standalone);
 // every member of three names all three, with its own client port.
 func TestZooKeeperConfig(t *testing.T) {
-	member := func(port, id, quorum, election int, dir string) *ZooKeeperMember {
+	member := func(port, id, quorum, election int, dir string) *Member {
 		s := cluster.NewFaultable(Kind, "")
 		s.SetAddr("127.0.0.1", port)
-		return &ZooKeeperMember{Faultable: s, id: id, quorumPort: quorum, electionPort: election, dataDir: dir}
+		return &Member{Faultable: s, id: id, quorumPort: quorum, electionPort: election, dataDir: dir}
 	}
-	ms := []*ZooKeeperMember{member(1, 1, 2, 3, "/d1"), member(4, 2, 5, 6, "/d2"), member(7, 3, 8, 9, "/d3")}
+	ms := []*Member{member(1, 1, 2, 3, "/d1"), member(4, 2, 5, 6, "/d2"), member(7, 3, 8, 9, "/d3")}
 	one := zookeeperConfig(ms[0], ms[:1])
 	if strings.Contains(one, "server.") || !strings.Contains(one, "clientPort=1\n") || !strings.Contains(one, "admin.enableServer=false") {
 		t.Errorf("single member config:\n%s", one)
@@ -248,7 +248,7 @@ func TestExternalCleanupZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	z, err := Start(ctx, c, ZooKeeperOptions{})
+	z, err := Start(ctx, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestServersFileCheckZooKeeper(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	z, err := Start(ctx, c, ZooKeeperOptions{Members: 1})
+	z, err := Start(ctx, c, Options{Members: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
