@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
@@ -144,5 +147,39 @@ func TestRunLogsVerdictSoFar(t *testing.T) {
 	}
 	if out.Results.Checkers.Mutex.Count > 0 && strings.Contains(log[i:], " 0 overlaps") {
 		t.Errorf("the checker found %d overlaps, the live line none:\n%s", out.Results.Checkers.Mutex.Count, log[i:])
+	}
+}
+
+// TestKeeperMakesRoomOnce: the report's first ops are kept in room made
+// once, not in a slice grown as they come (which allocated, cleared and
+// copied several times their size); a history of fewer ops gets no more
+// room than its file can hold.
+func TestKeeperMakesRoomOnce(t *testing.T) {
+	saved := maxReportOps
+	maxReportOps = 20000
+	defer func() { maxReportOps = saved }()
+	opSize := uint64(unsafe.Sizeof(history.Op{}))
+	for _, n := range []int{30000, 19990, 500} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ops := histgen.Realistic(5, 8, 4, n) // and a final read of each key
+			kept := min(len(ops), maxReportOps)
+			var fc fileCheck
+			keep := fc.keeper(writeHistory(t, ops))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range ops {
+				keep(&ops[i])
+			}
+			runtime.ReadMemStats(&after)
+			if len(fc.first) != kept || fc.first[len(fc.first)-1].Index != int64(kept-1) {
+				t.Fatalf("kept %d ops, want the first %d", len(fc.first), kept)
+			}
+			if got, room := after.TotalAlloc-before.TotalAlloc, opSize*uint64(kept)/2; got > room {
+				t.Errorf("keeping %d ops (%d bytes) allocated %d bytes more as they came", kept, opSize*uint64(kept), got)
+			}
+			if cap(fc.first) > 2*len(ops)+1 {
+				t.Errorf("room for %d ops, for a history of %d", cap(fc.first), len(ops))
+			}
+		})
 	}
 }
