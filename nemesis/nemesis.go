@@ -354,6 +354,8 @@ type Engine struct {
 	happened map[int]bool    // steps whose fault started (see Missed)
 	idle     map[int]string  // steps whose fault did nothing, and why (see Idle)
 	windows  map[int]*Window // when each step's fault acted (see Windows)
+	healTook time.Duration   // how long the heals done so far took (see HealTime)
+	healFrom time.Time       // when the heal under way began (zero: none)
 }
 
 // Window is when one step's fault acted: from its start op's time to its
@@ -536,6 +538,15 @@ func (e *Engine) stopFault(i int) {
 	if !ok {
 		return
 	}
+	e.mu.Lock()
+	e.healFrom = time.Now()
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.healTook += time.Since(e.healFrom)
+		e.healFrom = time.Time{}
+		e.mu.Unlock()
+	}()
 	val, err := a.heal(context.WithoutCancel(e.baseCtx))
 	if err != nil {
 		e.fail(fmt.Errorf("nemesis: heal %s: %w", a.name, err))

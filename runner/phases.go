@@ -372,14 +372,7 @@ func (r *run) runClients(ctx context.Context) error {
 	wg.Go(func() { werr = workload.Run(ctx, stop, wcfg, r.backend, r.res, r.procs) })
 	wg.Go(func() { r.engine.Run(ctx, stop) })
 	wg.Go(func() { r.logLive(stop) })
-	t := time.NewTimer(sc.Duration.D())
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-	case <-r.clientsFailed():
-		t.Stop()
-	}
+	r.waitRunTime(ctx)
 	close(stop)
 	if r.clientsDone != nil {
 		r.clientsDone()
@@ -396,6 +389,38 @@ func (r *run) runClients(ctx context.Context) error {
 	return r.clientError(werr)
 }
 
+// waitRunTime waits out the clients' time (or until ctx ends, or the
+// clients fail): the scenario's duration, plus the time the faults took to
+// heal. A kill's restart waits until its server serves again (seconds for
+// a ZooKeeper JVM on a loaded machine): the clients keep the time after it
+// that the scenario planned, instead of stopping before the restarted
+// server ever answered them. run.log says by how much the run grew.
+func (r *run) waitRunTime(ctx context.Context) {
+	begun := time.Now()
+	t := time.NewTimer(r.sc.Duration.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		case <-r.clientsFailed():
+			return
+		}
+		heal := r.engine.HealTime()
+		left := r.sc.Duration.D() + heal - time.Since(begun)
+		if left <= 0 {
+			if heal >= time.Millisecond {
+				r.lg.Printf("clients ran %s past the scenario's %s: the time the faults took to heal", heal.Round(time.Millisecond), r.sc.Duration)
+			}
+			return
+		}
+		// A heal under way grows the time left as it goes: look again at
+		// least every few milliseconds rather than spin.
+		t.Reset(max(left, 5*time.Millisecond))
+	}
+}
+
 // liveEvery is how often run.log gets the verdict so far (a variable for tests).
 var liveEvery = time.Minute
 
@@ -406,7 +431,7 @@ func (r *run) logLive(stop <-chan struct{}) {
 	t := time.NewTicker(liveEvery)
 	defer t.Stop()
 	line := func() string {
-		return r.live.Counts(time.Now()).Line(r.sc.Duration.D(), !r.binfo.LockFree)
+		return r.live.Counts(time.Now()).Line(r.sc.Duration.D()+r.engine.HealTime(), !r.binfo.LockFree)
 	}
 	for {
 		select {
