@@ -91,12 +91,13 @@ func sessionsIdle(val map[string]any) string {
 			return ""
 		}
 	}
-	why := "it found no session to end"
-	if len(list) > 0 {
-		why = fmt.Sprintf("the %d session(s) it found were gone already", len(list))
-	}
+	whose := ""
 	if cs, ok := val["clients"].([]int); ok && len(cs) > 0 {
-		why += fmt.Sprintf(" of client(s) %v (the harness finds a client's session by the name its connections carry, locktorture-p<N>: see docs/client-protocol.md, kill-session)", cs)
+		whose = fmt.Sprintf(" of client(s) %v", cs)
 	}
-	return why
+	why := "it found no session" + whose + " to end"
+	if len(list) > 0 {
+		why = fmt.Sprintf("the %d session(s)%s it found were gone already", len(list), whose)
+	}
+	return why + " (how the harness finds a client's session, by kind: docs/client-protocol.md, kill-session)"
 }

@@ -68,8 +68,9 @@ type zkHolder struct {
 	czxid int64
 }
 
-// zkHolders walks the tree (outside /zookeeper, three levels deep: the
-// lock recipe's root, key, lock node) and returns, per parent, its oldest
+// zkHolders walks the tree (outside /zookeeper, four levels deep: the
+// lock recipe's root, key, lock node — tooz's recipe has a root of two,
+// /tooz/locks) and returns, per parent, its oldest
 // ephemeral child, sorted by path; subtrees the run's user may not list
 // (someone else's) are skipped.
 func zkHolders(ctx context.Context, addrs []string, auth *cluster.Auth) ([]zkHolder, error) {
@@ -115,7 +116,7 @@ func zkHolders(ctx context.Context, addrs []string, auth *cluster.Auth) ([]zkHol
 					oldest[p] = zkHolder{node: child, owner: st.EphemeralOwner, czxid: st.Czxid}
 				}
 			}
-			if depth < 3 && st.NumChildren > 0 {
+			if depth < 4 && st.NumChildren > 0 {
 				if err := walk(child, depth+1); err != nil {
 					return err
 				}
