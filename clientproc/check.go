@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locktorture/locktorture/internal/words"
 	"io"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/locktorture/locktorture/cluster/links"
 	"github.com/locktorture/locktorture/internal/owner"
 	"github.com/locktorture/locktorture/internal/secret"
+	"github.com/locktorture/locktorture/internal/words"
 )
 
 // CheckOptions say which adapter Check drives and against what.

@@ -3,7 +3,6 @@ package findings
 import (
 	"embed"
 	"fmt"
-	"github.com/locktorture/locktorture/internal/words"
 	"io/fs"
 	"path"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/words"
 )
 
 // reproducers holds each Go-library finding's standalone program

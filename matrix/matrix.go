@@ -7,8 +7,6 @@
 package matrix
 
 import (
-	"github.com/locktorture/locktorture/findings"
-
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -20,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/findings"
 	"github.com/locktorture/locktorture/internal/atomicfile"
 	"github.com/locktorture/locktorture/scenarios"
 )

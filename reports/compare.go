@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"github.com/locktorture/locktorture/internal/words"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/words"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/scenarios"
 )

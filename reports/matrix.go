@@ -3,10 +3,10 @@ package reports
 import (
 	"context"
 	"fmt"
-	"github.com/locktorture/locktorture/internal/words"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locktorture/locktorture/internal/words"
 	"github.com/locktorture/locktorture/matrix"
 )
 

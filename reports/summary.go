@@ -2,10 +2,10 @@ package reports
 
 import (
 	"fmt"
-	"github.com/locktorture/locktorture/internal/words"
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/words"
 )
 
 // plural returns "1 overlap" or "3 overlaps".
