@@ -204,7 +204,11 @@ type holdKey struct {
 // moment (leaseAt): a later extension does not rewrite the past. Nemesis
 // ops are ignored. The result is sorted by key, start and process.
 func Holds(ops []history.Op) []Hold {
-	ops = resolveTx(ops)
+	return holdsOf(resolveTx(ops))
+}
+
+// holdsOf is Holds of a history resolveTx has judged already.
+func holdsOf(ops []history.Op) []Hold {
 	n := 0
 	for i := range ops {
 		if holdEvent(&ops[i]) == holdStarts {
@@ -212,7 +216,7 @@ func Holds(ops []history.Op) []Hold {
 		}
 	}
 	holds := make([]Hold, 0, n)
-	var a holdAlloc
+	a := holdAlloc{holds: n}
 	open := map[holdKey]int{} // index into holds
 	var last int64
 	for i := range ops {
@@ -363,16 +367,26 @@ func (h *Hold) renew(a *holdAlloc, t, ms int64) {
 
 // holdAlloc hands out the small values of many holds (their fences, leases
 // and first lease spans) from blocks, not one allocation each: a million-op
-// history has a hundred thousand holds.
+// history has a hundred thousand holds. The first blocks are sized for the
+// holds there are (a grant takes a fence, a lease and its end), so that a
+// Stream's segment of a few hundred holds does not take blocks made for a
+// hundred thousand.
 type holdAlloc struct {
+	holds  int // how many holds the values are for
 	ints   []int64
 	leases []leaseSpan
 }
 
+// Block sizes of a holdAlloc, at most.
+const (
+	holdIntsBlock   = 4096
+	holdLeasesBlock = 2048
+)
+
 // int64 returns a pointer to a new int64 holding v.
 func (a *holdAlloc) int64(v int64) *int64 {
 	if len(a.ints) == cap(a.ints) {
-		a.ints = make([]int64, 0, 4096)
+		a.ints = make([]int64, 0, min(holdIntsBlock, 3*a.holds+8))
 	}
 	a.ints = append(a.ints, v)
 	return &a.ints[len(a.ints)-1]
@@ -382,7 +396,7 @@ func (a *holdAlloc) int64(v int64) *int64 {
 // extension never writes into its neighbour's span.
 func (a *holdAlloc) lease(l leaseSpan) []leaseSpan {
 	if len(a.leases) == cap(a.leases) {
-		a.leases = make([]leaseSpan, 0, 2048)
+		a.leases = make([]leaseSpan, 0, min(holdLeasesBlock, a.holds+8))
 	}
 	a.leases = append(a.leases, l)
 	n := len(a.leases)

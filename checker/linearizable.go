@@ -264,7 +264,12 @@ func (p *pendingLocks) sorted() []pendingLock {
 // rather than boxing one, are made only for the stretch being checked (see
 // porcupineOps); and the events orderTies sorts are made one key at a time.
 func lockOperations(ops []history.Op) map[string][]lockOp {
-	ops = resolveTx(ops)
+	return lockOperationsOf(resolveTx(ops))
+}
+
+// lockOperationsOf is lockOperations of a history resolveTx has judged
+// already.
+func lockOperationsOf(ops []history.Op) map[string][]lockOp {
 	keys := map[string]*keyLocks{}
 	var cur *keyLocks // the key of the op before, looked up once
 	curKey := ""
@@ -526,11 +531,17 @@ func splitKey(key string, ops []lockOp, least int) []chunk {
 // the result invalid (BadKeys); otherwise a key that ran out of time makes it
 // unknown (UnknownKeys). It agrees with Mutex on every history.
 func checkLinearizable(ctx context.Context, ops []history.Op, timeout time.Duration) *LinearizableResult {
+	return linearizableOf(ctx, resolveTx(ops), timeout)
+}
+
+// linearizableOf is checkLinearizable of a history resolveTx has judged
+// already.
+func linearizableOf(ctx context.Context, ops []history.Op, timeout time.Duration) *LinearizableResult {
 	if timeout <= 0 {
 		timeout = defaultLinearizableTimeout
 	}
 	res := &LinearizableResult{Valid: Valid, TimeoutMS: timeout.Milliseconds()}
-	byKey := lockOperations(ops)
+	byKey := lockOperationsOf(ops)
 	keys := sortedKeys(byKey)
 	res.Keys = len(keys)
 	var chunks []chunk

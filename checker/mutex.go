@@ -29,14 +29,20 @@ import (
 // by its own reckoning before the later acquire, and a double grant
 // otherwise.
 func Mutex(ops []history.Op) *MutexResult {
-	return mutex(ops, func() []Hold { return Holds(ops) })
+	resolved := resolveTx(ops)
+	return mutexOf(ops, resolved, func() []Hold { return holdsOf(resolved) })
 }
 
 // mutex is Mutex with the history's holds (Holds(ops)) made by hs.
 func mutex(ops []history.Op, hs func() []Hold) *MutexResult {
+	return mutexOf(ops, resolveTx(ops), hs)
+}
+
+// mutexOf is mutex with ops judged by resolveTx already (resolved).
+func mutexOf(ops, resolved []history.Op, hs func() []Hold) *MutexResult {
 	holds := hs()
 	res := &MutexResult{Valid: Valid, Holds: len(holds), Violations: []Overlap{}}
-	res.RolledBack = rolledBackHolds(ops, resolveTx(ops))
+	res.RolledBack = rolledBackHolds(ops, resolved)
 	var pairs [][2]int // the first maxListed conflicts of each key, as (earlier, later) indexes into holds
 	var sw sweep
 	for from := 0; from < len(holds); {

@@ -75,6 +75,7 @@ type segment struct {
 	ending      int       // acquires, releases and lost ops among them
 	holders     holderSet // processes holding it
 	tx          map[int]int
+	anyTx       bool // an op of the segment is transactional (see resolveTx)
 	maxTime     int64
 }
 
@@ -159,9 +160,13 @@ func (s *Stream) Add(op *history.Op) {
 	if seg.quiet() && len(seg.ops) >= minSegment && op.Time > seg.maxTime {
 		s.check(op.Key, seg, false)
 	}
+	if len(seg.ops) == cap(seg.ops) {
+		seg.grow()
+	}
 	seg.ops = append(seg.ops, *op)
 	seg.pos = append(seg.pos, pos)
 	seg.maxTime = op.Time
+	seg.anyTx = seg.anyTx || op.Tx
 	ending := 0
 	if op.F == history.Acquire || letsGo(op.F) {
 		ending = 1
@@ -176,6 +181,20 @@ func (s *Stream) Add(op *history.Op) {
 		seg.ending -= ending
 	}
 	seg.track(op)
+}
+
+// grow makes room for more ops in the segment: twice as many, and at
+// once as many as a segment is checked at (minSegment, and a quarter more
+// for the wait for a quiet moment) when that is near. append grows a
+// large slice a quarter at a time, and a key's first segment would be
+// copied a dozen times on its way to minSegment ops.
+func (g *segment) grow() {
+	n := max(32, 2*cap(g.ops))
+	if n >= minSegment/2 && n < minSegment+minSegment/4 {
+		n = minSegment + minSegment/4
+	}
+	g.ops = append(make([]history.Op, 0, n), g.ops...)
+	g.pos = append(make([]int64, 0, n), g.pos...)
 }
 
 // notStreamable gives up on the stream, freeing what it holds.
@@ -240,12 +259,16 @@ func (s *Stream) check(key string, seg *segment, last bool) {
 	if last {
 		ops = append(ops, history.Op{Process: history.NemesisProcess, Type: history.Info, F: "end", Time: s.last})
 	}
+	resolved := ops // judged by resolveTx, once for every checker
+	if seg.anyTx {
+		resolved = resolveTx(ops)
+	}
 	var holds []Hold
 	if s.mutex != nil || s.stats != nil {
-		holds = Holds(ops)
+		holds = holdsOf(resolved)
 	}
 	if s.mutex != nil {
-		m := mutex(ops, func() []Hold { return holds })
+		m := mutexOf(ops, resolved, func() []Hold { return holds })
 		s.mutex.Holds += m.Holds
 		s.mutex.RolledBack += m.RolledBack
 		s.mutex.Count += m.Count
@@ -259,10 +282,9 @@ func (s *Stream) check(key string, seg *segment, last bool) {
 		s.stats.holds(key, holds)
 	}
 	if s.lin != nil {
-		s.linearizable(key, ops)
+		s.linearizable(key, ops, resolved)
 	}
 	if s.fence != nil || s.lost != nil {
-		resolved := resolveTx(ops)
 		for i := range seg.ops {
 			if s.fence != nil {
 				s.fence.step(&resolved[i], seg.pos[i])
@@ -273,13 +295,13 @@ func (s *Stream) check(key string, seg *segment, last bool) {
 		}
 	}
 	clear(seg.ops) // let the ops' values go
-	seg.ops, seg.pos = seg.ops[:0], seg.pos[:0]
+	seg.ops, seg.pos, seg.anyTx = seg.ops[:0], seg.pos[:0], false
 }
 
-// linearizable checks one segment of a key within the time limit: the
-// limit bounds each segment, so that a long run is not unknown for its
-// length alone.
-func (s *Stream) linearizable(key string, ops []history.Op) {
+// linearizable checks one segment of a key (ops, and as resolveTx judged
+// them) within the time limit: the limit bounds each segment, so that a
+// long run is not unknown for its length alone.
+func (s *Stream) linearizable(key string, ops, resolved []history.Op) {
 	worst := s.linKeys[key]
 	undecided := func(limit string) {
 		if len(s.lin.Undecided) < maxListed {
@@ -297,7 +319,7 @@ func (s *Stream) linearizable(key string, ops []history.Op) {
 		return
 	}
 	limit := s.linLimit
-	r := checkLinearizable(s.ctx, ops, limit)
+	r := linearizableOf(s.ctx, resolved, limit)
 	s.lin.Ops += r.Ops
 	if r.Keys == 0 {
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/histgen"
@@ -56,5 +57,55 @@ func BenchmarkStream(b *testing.B) {
 				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			})
 		}
+	}
+}
+
+// TestHoldsAllocationFitsTheHolds: Holds takes room for the holds it
+// finds, not blocks made for a million-op history: a Stream checks a
+// key's segment of a few hundred holds a thousand times in such a history.
+func TestHoldsAllocationFitsTheHolds(t *testing.T) {
+	for _, n := range []int{1, 10, 300, 5000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			b := newHistory()
+			for i := range n {
+				b.hold(i%3, "k", float64(2*i)+0.5, float64(2*i)+1, fence(int64(i+1)), lease(1000))
+			}
+			ops := b.build()
+			per := int(unsafe.Sizeof(Hold{})) + 3*8 + int(unsafe.Sizeof(leaseSpan{}))
+			allocs := testing.AllocsPerRun(5, func() { Holds(ops) })
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			hs := Holds(ops)
+			runtime.ReadMemStats(&after)
+			if len(hs) != n {
+				t.Fatalf("%d holds, want %d", len(hs), n)
+			}
+			if got, want := after.TotalAlloc-before.TotalAlloc, uint64(2*n*per+4096); got > want {
+				t.Errorf("%d holds (%d bytes each with their values) allocated %d bytes (%.0f allocations), want at most %d", n, per, got, allocs, want)
+			}
+		})
+	}
+}
+
+// TestSegmentRoom: a key's segment makes room for minSegment ops in a few
+// steps, not a quarter at a time (a copy of the segment each), and the
+// room is kept from one segment to the next.
+func TestSegmentRoom(t *testing.T) {
+	ops := realisticHistory(3, 4, 1, 30000)
+	s, err := NewStream(context.Background(), []string{NameMutex}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []int
+	for i := range ops {
+		s.Add(&ops[i])
+		for _, g := range s.keys {
+			if c := cap(g.ops); len(caps) == 0 || caps[len(caps)-1] != c {
+				caps = append(caps, c)
+			}
+		}
+	}
+	if len(caps) > 12 || caps[len(caps)-1] < minSegment {
+		t.Fatalf("the segment's room grew %d times: %v", len(caps)-1, caps)
 	}
 }
