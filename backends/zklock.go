@@ -107,7 +107,7 @@ func (b *zkLockBackend) Client(ctx context.Context, ce ClientEnv) (Client, error
 				for range events { // the library closes it with the conn
 				}
 			}()
-			if err := zookeeper.ZooKeeperAddAuth(conn, c.auth); err != nil {
+			if err := zookeeper.AddAuth(conn, c.auth); err != nil {
 				_ = c.Close()
 				return nil, fmt.Errorf("zk-lock: client %d: %w", ce.Process, err)
 			}

@@ -140,7 +140,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	select {
 	case <-c.session:
 		// go-zookeeper sends the credentials again on every reconnect.
-		if err := zookeeper.ZooKeeperAddAuth(conn, c.auth); err != nil {
+		if err := zookeeper.AddAuth(conn, c.auth); err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("zookeeper client %d: %w", ce.Process, err)
 		}

@@ -86,7 +86,7 @@ func zkHolders(ctx context.Context, addrs []string, auth *cluster.Auth) ([]zkHol
 		case <-events:
 		}
 	}
-	if err := ZooKeeperAddAuth(conn, auth); err != nil {
+	if err := AddAuth(conn, auth); err != nil {
 		return nil, err
 	}
 	oldest := map[string]zkHolder{}

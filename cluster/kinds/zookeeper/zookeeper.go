@@ -297,8 +297,8 @@ func ACL(auth *cluster.Auth, root bool) []zk.ACL {
 	return acl
 }
 
-// ZooKeeperAddAuth authenticates conn with auth (nothing without it).
-func ZooKeeperAddAuth(conn *zk.Conn, auth *cluster.Auth) error {
+// AddAuth authenticates conn with auth (nothing without it).
+func AddAuth(conn *zk.Conn, auth *cluster.Auth) error {
 	if auth == nil || auth.Scheme == "" {
 		return nil
 	}
@@ -565,7 +565,7 @@ func zkDeleteRun(ctx context.Context, servers []string, auth *cluster.Auth, root
 		case <-events:
 		}
 	}
-	if err := ZooKeeperAddAuth(conn, auth); err != nil {
+	if err := AddAuth(conn, auth); err != nil {
 		return err
 	}
 	kids, _, err := conn.Children(root)
