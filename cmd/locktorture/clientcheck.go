@@ -69,7 +69,7 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "locktorture client-check: --exec: %v\n", err)
 		return exitBadArgs
 	}
-	kinds, err := backends.ParseServers(*servers, cluster.KindNames())
+	kinds, err := backends.ParseServers(programServers(*servers), cluster.KindNames())
 	if err != nil {
 		fmt.Fprintf(stderr, "locktorture client-check: --exec-servers: %v\n", err)
 		return exitBadArgs

@@ -223,3 +223,13 @@ func printCompare(w io.Writer, out *runner.MatrixOutcome) {
 	fmt.Fprintf(w, "matrix:   %s\n", out.Dir)
 	printWritten(w, out.Dir, [][2]string{{"report", reports.FileCompareHTML}, {"png", reports.FileComparePNG}, {"junit", reports.FileJUnit}})
 }
+
+// programServers is the KINDS of run's and client-check's --exec-servers,
+// which name one program: given as compare's NAME=KINDS, the name is
+// dropped.
+func programServers(v string) string {
+	if _, kinds, ok := strings.Cut(v, "="); ok {
+		return kinds
+	}
+	return v
+}

@@ -57,3 +57,13 @@ func TestCompareExecServersAndClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramServers: run's and client-check's --exec-servers name one
+// program's servers; compare's NAME=KINDS spelling is taken too.
+func TestProgramServers(t *testing.T) {
+	for in, want := range map[string]string{"postgres": "postgres", "mine=redis*5": "redis*5", "redis,etcd": "redis,etcd"} {
+		if got := programServers(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

@@ -225,7 +225,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		"nemesis-interval": func() { o.NemesisInterval = nemInterval }, "client-mode": func() { o.ClientMode = clientMode },
 		"exec": func() { o.Exec = execCmd }, "servers": func() { o.Servers = servers },
 		"servers-file": func() { o.ServersFile = serversFile }, "redis-program": func() { o.RedisProgram = redisProgram },
-		"exec-servers": func() { o.ExecServers, err = backends.ParseServers(*execServers, cluster.KindNames()) },
+		"exec-servers": func() { o.ExecServers, err = backends.ParseServers(programServers(*execServers), cluster.KindNames()) },
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if set, ok := given[f.Name]; ok {
