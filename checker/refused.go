@@ -30,14 +30,24 @@ func (r *refusals) add(op *history.Op, invTime int64) {
 	if op.IsNemesis() || op.Key == "" {
 		return
 	}
+	r.key(op.Key).add(op, invTime)
+}
+
+// key returns key's state, new when it has none.
+func (r *refusals) key(key string) *keyWant {
 	if r.keys == nil {
 		r.keys = map[string]*keyWant{}
 	}
-	k := r.keys[op.Key]
+	k := r.keys[key]
 	if k == nil {
 		k = &keyWant{want: -1}
-		r.keys[op.Key] = k
+		r.keys[key] = k
 	}
+	return k
+}
+
+// add applies op, a client op on the key, as refusals.add does.
+func (k *keyWant) add(op *history.Op, invTime int64) {
 	if op.F == history.Acquire && op.Type == history.Invoke && k.holders.len() == 0 && k.want < 0 {
 		k.want = op.Time
 	}

@@ -66,12 +66,14 @@ type fType struct {
 
 // statsStream is the stats checker fed op by op (add, in history order)
 // and segment by segment (holds, for each key's holds); its result equals
-// stats's but for latency percentiles past latencyExact samples.
+// stats's but for latency percentiles past latencyExact samples. The
+// Stream hands each op's key's state to add (see key), so that no op
+// looks its key up here.
 type statsStream struct {
-	counts      []fCount // few: a slice beats a map keyed by two strings
+	table       [len(countedFs)][len(countedTypes)]int // the ops of the fs and types of the contract
+	counts      []fCount                               // the others: few, and a slice beats a map keyed by two strings
 	clients     procTable[bool]
 	keys        map[string]bool
-	lastKey     string
 	pending     procTable[statsPend]
 	okLat       latencies
 	allLat      latencies
@@ -80,6 +82,49 @@ type statsStream struct {
 	holdCount   map[string]int
 	covered     map[string]int64
 	ref         refusals
+}
+
+// countedFs and countedTypes are the fs and types statsStream counts in
+// its table: a client op's (see fIndex and typeIndex).
+var (
+	countedFs    = [...]string{history.Acquire, history.Release, history.Extend, history.Read, history.Write, history.FinalRead, history.Lost}
+	countedTypes = [...]history.Type{history.Invoke, history.OK, history.Fail, history.Info}
+)
+
+// fIndex returns f's place in countedFs, or -1.
+func fIndex(f string) int {
+	switch f {
+	case history.Acquire:
+		return 0
+	case history.Release:
+		return 1
+	case history.Extend:
+		return 2
+	case history.Read:
+		return 3
+	case history.Write:
+		return 4
+	case history.FinalRead:
+		return 5
+	case history.Lost:
+		return 6
+	}
+	return -1
+}
+
+// typeIndex returns t's place in countedTypes, or -1.
+func typeIndex(t history.Type) int {
+	switch t {
+	case history.Invoke:
+		return 0
+	case history.OK:
+		return 1
+	case history.Fail:
+		return 2
+	case history.Info:
+		return 3
+	}
+	return -1
 }
 
 // fCount counts the ops of one f and type.
@@ -100,6 +145,10 @@ func newStatsStream() *statsStream {
 
 // count counts op by its f and type.
 func (s *statsStream) count(op *history.Op) {
+	if f, t := fIndex(op.F), typeIndex(op.Type); f >= 0 && t >= 0 {
+		s.table[f][t]++
+		return
+	}
 	for i := range s.counts {
 		if c := &s.counts[i]; c.t == op.Type && c.f == op.F {
 			c.n++
@@ -112,8 +161,20 @@ func (s *statsStream) count(op *history.Op) {
 	s.counts = append(s.counts, fCount{fType{op.F, op.Type}, 1})
 }
 
-// add counts one op.
-func (s *statsStream) add(op *history.Op) {
+// key returns the state add needs of a key ("" has none), counting the
+// key as seen: the Stream asks once for each key a client op names, and
+// hands it to add with every op on the key.
+func (s *statsStream) key(key string) *keyWant {
+	if key == "" {
+		return nil
+	}
+	s.keys[key] = true
+	return s.ref.key(key)
+}
+
+// add counts one op; k is its key's state (see key), nil for a nemesis op
+// or an op with no key.
+func (s *statsStream) add(op *history.Op, k *keyWant) {
 	s.count(op)
 	if op.IsNemesis() {
 		s.nemesis++
@@ -122,22 +183,25 @@ func (s *statsStream) add(op *history.Op) {
 	if op.Process >= 0 {
 		*s.clients.at(op.Process) = true
 	}
-	if op.Key != "" && op.Key != s.lastKey {
-		s.keys[op.Key], s.lastKey = true, op.Key
-	}
 	slot := s.pending.at(op.Process)
 	if op.Type == history.Invoke {
-		s.ref.add(op, op.Time)
+		if k != nil {
+			k.add(op, op.Time)
+		}
 		*slot = statsPend{op.F, op.Time}
 		return
 	}
 	s.completions++
 	inv := *slot
 	if inv.f == "" || inv.f != op.F {
-		s.ref.add(op, op.Time)
+		if k != nil {
+			k.add(op, op.Time)
+		}
 		return
 	}
-	s.ref.add(op, inv.time)
+	if k != nil {
+		k.add(op, inv.time)
+	}
 	*slot = statsPend{}
 	if op.F == history.Acquire {
 		d := op.Time - inv.time
@@ -176,7 +240,15 @@ func (s *statsStream) result(first, last, n int64) *StatsResult {
 	if n == 0 {
 		return res
 	}
-	for _, c := range s.counts {
+	counts := s.counts
+	for f, byType := range s.table {
+		for t, n := range byType {
+			if n > 0 {
+				counts = append(counts, fCount{fType{countedFs[f], countedTypes[t]}, n})
+			}
+		}
+	}
+	for _, c := range counts {
 		byType := res.Ops[c.f]
 		if byType == nil {
 			byType = map[string]int{}

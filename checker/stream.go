@@ -41,9 +41,9 @@ type Stream struct {
 	opt  Options
 	runs map[string]bool
 
-	keys  map[string]*segment
-	procs procTable[outstanding] // each process's op in flight
-	seg   *segment               // the last op's key's, looked up once
+	keys   map[string]*segment
+	recent [64]*segment            // the keys last looked up (see segment)
+	procs  procTable[outstanding] // each process's op in flight
 	n     int64                  // ops seen
 	first int64
 	last  int64
@@ -75,6 +75,7 @@ type segment struct {
 	ending      int       // acquires, releases and lost ops among them
 	holders     holderSet // processes holding it
 	tx          map[int]int
+	want        *keyWant // stats's state of the key (nil without stats)
 	anyTx       bool // an op of the segment is transactional (see resolveTx)
 	maxTime     int64
 }
@@ -132,20 +133,15 @@ func (s *Stream) Add(op *history.Op) {
 		return
 	}
 	s.last = op.Time
-	if s.stats != nil {
-		s.stats.add(op)
-	}
 	if op.IsNemesis() {
+		if s.stats != nil {
+			s.stats.add(op, nil)
+		}
 		return
 	}
-	seg := s.seg
-	if seg == nil || seg.key != op.Key {
-		seg = s.keys[op.Key]
-		if seg == nil {
-			seg = &segment{key: op.Key}
-			s.keys[op.Key] = seg
-		}
-		s.seg = seg
+	seg := s.segment(op.Key)
+	if s.stats != nil {
+		s.stats.add(op, seg.want)
 	}
 	slot := s.procs.at(op.Process)
 	o, busy := *slot, slot.busy
@@ -197,10 +193,43 @@ func (g *segment) grow() {
 	g.pos = append(make([]int64, 0, n), g.pos...)
 }
 
+// segment returns key's segment, new when it has none. The last ones
+// looked up are kept by a hash of the key's last bytes (see recentSlot), so
+// that a few busy keys whose ops interleave are not looked up in the map
+// at every op.
+func (s *Stream) segment(key string) *segment {
+	slot := &s.recent[recentSlot(key)]
+	if g := *slot; g != nil && g.key == key {
+		return g
+	}
+	g := s.keys[key]
+	if g == nil {
+		g = &segment{key: key}
+		if s.stats != nil {
+			g.want = s.stats.key(key)
+		}
+		s.keys[key] = g
+	}
+	*slot = g
+	return g
+}
+
+// recentSlot is key's place in Stream.recent.
+func recentSlot(key string) int {
+	h := uint(len(key))
+	if n := len(key); n > 0 {
+		h = h*31 + uint(key[n-1])
+		if n > 1 {
+			h = h*31 + uint(key[n-2])
+		}
+	}
+	return int(h % uint(len(Stream{}.recent)))
+}
+
 // notStreamable gives up on the stream, freeing what it holds.
 func (s *Stream) notStreamable(why string) {
 	s.bad = why
-	s.keys, s.procs, s.seg = nil, procTable[outstanding]{}, nil
+	s.keys, s.procs, s.recent = nil, procTable[outstanding]{}, [64]*segment{}
 }
 
 // quiet reports whether nothing in the segment can reach past this moment

@@ -216,3 +216,56 @@ func TestStreamCutsContendedKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamKeyLookups: the Stream's keys, looked up by a hash of their
+// last bytes before its map, and stats's counts, kept in a table for the
+// contract's fs and types before a list for the rest, give the batch
+// checkers' results on keys that share a slot, keys of one byte, the
+// empty key and fs and types outside the contract.
+func TestStreamKeyLookups(t *testing.T) {
+	for name, keys := range map[string][]string{
+		"one slot":   {"a-1x", "b-1x", "c-1x", "abcd-1x"},
+		"short keys": {"a", "b", "", "ab"},
+		"many keys":  {"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11", "k12", "k13", "k14", "k15", "k16", "k64", "k128"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(8, uint64(len(keys))))
+			b := newHistory()
+			var free [7]float64 // when each process is done
+			at := 0.0
+			for i := range 3000 {
+				p, k := i%7, keys[r.IntN(len(keys))]
+				t0 := max(at, free[p])
+				free[p] = t0 + 0.0006
+				switch r.IntN(6) {
+				case 0:
+					b.inv(t0, p, "frobnicate", k).add(t0+0.0001, p, history.Type("maybe"), "frobnicate", k)
+				case 1:
+					b.inv(t0, p, history.Acquire, k).fail(t0+0.0001, p, history.Acquire, k, errMsg("busy"))
+				case 2:
+					b.nemesis(t0, "start-pause")
+				default: // a hold that writes, and may not know whether its release went through
+					f := fence(int64(i + 1))
+					b.inv(t0, p, history.Acquire, k).ok(t0+0.0001, p, history.Acquire, k, f, lease(1))
+					b.inv(t0+0.0002, p, history.Write, k, val(int64(i)), f).ok(t0+0.0003, p, history.Write, k, val(int64(i)), f)
+					b.inv(t0+0.0004, p, history.Release, k)
+					if r.IntN(4) == 0 {
+						b.info(t0+0.0005, p, history.Release, k, errMsg("timeout"))
+					} else {
+						b.ok(t0+0.0005, p, history.Release, k)
+					}
+				}
+				at += 0.0001 * float64(r.IntN(4))
+			}
+			ops := b.build()
+			if _, err := streamCheck(t, ops); err != nil {
+				t.Fatal(err)
+			}
+			for _, seg := range []int{1, 64, 4096} {
+				if d := sameAsBatch(t, ops, seg); d != "" {
+					t.Fatalf("segments of %d: %s", seg, d)
+				}
+			}
+		})
+	}
+}
