@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,16 +21,19 @@ import (
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
 	"github.com/locktorture/locktorture/internal/testenv"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/reports"
 	"github.com/locktorture/locktorture/workload"
 )
 
 // The harness benchmark's shape: the run (redis-token, 8 clients,
-// 8 keys, hold and think 1ns), in interleaved rounds.
+// 8 keys, hold and think 1ns), in interleaved rounds: many short ones, so
+// that the machine's drift (a shared, loaded one) falls on every side alike.
 const (
 	harnessClients = 8
 	harnessKeys    = 8
-	harnessRounds  = 6
-	harnessRound   = time.Second
+	harnessRounds  = 16
+	harnessRound   = 500 * time.Millisecond
 )
 
 // BenchmarkHarness measures what the harness costs a lock: on one
@@ -39,29 +43,37 @@ const (
 //     its own through the redis-token backend's Client (as BenchmarkCycles
 //     in backends does), counting cycles (both calls succeeded);
 //
+//   - bare-keys: the bare loop with the workload's contention — each of
+//     8 goroutines picks one of the 8 keys at random, acquires it and, if
+//     it got it, releases it — counting holds (acquires that got the lock)
+//     and busy acquires;
+//
 //   - harness: workload.Run with the same backend, 8 clients on 8 keys,
-//     hold and think 1ns, the memory resource, and a history Recorder
-//     streaming to a file as a real run does (kept in memory too, with an
-//     observer, as the runner sets one up), counting holds (acquire ok).
+//     hold and think 1ns, the memory resource, recording as the runner
+//     does: a history Recorder streaming to a file (nothing kept in
+//     memory), every op told to the run's live counts (reports.Live) and
+//     to a nemesis engine (with no steps), counting holds (acquire ok).
 //     Each hold is acquire, read, write, release: 8 history ops and 4
 //     requests, 2 of them to Redis; an acquire that finds the key busy
 //     (another client holds it) is 2 ops and one request, and no hold.
+//     As in a run, the lock clients are made and connected (Procs.Open)
+//     before the round's clock starts: a run's time starts once they are.
+//     The round's time runs from Run's start to its return (the clients'
+//     last rounds and their closing included).
 //
-//   - bare-keys: the bare loop with the workload's contention — each of
-//     8 goroutines picks one of the 8 keys at random, acquires it and, if
-//     it got it, releases it — counting holds as the harness does. The
-//     like-for-like ratio is harness/bare-same-keys: holds/s through the
-//     harness over holds/s of this loop, in the same rounds; what is left
-//     between them is the harness's own cost.
+// The like-for-like ratio is harness/bare-same-keys: holds/s through the
+// harness over holds/s of the bare-keys loop, over the sums of all
+// rounds; round-ratio is the median of the same ratio round by round
+// (each harness round over the bare-keys round beside it; the two take
+// turns going first), which a round stalled by the machine moves less. What is left between them is the harness's
+// own cost: busy-bare and busy-harness (the share of acquires that found
+// the key taken) say whether it held keys longer.
 //
-// It reports cycles/s, holds/s, lock-reqs/s (the harness's acquires and
-// releases, busy ones included), harness/bare: the ratio of holds/s to
-// cycles/s over the sums of all rounds, and reqs-ratio: lock-reqs/s to the
-// bare loop's requests per second (2 a cycle). Busy acquires are part of
-// the workload (8 clients pick among 8 keys at random; each holds a key
-// about half its time, so about a third of acquires find it taken), so
-// holds/s cannot reach cycles/s even with a free harness: reqs-ratio is
-// the one that compares Redis round trips like for like. Run it as
+// It also reports cycles/s, holds/s, lock-reqs/s (the harness's acquires
+// and releases, busy ones included), harness/bare: holds/s over the own
+// keys loop's cycles/s (a busy acquire is no hold, so this cannot reach 1
+// even with a free harness), and reqs-ratio: lock-reqs/s to the own-keys
+// loop's requests per second (2 a cycle). Run it as
 //
 //	go test -run '^$' -bench Harness -benchtime 1x ./workload/
 //
@@ -109,51 +121,102 @@ func BenchmarkHarness(b *testing.B) {
 	cfg := workload.Config{Clients: harnessClients, Keys: keys, Hold: time.Nanosecond,
 		ThinkMin: time.Nanosecond, ThinkMax: time.Nanosecond, OpTimeout: timeout, Seed: 1}
 
-	var bareN, bareKeysN, holds, reqs int64
-	var bareT, bareKeysT, harnessT time.Duration
+	var bare1, bareKeys, harness sideCounts
+	var rounds []float64 // harness over bare-keys, round by round
 	b.ResetTimer()
 	for range b.N {
 		for r := range harnessRounds {
 			// The labels split a -cpuprofile: pprof -tagfocus side=harness.
-			var n, h, q int64
-			var d time.Duration
+			var c sideCounts
 			pprof.Do(ctx, pprof.Labels("side", "bare"), func(context.Context) {
-				n, d, err = bareRound(bare, timeout, harnessRound)
+				c, err = bareRound(bare, timeout, harnessRound)
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			bareN, bareT = bareN+n, bareT+d
-			pprof.Do(ctx, pprof.Labels("side", "bare-keys"), func(context.Context) {
-				n, d, err = bareKeysRound(bare, keys, timeout, harnessRound)
-			})
-			if err != nil {
-				b.Fatal(err)
+			bare1.add(c)
+			// bare-keys and harness take turns going first, so that
+			// neither always follows the other.
+			var k, h sideCounts
+			keysRound := func() error {
+				pprof.Do(ctx, pprof.Labels("side", "bare-keys"), func(context.Context) {
+					k, err = bareKeysRound(bare, keys, timeout, harnessRound)
+				})
+				return err
 			}
-			bareKeysN, bareKeysT = bareKeysN+n, bareKeysT+d
 			path := filepath.Join(tmp, fmt.Sprintf("history-%d.jsonl", r))
-			pprof.Do(ctx, pprof.Labels("side", "harness"), func(ctx context.Context) {
-				h, q, d, err = harnessRound1(ctx, cfg, backend, path, harnessRound)
-			})
-			if err != nil {
+			harnessSide := func() error {
+				pprof.Do(ctx, pprof.Labels("side", "harness"), func(ctx context.Context) {
+					h, err = harnessRound1(ctx, cfg, backend, path, harnessRound)
+				})
+				return err
+			}
+			first, second := keysRound, harnessSide
+			if r%2 == 1 {
+				first, second = harnessSide, keysRound
+			}
+			if err := first(); err != nil {
 				b.Fatal(err)
 			}
-			holds, reqs, harnessT = holds+h, reqs+q, harnessT+d
-			b.Logf("round %d: bare %.0f cycles/s, harness %.0f holds/s", r, float64(n)/harnessRound.Seconds(), float64(h)/d.Seconds())
+			if err := second(); err != nil {
+				b.Fatal(err)
+			}
+			bareKeys.add(k)
+			harness.add(h)
+			rounds = append(rounds, h.rate()/k.rate())
+			b.Logf("round %d: bare %.0f cycles/s, bare-keys %.0f holds/s, harness %.0f holds/s (%.3f)", r, c.rate(), k.rate(), h.rate(), h.rate()/k.rate())
 		}
 	}
 	b.StopTimer()
-	cycles := float64(bareN) / bareT.Seconds()
-	hps := float64(holds) / harnessT.Seconds()
+	cycles := bare1.rate()
+	hps := harness.rate()
 	b.ReportMetric(cycles, "cycles/s")
 	b.ReportMetric(hps, "holds/s")
-	rps := float64(reqs) / harnessT.Seconds()
+	rps := float64(harness.reqs) / harness.took.Seconds()
 	b.ReportMetric(rps, "lock-reqs/s")
 	b.ReportMetric(hps/cycles, "harness/bare")
-	bareHolds := float64(bareKeysN) / bareKeysT.Seconds()
-	b.ReportMetric(bareHolds, "bare-holds/s")
-	b.ReportMetric(hps/bareHolds, "harness/bare-same-keys")
+	b.ReportMetric(bareKeys.rate(), "bare-holds/s")
+	b.ReportMetric(hps/bareKeys.rate(), "harness/bare-same-keys")
+	b.ReportMetric(median(rounds), "round-ratio")
 	b.ReportMetric(rps/(2*cycles), "reqs-ratio")
+	b.ReportMetric(bareKeys.busyShare(), "busy-bare")
+	b.ReportMetric(harness.busyShare(), "busy-harness")
+}
+
+// sideCounts is what one side did in its rounds: holds (cycles, for the
+// own-keys loop), busy acquires, lock requests, and the time they took.
+type sideCounts struct {
+	holds, busy, reqs int64
+	took              time.Duration
+}
+
+func (s *sideCounts) add(o sideCounts) {
+	s.holds, s.busy, s.reqs, s.took = s.holds+o.holds, s.busy+o.busy, s.reqs+o.reqs, s.took+o.took
+}
+
+// rate is holds per second.
+func (s sideCounts) rate() float64 { return float64(s.holds) / s.took.Seconds() }
+
+// busyShare is the share of acquires that found the key taken.
+func (s sideCounts) busyShare() float64 {
+	if s.holds+s.busy == 0 {
+		return 0
+	}
+	return float64(s.busy) / float64(s.holds+s.busy)
+}
+
+// median is the middle of xs (the mean of the two middle ones for an even
+// count); xs is sorted in place.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // newBareClients makes one redis-token Client per bare goroutine.
@@ -177,7 +240,7 @@ func newBareClients(ctx context.Context, backend backends.Backend) ([]backends.C
 // bareRound runs acquire/release cycles on every client, each on a key of
 // its own, for d; it returns the cycles done and the time they took. A
 // failed cycle is an error: nothing else uses these keys.
-func bareRound(cs []backends.Client, timeout, d time.Duration) (int64, time.Duration, error) {
+func bareRound(cs []backends.Client, timeout, d time.Duration) (sideCounts, error) {
 	var n atomic.Int64
 	var stop atomic.Bool
 	errs := make([]error, len(cs))
@@ -204,15 +267,16 @@ func bareRound(cs []backends.Client, timeout, d time.Duration) (int64, time.Dura
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	return n.Load(), time.Since(start), errors.Join(errs...)
+	return sideCounts{holds: n.Load(), reqs: 2 * n.Load(), took: time.Since(start)}, errors.Join(errs...)
 }
 
 // bareKeysRound is the bare loop with the workload's contention: each
 // client picks one of keys at random, as the client loop does, acquires
 // it, and releases it if it got it. It returns the holds (acquires that
-// got the lock) and the time they took. A busy key is not an error.
-func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration) (int64, time.Duration, error) {
-	var n atomic.Int64
+// got the lock), the busy acquires, and the time they took. A busy key is
+// not an error.
+func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration) (sideCounts, error) {
+	var n, busy atomic.Int64
 	var stop atomic.Bool
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
@@ -230,6 +294,7 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 						n.Add(1)
 					}
 				} else if errors.Is(err, backends.ErrBusy) {
+					busy.Add(1)
 					err = nil
 				}
 				cancel()
@@ -243,46 +308,69 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	return n.Load(), time.Since(start), errors.Join(errs...)
+	h, bz := n.Load(), busy.Load()
+	return sideCounts{holds: h, busy: bz, reqs: 2*h + bz, took: time.Since(start)}, errors.Join(errs...)
 }
 
 // harnessRound1 runs the client loop for d, recording into a new history
-// file at path, and returns the holds (acquire ok), the lock requests
-// (acquire and release completions) and the time from Run's start to its
-// return.
-func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Backend, path string, d time.Duration) (holds, reqs int64, took time.Duration, err error) {
+// file at path as the runner does, and returns the holds (acquire ok),
+// the busy acquires, the lock requests (acquire and release completions)
+// and the time from Run's start to its return. The clients are made and
+// connected before the clock starts, as the runner makes them before the
+// run's time 0. The history is read back and checked afterwards.
+func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Backend, path string, d time.Duration) (sideCounts, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return 0, 0, 0, err
+		return sideCounts{}, err
 	}
 	defer f.Close()
-	var nh, nq atomic.Int64
-	rec := history.NewRecorder(f, history.RecorderOptions{Keep: true, Observe: func(op history.Op) {
+	var nh, nb, nq atomic.Int64
+	var live reports.Live
+	var engine *nemesis.Engine
+	rec := history.NewRecorder(f, history.RecorderOptions{Observe: func(op history.Op) {
+		// The runner's observer: the live counts, then the nemesis.
+		live.Observe(&op)
+		engine.Observe(op)
 		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) {
 			return
 		}
 		nq.Add(1)
-		if op.F == history.Acquire && op.Type == history.OK {
-			nh.Add(1)
+		if op.F == history.Acquire {
+			switch op.Type {
+			case history.OK:
+				nh.Add(1)
+			case history.Fail:
+				nb.Add(1)
+			}
 		}
 	}})
 	res, err := workload.NewMemory(workload.FenceNone)
 	if err != nil {
-		return 0, 0, 0, err
+		return sideCounts{}, err
 	}
+	procs := workload.NewProcs(cfg.Clients, rec)
+	engine = nemesis.NewEngine(ctx, &nemesis.Env{Gates: procs.Gates, Clocks: procs.Clocks}, rec, nil)
+	if err := procs.Open(ctx, backend); err != nil {
+		return sideCounts{}, err
+	}
+	defer procs.Close()
+	rec.StartNow()
 	stop := make(chan struct{})
 	start := time.Now()
 	t := time.AfterFunc(d, func() { close(stop) })
 	defer t.Stop()
-	err = workload.Run(ctx, stop, cfg, backend, res, workload.NewProcs(cfg.Clients, rec))
-	took = time.Since(start)
+	err = workload.Run(ctx, stop, cfg, backend, res, procs)
+	took := time.Since(start)
 	if cerr := rec.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = checkShape(rec.History())
+		var ops []history.Op
+		if ops, err = history.ReadFile(path); err == nil {
+			err = checkShape(ops)
+		}
 	}
-	return nh.Load(), nq.Load(), took, err
+	return sideCounts{holds: nh.Load(), busy: nb.Load(), reqs: nq.Load(), took: took}, err
 }
 
 // checkShape fails a history whose requests failed for any reason other
