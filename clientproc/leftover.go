@@ -119,3 +119,20 @@ func ReapOrphans() []Leftover {
 	killAll(ps)
 	return ps
 }
+
+// MkdirOwned makes a new temporary directory in the system's, named
+// pattern as os.MkdirTemp names it, that names this process its owner
+// (owner.Mark): should the process be killed with SIGKILL, the next run on
+// the machine removes it once the process is gone (owner.Reap; pattern
+// must begin with owner.TempPattern, "locktorture-"). The caller removes it.
+func MkdirOwned(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := owner.Mark(d); err != nil {
+		os.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
+}
