@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,9 +71,13 @@ func TestBaselineEtcd(t *testing.T) {
 }
 
 // TestBaselineEtcdThreeMembers: the same workload against a 3-member etcd
-// whose leader is killed -9 a second in and restarted: raft keeps the lock
-// safe across the election (no overlap), and locks are granted before and
-// after. (Runs the pieces of a run by hand: scenarios have no member count.)
+// whose leader is killed -9 once the lock has been granted a few times,
+// and restarted: raft keeps the lock safe across the election (no
+// overlap), and locks are granted before the kill and after the restart.
+// The clients run until then, however long the election and the restart
+// take on a loaded machine (the run used to last a fixed 3s and want a
+// grant in its last second). (Runs the pieces of a run by hand: scenarios
+// have no member count.)
 func TestBaselineEtcdThreeMembers(t *testing.T) {
 	t.Parallel() // its own servers, ports and store: beside the other parallel runs
 	requireEtcd(t)
@@ -99,9 +105,11 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("etcd"), Duration: ptr(3 * time.Second)})
-	crash := func(ctx context.Context) error {
-		if err := sleep(ctx, time.Second); err != nil {
+	sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("etcd")})
+	const some = 10 // grants before the kill, and after the restart
+	var restarted int64
+	crash := func(ctx context.Context, g *grants) error {
+		if err := g.wait(ctx, some); err != nil {
 			return err
 		}
 		leader, err := e.Leader(ctx)
@@ -112,19 +120,21 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 		if err := leader.Kill(ctx); err != nil {
 			return err
 		}
+		// Down a while: the two others elect a leader without it.
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
-		return leader.Restart(ctx)
+		if err := leader.Restart(ctx); err != nil {
+			return err
+		}
+		restarted = g.rec.Now()
+		return g.wait(ctx, some)
 	}
 	r, ops := runOn(t, cl, sc, crash)
 	if r.Valid != checker.Valid {
 		t.Fatalf("verdict %s, want valid: %+v", r.Valid, r.Checkers.Mutex)
 	}
-	if h := r.Checkers.Mutex.Holds; h <= 20 {
-		t.Errorf("only %d holds: the run hardly checked anything", h)
-	}
-	// Locks were granted after the crash too.
+	// Locks were granted after the restart too.
 	var lastGrant int64
 	var unknown int
 	for _, op := range ops {
@@ -135,10 +145,10 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 			unknown++
 		}
 	}
-	if lastGrant < int64(2*time.Second) {
-		t.Errorf("no lock granted after the leader's crash (last at %s)", time.Duration(lastGrant))
+	if lastGrant <= restarted {
+		t.Errorf("no lock granted after the old leader's restart at %s (last at %s)", time.Duration(restarted), time.Duration(lastGrant))
 	}
-	t.Logf("3 members, leader killed: %d holds, %d ops of unknown outcome", r.Checkers.Mutex.Holds, unknown)
+	t.Logf("3 members, leader killed, restarted at %s: %d holds, %d ops of unknown outcome", time.Duration(restarted).Round(time.Millisecond), r.Checkers.Mutex.Holds, unknown)
 }
 
 // sleep waits d or until ctx ends.
@@ -151,11 +161,54 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// grants counts a run's lock grants as they are recorded, for a fault to
+// wait for.
+type grants struct {
+	rec  *history.Recorder
+	mu   sync.Mutex
+	n    int
+	more chan struct{} // closed (and replaced) at each grant
+}
+
+// observe is the recorder's observer.
+func (g *grants) observe(op history.Op) {
+	if op.F != history.Acquire || op.Type != history.OK {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	close(g.more)
+	g.more = make(chan struct{})
+}
+
+// wait waits until n more locks are granted, or ctx ends.
+func (g *grants) wait(ctx context.Context, n int) error {
+	g.mu.Lock()
+	want := g.n + n
+	g.mu.Unlock()
+	for {
+		g.mu.Lock()
+		got, more := g.n, g.more
+		g.mu.Unlock()
+		if got >= want {
+			return nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d grants: %w", got-want+n, n, ctx.Err())
+		}
+	}
+}
+
 // runOn runs sc's workload on an existing cluster (without the store),
-// calling during(ctx) alongside the clients, and checks the history.
-func runOn(t *testing.T, cl *cluster.Cluster, sc *scenarios.Scenario, during func(context.Context) error) (*checker.Results, []history.Op) {
+// calling during(ctx, grants) alongside the clients, until it returns
+// (sc's duration is not used), and checks the history.
+func runOn(t *testing.T, cl *cluster.Cluster, sc *scenarios.Scenario, during func(context.Context, *grants) error) (*checker.Results, []history.Op) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	// A hang guard (etcd never granting again), not a speed limit.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, factory, err := backends.Lookup(sc.Backend)
 	if err != nil {
@@ -171,14 +224,15 @@ func runOn(t *testing.T, cl *cluster.Cluster, sc *scenarios.Scenario, during fun
 		t.Fatal(err)
 	}
 	defer res.Close()
-	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
+	g := &grants{more: make(chan struct{})}
+	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true, Observe: g.observe})
+	g.rec = rec
 	procs := workload.NewProcs(sc.Clients, rec)
 	cfg := workload.Config{Clients: sc.Clients, Keys: sc.KeyNames(), Hold: sc.Hold.D(), ThinkMin: sc.ThinkMin.D(),
 		ThinkMax: sc.ThinkMax.D(), OpTimeout: sc.Timeout.D(), Seed: sc.Seed}
 	stop := make(chan struct{})
 	derr := make(chan error, 1)
-	go func() { derr <- during(ctx) }()
-	time.AfterFunc(sc.Duration.D(), func() { close(stop) })
+	go func() { derr <- during(ctx, g); close(stop) }()
 	if err := workload.Run(ctx, stop, cfg, b, res, procs); err != nil {
 		t.Fatal(err)
 	}
