@@ -5,22 +5,18 @@
 package clientproc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster/links"
-	"github.com/locktorture/locktorture/internal/secret"
 )
 
 // killAll ends every copy, and anything they started that left their
@@ -76,15 +72,7 @@ func (k *conformance) start(p int) (*adapter, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 	}
 	cmd := exec.Command(k.opt.Command[0], k.opt.Command[1:]...)
-	cmd.Env = os.Environ()
-	envKeys := make([]string, 0, len(k.opt.Env))
-	for e := range k.opt.Env {
-		envKeys = append(envKeys, e)
-	}
-	sort.Strings(envKeys)
-	for _, e := range envKeys {
-		cmd.Env = append(cmd.Env, e+"="+k.opt.Env[e])
-	}
+	cmd.Env = append(os.Environ(), sortedEnv(k.opt.Env)...)
 	cmd.Env = append(cmd.Env, ownerEnv+"="+k.tag)
 	// Its stderr through a pipe of our own, masked on the way to its log.
 	stderr, errW, err := os.Pipe()
@@ -156,43 +144,20 @@ func (k *conformance) start(p int) (*adapter, error) {
 // the log (which masks the whole file again, for a secret split by a line
 // longer than the reader's buffer).
 func copyLogLines(r io.Reader, log *capLog) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			_, _ = log.Write([]byte(secret.Redact(string(line))))
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			break
-		}
-	}
+	copyRedacted(r, log)
 	_ = log.finish()
 }
 
 // logsWritten waits up to d for the copy's log to be written whole.
-func (a *adapter) logsWritten(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-a.logDone:
-	case <-t.C:
-	}
-}
+func (a *adapter) logsWritten(d time.Duration) { closedWithin(a.logDone, d, nil) }
 
 // kill ends the copy's whole process group.
 func (a *adapter) kill() {
 	if a.cmd == nil || a.cmd.Process == nil {
 		return
 	}
-	pg := a.cmd.Process.Pid
-	_ = syscall.Kill(-pg, syscall.SIGCONT)
-	_ = syscall.Kill(-pg, syscall.SIGKILL)
-	t := time.NewTimer(2 * time.Second)
-	defer t.Stop()
-	select {
-	case <-a.exited:
-	case <-t.C:
-	}
+	continueAndKill(-a.cmd.Process.Pid)
+	closedWithin(a.exited, 2*time.Second, nil)
 }
 
 // send writes one request, req made with the next id, and returns its id.
@@ -362,26 +327,8 @@ func (k *conformance) pause(d time.Duration) {
 // exitsWithin is exitsWithin(a, d), cut short (false) when the check is
 // interrupted.
 func (k *conformance) exitsWithin(a *adapter, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-a.exited:
-		return true
-	case <-t.C:
-		return false
-	case <-k.ctx.Done():
-		return false
-	}
+	return closedWithin(a.exited, d, k.ctx.Done())
 }
 
 // exitsWithin reports whether the copy exits within d.
-func exitsWithin(a *adapter, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-a.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func exitsWithin(a *adapter, d time.Duration) bool { return closedWithin(a.exited, d, nil) }

@@ -425,7 +425,7 @@ func (k *conformance) judgeSlow(a, b *adapter, how string, reqs []slowReq) {
 		k.kept("timeout is info", "%s made while the link was %s got %s", acquires(len(unknown)), how, describeAll(unknown))
 	}
 	if len(givenBack) > 0 {
-		k.kept("late grant", "client 0's %s came %s after timeout_ms and %s given back (client 1 could take the key)", words.Noun(len(givenBack), "grant", words.Count(len(givenBack), "grant", "grants")), joinAnd(givenBack), wasWere(len(givenBack)))
+		k.kept("late grant", "client 0's %s came %s after timeout_ms and %s given back (client 1 could take the key)", words.Noun(len(givenBack), "grant", words.Count(len(givenBack), "grant", "grants")), joinAnd(givenBack), words.Noun(len(givenBack), "was", "were"))
 	}
 	if len(kept) > 0 {
 		k.broke("late grant", "client 0 answered ok %s after timeout_ms (%s, the link was %s): the harness had given up and recorded info, and never releases it — but the adapter kept the lock%s (client 1 then got %s). Give a grant that comes too late back at once",

@@ -77,14 +77,6 @@ func times(n int) string {
 	return fmt.Sprintf(" all %d times", n)
 }
 
-// wasWere is "was" for one, "were" for more.
-func wasWere(n int) string {
-	if n == 1 {
-		return "was"
-	}
-	return "were"
-}
-
 // joinAnd joins "a", "a and b", "a, b and c".
 func joinAnd(xs []string) string {
 	if len(xs) <= 1 {

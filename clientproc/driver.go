@@ -143,15 +143,37 @@ func (c *child) read(stdout io.Reader) {
 // (finish masks the whole file again, for a secret split by a long line).
 func (c *child) copyLog() {
 	defer close(c.logDone)
-	r := bufio.NewReaderSize(c.stderr, 64<<10)
+	copyRedacted(c.stderr, c.log)
+}
+
+// copyRedacted copies r to w line by line, every secret the harness knows
+// masked (secret.Redact), until r ends; a line longer than the reader's
+// buffer is copied in pieces.
+func copyRedacted(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		line, err := r.ReadSlice('\n')
+		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			_, _ = c.log.Write([]byte(secret.Redact(string(line))))
+			_, _ = w.Write([]byte(secret.Redact(string(line))))
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return
 		}
+	}
+}
+
+// closedWithin waits up to d for ch to close, or until stop closes (nil:
+// never); it reports whether ch closed.
+func closedWithin(ch <-chan struct{}, d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	case <-stop:
+		return false
 	}
 }
 
@@ -600,12 +622,7 @@ func (c *child) shutdown() {
 			c.die(fmt.Errorf("%w: it answered neither close nor %d earlier request(s) that timed out", errWedged, unanswered))
 		}
 		_ = c.stdin.Close()
-		t := time.NewTimer(time.Second)
-		select {
-		case <-c.exited:
-		case <-t.C:
-		}
-		t.Stop()
+		closedWithin(c.exited, time.Second, nil)
 	}
 	c.kill()
 	<-c.done // bounded: wait reads the pipes for at most pipeGrace after the exit
@@ -617,6 +634,5 @@ func (c *child) kill() {
 	c.mu.Lock()
 	c.signalled = true
 	c.mu.Unlock()
-	_ = syscall.Kill(-c.pgid, syscall.SIGCONT)
-	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	continueAndKill(-c.pgid)
 }

@@ -247,14 +247,7 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	tag := fmt.Sprintf("%s.%d", l.tag, p)
 	cmd := exec.Command(l.opt.Command[0], l.opt.Command[1:]...)
 	cmd.Env = append(os.Environ(), ownerEnv+"="+tag)
-	keys := make([]string, 0, len(l.opt.Env))
-	for k := range l.opt.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+l.opt.Env[k])
-	}
+	cmd.Env = append(cmd.Env, sortedEnv(l.opt.Env)...)
 	given := l.given(p)
 	auth, err := l.authFiles(given.Auth)
 	if err != nil {
@@ -302,6 +295,21 @@ func (l *Launcher) spawn(p int, procs Procs) (*child, error) {
 	go c.handleEvents()
 	go c.wait()
 	return c, nil
+}
+
+// sortedEnv is env as KEY=value entries of a command's environment,
+// sorted by key (what a child is given does not vary from run to run).
+func sortedEnv(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
 }
 
 // authFiles is the auth object a child is sent: a's, its TLS files copied

@@ -96,8 +96,7 @@ func cmdline(procDir string) string {
 // a little until they are gone.
 func killAll(ps []Leftover) {
 	for _, p := range ps {
-		_ = syscall.Kill(p.PID, syscall.SIGCONT)
-		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		continueAndKill(p.PID)
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for _, p := range ps {
@@ -105,6 +104,13 @@ func killAll(ps []Leftover) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// continueAndKill sends SIGCONT, so that nothing is left stopped, then
+// SIGKILL to pid (a process group when negative, as kill(2) takes it).
+func continueAndKill(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // ReapOrphans kills the processes that clients of harnesses now gone left
