@@ -4,11 +4,11 @@
 # standalone programs under findings/reproducers and clients/ left out). An
 # arrow A -> B means A imports B; an arrow that a longer path already implies
 # is not drawn (graphviz's tred), so each package stands above what it uses.
-# OUT ends in .svg or .png (default: docs/img/packages.svg). Needs Go and
+# OUT ends in .svg or .png (default: docs/img/packages.png). Needs Go and
 # graphviz (apt-get install graphviz). Run it from the repository's root.
 set -eu
 
-out=${1:-docs/img/packages.svg}
+out=${1:-docs/img/packages.png}
 case $out in
 *.svg) format=svg ;;
 *.png) format=png ;;
