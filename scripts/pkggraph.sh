@@ -30,16 +30,18 @@ trap 'rm -rf "$tmp"' EXIT
 
 # One line per package of the module: its path, then the module's packages it
 # imports (non-test imports only), every path relative to the module.
+# (go list first, alone: a failure of it stops the script, set -e, rather
+# than drawing what a pipe got before it failed.)
 go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{end}}' \
-	./cmd/locktorture ./locktest |
-	awk -v mod="$mod" '
+	./cmd/locktorture ./locktest >"$tmp/list"
+awk -v mod="$mod" '
 	function rel(p) { return p == mod ? "." : substr(p, length(mod) + 2) }
 	function ours(p) { return p == mod || index(p, mod "/") == 1 }
 	ours($1) {
 		line = rel($1)
 		for (i = 2; i <= NF; i++) if (ours($i)) line = line " " rel($i)
 		print line
-	}' | sort >"$tmp/pkgs"
+	}' "$tmp/list" | sort >"$tmp/pkgs"
 
 # The DOT graph: a node per package, coloured by its top folder; the edges.
 awk '
