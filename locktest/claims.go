@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
@@ -102,7 +101,7 @@ func likeExpectation(backend string, sc *scenarios.Scenario) expectation {
 // judge compares results with e: whether they match and, when not, which
 // way they differ, in words.
 func judge(res *checker.Results, e expectation, sc *scenarios.Scenario) (bool, string) {
-	ok, diff := matrix.Judge(res, e.valid, e.checkers)
+	ok, diff := scenarios.Judge(res, e.valid, e.checkers)
 	m := res.Checkers.Mutex
 	if ok && e.staleOnly && m != nil && m.DoubleGrants > 0 {
 		return false, fmt.Sprintf("less safe than %s: %d double grant(s) — the lock service gave a key to two clients while both leases were valid; only a stale holder (a pause past the lease) was claimed possible", e.what, m.DoubleGrants)

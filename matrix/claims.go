@@ -209,6 +209,6 @@ func (cl *claims) judgeShardCell(file string, planned map[CellKey]bool, c *Cell)
 		c.AsExpected, c.Why = false, "harness error: "+msg
 		return nil
 	}
-	c.AsExpected, c.Why = judgeVerdicts(c.Verdict, c.Checkers, c.Expected, c.ExpectedCheckers)
+	c.AsExpected, c.Why = scenarios.JudgeVerdicts(c.Verdict, c.Checkers, c.Expected, c.ExpectedCheckers)
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package matrix is the backend comparison matrix as data: which cells a
 // matrix runs (Plan: scenarios × backends × seeds, shards), how a finished
-// run is judged against its scenario's expectation (Judge, NewCell), the
+// run is judged against its scenario's expectation (scenarios.Judge, NewCell), the
 // matrix's results.json (Read, WriteResults) and the merging of shards
 // (Merge). It starts no server and draws nothing: runner runs the cells,
 // reports renders the grid.
@@ -42,7 +42,7 @@ const (
 // verdict is reported as it came; it is never judged against one, so a
 // run that ended (valid, invalid or unknown) is as expected, and only a
 // harness error is not.
-const NoClaim = "no claim"
+const NoClaim = scenarios.NoClaim
 
 // ErrMatrix is wrapped by errors about a matrix's files or shards.
 var ErrMatrix = errors.New("matrix")
@@ -197,72 +197,6 @@ type Matrix struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Judge compares a run's results with its expectation: the overall
-// verdict (an empty expectation means valid; NoClaim takes any verdict;
-// scenarios.Either a valid one, or an invalid one whose expected checkers
-// match) and each expected checker verdict for the checkers that ran. It
-// returns whether everything matches and, when not, what differs.
-func Judge(res *checker.Results, expected string, expectedCheckers map[string]string) (bool, string) {
-	if res == nil {
-		return false, "no results"
-	}
-	verdicts := map[string]string{}
-	for n, v := range res.Checkers.Verdicts() {
-		verdicts[n] = v.String()
-	}
-	return judgeVerdicts(res.Valid.String(), verdicts, expected, expectedCheckers)
-}
-
-// judgeVerdicts is Judge on verdicts as words: the run's (valid, invalid,
-// unknown) and its checkers' by name.
-func judgeVerdicts(verdict string, verdicts map[string]string, expected string, expectedCheckers map[string]string) (bool, string) {
-	if expected == "" {
-		expected = checker.Valid.String()
-	}
-	if expected == NoClaim {
-		return true, ""
-	}
-	if expected == scenarios.Either {
-		// Valid or invalid, as the claim leaves open; an invalid run's
-		// checkers still as expected, an unknown run not.
-		switch verdict {
-		case checker.Valid.String():
-			return true, ""
-		case checker.Invalid.String():
-			expected = checker.Invalid.String()
-		default:
-			return false, fmt.Sprintf("expected valid or invalid (either), got %s", verdict)
-		}
-	}
-	overall := ""
-	if verdict != expected {
-		overall = fmt.Sprintf("expected %s, got %s", expected, verdict)
-	}
-	var diffs, differing []string
-	names := make([]string, 0, len(expectedCheckers))
-	for n := range expectedCheckers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		got, ok := verdicts[n]
-		if !ok {
-			continue // the checker did not run (it does not apply to this backend)
-		}
-		if got != expectedCheckers[n] {
-			diffs = append(diffs, fmt.Sprintf("%s: expected %s, got %s", n, expectedCheckers[n], got))
-			differing = append(differing, n)
-		}
-	}
-	switch {
-	case overall != "" && len(differing) > 0:
-		return false, overall + " (" + strings.Join(differing, ", ") + " too)"
-	case overall != "":
-		return false, overall
-	}
-	return len(diffs) == 0, strings.Join(diffs, "; ")
-}
-
 // NewCell makes the cell of a finished run: its verdict, numbers and
 // judgement against the expectation. dir is the run directory relative to
 // the matrix directory.
@@ -271,7 +205,7 @@ func NewCell(key CellKey, res *checker.Results, expected string, expectedChecker
 		expected = checker.Valid.String()
 	}
 	c := Cell{CellKey: key, Expected: expected, ExpectedCheckers: expectedCheckers, Dir: filepath.ToSlash(dir)}
-	c.AsExpected, c.Why = Judge(res, expected, expectedCheckers)
+	c.AsExpected, c.Why = scenarios.Judge(res, expected, expectedCheckers)
 	if res == nil {
 		c.Verdict = checker.Unknown.String()
 		return c
@@ -543,8 +477,8 @@ func IsDir(dir string) bool {
 	return json.Unmarshal(b, &k) == nil && k.Kind == Kind
 }
 
-// WriteResults writes m as dir/results.json, atomically.
-func WriteResults(dir string, m *Matrix) error {
+// Write writes m as dir/results.json, atomically.
+func Write(dir string, m *Matrix) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("%w: encode results: %w", ErrMatrix, err)

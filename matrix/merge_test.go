@@ -21,7 +21,7 @@ func TestMergeCompareShards(t *testing.T) {
 			m.Cells = append(m.Cells, Cell{CellKey: k, Verdict: "valid", Expected: "valid", AsExpected: true})
 		}
 		d := filepath.Join(t.TempDir(), "m")
-		if err := WriteResults(d, m); err != nil {
+		if err := Write(d, m); err != nil {
 			t.Fatal(err)
 		}
 		return d
@@ -46,7 +46,7 @@ func TestMergeCompareShards(t *testing.T) {
 	// A shard of a plan without the fenced cell is another plan.
 	other2 := &Matrix{Kind: Kind, Compare: true, Shard: "2/3", Planned: []CellKey{other, plain, {Scenario: "pause", Backend: "redis-token", Seed: 1, Version: "trixie", Fencing: "writes"}}}
 	d := filepath.Join(t.TempDir(), "m")
-	if err := WriteResults(d, other2); err != nil {
+	if err := Write(d, other2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Merge([]string{s1, d}, t.TempDir()); err == nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/matrix"
+	"github.com/locktorture/locktorture/scenarios"
 )
 
 // maxListed caps the violations and faults index.html lists per group.
@@ -147,7 +147,7 @@ func indexHTML(ops []history.Op, res *checker.Results, info RunInfo) ([]byte, er
 	if info.Expected != "" {
 		v.Expected = info.Expected
 		// The matrix's judgment: the overall verdict and each checker's.
-		if ok, why := matrix.Judge(res, info.Expected, info.ExpectedCheckers); ok {
+		if ok, why := scenarios.Judge(res, info.Expected, info.ExpectedCheckers); ok {
 			v.ExpectedClass, v.ExpectedMsg = "valid", "as expected"
 		} else {
 			v.ExpectedClass, v.ExpectedMsg = "invalid", "NOT as expected: "+why

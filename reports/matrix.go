@@ -28,7 +28,7 @@ func WriteMatrix(ctx context.Context, dir string, m *matrix.Matrix) error {
 		return fmt.Errorf("%w: no matrix", matrix.ErrMatrix)
 	}
 	m.Finish()
-	if err := matrix.WriteResults(dir, m); err != nil {
+	if err := matrix.Write(dir, m); err != nil {
 		return err
 	}
 	w := &fileWriter{ctx: ctx, dir: dir}

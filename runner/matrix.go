@@ -238,7 +238,7 @@ func newMatrixRun(opt MatrixOptions) (*matrixRun, error) {
 func (r *matrixRun) save() {
 	r.m.Seconds = roundSeconds(time.Since(r.began))
 	r.m.Finish()
-	_ = matrix.WriteResults(r.dir, r.m)
+	_ = matrix.Write(r.dir, r.m)
 }
 
 // collect lists the cells finished so far, in plan order: results.json

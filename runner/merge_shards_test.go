@@ -19,7 +19,7 @@ func TestMergeTakesCutShard(t *testing.T) {
 		m := &matrix.Matrix{Kind: matrix.Kind, Shard: "1/1", Started: started, Planned: []matrix.CellKey{key(1), key(2)}, Interrupted: interrupted,
 			Cells: []matrix.Cell{{CellKey: key(1), Verdict: "valid", Expected: "valid", AsExpected: true}}}
 		d := filepath.Join(store, "matrix", started)
-		if err := matrix.WriteResults(d, m); err != nil {
+		if err := matrix.Write(d, m); err != nil {
 			t.Fatal(err)
 		}
 		return d

@@ -43,7 +43,7 @@ func TestFullDiskPrintsOnlyWhatWasWritten(t *testing.T) {
 					t.Fatal(err)
 				}
 				m.Compare = true
-				if err := matrix.WriteResults(dirs[1], m); err != nil {
+				if err := matrix.Write(dirs[1], m); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -26,10 +26,10 @@ import (
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+
 	// Every kind of server, registered with cluster's registry.
 	_ "github.com/locktorture/locktorture/cluster/kinds/all"
 	"github.com/locktorture/locktorture/internal/shell"
-	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/runner"
 	"github.com/locktorture/locktorture/scenarios"
@@ -307,7 +307,7 @@ func printOutcome(w io.Writer, out *runner.Outcome) {
 	}
 	if e := out.Expected; e.Valid != "" {
 		// The matrix's judgment: the overall verdict and each checker's.
-		if ok, why := matrix.Judge(out.Results, e.Valid, e.Checkers); ok {
+		if ok, why := scenarios.Judge(out.Results, e.Valid, e.Checkers); ok {
 			fmt.Fprintf(w, "expected: %s — as expected\n", expectationText(e))
 		} else {
 			fmt.Fprintf(w, "expected: %s — NOT as expected: %s\n", expectationText(e), why)

@@ -39,7 +39,7 @@ func writeShards(t *testing.T, edit func(m *matrix.Matrix)) (dirs []string) {
 			edit(&s)
 		}
 		d := filepath.Join(t.TempDir(), "matrix", s.Started)
-		if err := matrix.WriteResults(d, &s); err != nil {
+		if err := matrix.Write(d, &s); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)
