@@ -1,9 +1,13 @@
-// Package matrix is the backend comparison matrix as data: which cells a
-// matrix runs (Plan: scenarios × backends × seeds, shards), how a finished
-// run is judged against its scenario's expectation (scenarios.Judge, NewCell), the
-// matrix's results.json (Read, WriteResults) and the merging of shards
-// (Merge). It starts no server and draws nothing: runner runs the cells,
-// reports renders the grid.
+// Package matrix is a matrix of runs as data — the one meaning of
+// "matrix" in this code: which cells a matrix (or a comparison, which is a
+// matrix of fault families) runs (Plan: scenarios × backends × seeds,
+// shards), each finished cell with its verdict judged against its row's
+// claim (NewCell, via scenarios.Judge) and the known finding that explains
+// a contradiction, the matrix's results.json (Read, Write) and the merging
+// of shards (Merge). It starts no server and draws nothing: runner runs the
+// cells (runner/matrix.go), reports renders them (reports/matrix*.go), and
+// cmd/locktorture has one file per command (matrix.go, compare.go,
+// merge.go, report.go).
 package matrix
 
 import (
