@@ -19,10 +19,12 @@ import (
 //
 //   - no client held the lock while it acted, nor within a TTL after it
 //     (no grant spanned it), or
-//   - from its start on, the lock answered none of the clients' acquires:
-//     every one failed with an error (none granted, none refused busy) —
-//     the clients could not work through it (a program that cannot follow
-//     a failover to the new primary).
+//   - from its start on, every one of the clients' acquires failed with an
+//     error that is not the lock's: none granted, none refused busy, none
+//     timed out (which a lock whose acquire waits in line for the holder
+//     gives too) — the clients could not work through it (a program that
+//     cannot follow a failover to the new primary: EOF, connection
+//     refused).
 //
 // A run whose faults were not exercised is unknown, not valid: it did not
 // test what its scenario says.
@@ -43,9 +45,10 @@ type holdKey struct {
 
 // windowTally is what one fault's window saw.
 type windowTally struct {
-	held               bool // a hold overlapped it (or its TTL after)
-	acquires, answered int  // acquires invoked from its start on; of them, answered by the lock
-	errs               map[string]int
+	held     bool // a hold overlapped it (or its TTL after)
+	acquires int  // acquires invoked from its start on
+	answered int  // of them, granted, refused busy, or timed out
+	errs     map[string]int
 }
 
 // newExerciseTally follows the windows of a run whose lease is ttl; nil
@@ -74,7 +77,7 @@ func (t *exerciseTally) add(op *history.Op) {
 			invoked = op.Time
 		}
 		delete(t.acq, op.Process)
-		answered := op.Type == history.OK || op.Type == history.Fail && lockAnswers[op.Error]
+		answered := op.Type == history.OK || op.Type == history.Fail && lockAnswers[op.Error] || timedOut(op.Error)
 		for i, w := range t.windows {
 			if invoked < w.Start {
 				continue
@@ -133,7 +136,7 @@ func (t *exerciseTally) problems() []string {
 			out = append(out, fmt.Sprintf("no client held the lock while %s acted, nor within its %s TTL after (at %s)",
 				w.Step, time.Duration(t.ttl), runTime(w.Start)))
 		case wt.acquires > 0 && wt.answered == 0:
-			s := fmt.Sprintf("after %s struck (at %s), the lock answered none of the clients' %d acquires: each failed with an error, none granted or refused busy",
+			s := fmt.Sprintf("after %s struck (at %s), each of the clients' %d acquires failed with an error: none granted, refused busy or timed out",
 				w.Step, runTime(w.Start), wt.acquires)
 			if e, n := mostCommon(wt.errs); n > 0 {
 				s += fmt.Sprintf("; the most common error, %d×: %q", n, shorten(e, 300))
@@ -142,6 +145,20 @@ func (t *exerciseTally) problems() []string {
 		}
 	}
 	return out
+}
+
+// timedOut reports whether a failed op's error says it ran out of time
+// (the workload's "timeout: ...", an adapter's "no answer within ..."):
+// an acquire that waits in line for the holder ends so too, so a timeout
+// may be the lock's own answer.
+func timedOut(err string) bool {
+	e := strings.ToLower(err)
+	for _, w := range []string{"timeout", "timed out", "deadline exceeded", "no answer within"} {
+		if strings.Contains(e, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // mostCommon is the error counted most often (the first in order on a tie).

@@ -29,6 +29,8 @@ func TestExerciseTally(t *testing.T) {
 		op(1.2, 1, history.Invoke, history.Acquire, ""), op(1.2, 1, history.Info, history.Acquire, "EOF"),
 	}
 	busy := []history.Op{op(1.3, 1, history.Invoke, history.Acquire, ""), op(1.3, 1, history.Fail, history.Acquire, "busy")}
+	// An acquire that waits in line for the holder, past its timeout.
+	timedOutAcquire := []history.Op{op(1.3, 1, history.Invoke, history.Acquire, ""), op(2.3, 1, history.Info, history.Acquire, "timeout: zk-lock: acquire k0: context deadline exceeded")}
 	window := func(from, to float64) nemesis.Window {
 		return nemesis.Window{Step: nemesis.Step{Fault: "pause", Duration: time.Duration((to - from) * float64(s))},
 			Start: int64(from * float64(s)), Stop: int64(to * float64(s))}
@@ -50,7 +52,8 @@ func TestExerciseTally(t *testing.T) {
 		{"a grant within its TTL after", window(0.0, 0.05), cat(hold, busy), ""},
 		{"nobody held it, nor within a TTL", window(0.6, 0.7), cat(hold, refused, busy), "no client held the lock while pause"},
 		{"a hold open at the end spans it", window(0.6, 0.7), cat(hold[:2], []history.Op{op(1.0, 0, history.Invoke, history.FinalRead, "")}), ""},
-		{"every acquire after it failed", window(0.2, 0.3), cat(hold, refused), "answered none of the clients' 2 acquires"},
+		{"every acquire after it failed", window(0.2, 0.3), cat(hold, refused), "each of the clients' 2 acquires failed with an error"},
+		{"a timeout may be the lock waiting", window(0.2, 0.3), cat(hold, refused, timedOutAcquire), ""},
 		{"one busy after it is an answer", window(0.2, 0.3), cat(hold, refused, busy), ""},
 		{"failures before it do not count", window(1.25, 1.4), cat(hold, refused, busy), "no client held"},
 	}
