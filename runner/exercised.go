@@ -18,7 +18,8 @@ import (
 // clients after it struck. A fault is not exercised when
 //
 //   - no client held the lock while it acted, nor within a TTL after it
-//     (no grant spanned it), or
+//     (no grant spanned it, and no acquire whose outcome is unknown — which
+//     may have taken the lock — did), or
 //   - from its start on, every one of the clients' acquires failed with an
 //     error that is not the lock's: none granted, none refused busy, none
 //     timed out (which a lock whose acquire waits in line for the holder
@@ -96,10 +97,17 @@ func (t *exerciseTally) add(op *history.Op) {
 				wt.errs[e]++
 			}
 		}
-		if op.Type == history.OK {
+		switch op.Type {
+		case history.OK:
 			if _, open := t.holds[k]; !open {
 				t.holds[k] = op.Time
 			}
+		case history.Info:
+			// An acquire whose outcome nobody knows may have taken the
+			// lock on the server (a lost reply, a timeout): the lock was in
+			// use from its invoke on, as far as anyone can tell, until it
+			// expires a TTL after it ended — what lost-reply makes.
+			t.hold(invoked, op.Time)
 		}
 	case (op.F == history.Release || op.F == history.Lost) && op.Type == history.Invoke:
 		if began, open := t.holds[k]; open {

@@ -56,6 +56,10 @@ func TestExerciseTally(t *testing.T) {
 		{"a timeout may be the lock waiting", window(0.2, 0.3), cat(hold, refused, timedOutAcquire), ""},
 		{"one busy after it is an answer", window(0.2, 0.3), cat(hold, refused, busy), ""},
 		{"failures before it do not count", window(1.25, 1.4), cat(hold, refused, busy), "no client held"},
+		// lost-reply: the reply to client 0's acquire is lost (info): the
+		// server may have granted it, and nobody else gets the lock until it
+		// expires — a test of the lock, though no grant spans the window.
+		{"a lost grant is the lock in use", window(0.6, 0.7), cat(hold, []history.Op{op(0.65, 0, history.Invoke, history.Acquire, ""), op(0.66, 0, history.Info, history.Acquire, "connection reset")}, busy), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
