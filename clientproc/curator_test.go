@@ -55,7 +55,7 @@ func curatorCommand(t *testing.T) []string {
 // reconnection, close and stdin's end.
 func TestCuratorAdapterKeepsTheProtocol(t *testing.T) {
 	cmd := curatorCommand(t)
-	rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: []string{"zookeeper"}, Dir: t.TempDir()})
+	rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: []string{"zookeeper"}, Timeout: libraryTimeout, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestNodeAdaptersKeepTheProtocol(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.Require(t, tc.need...)
 			cmd := nodeCommand(t, tc.debian, tc.args...)
-			rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: tc.servers, Dir: t.TempDir()})
+			rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: tc.servers, Timeout: libraryTimeout, Dir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func TestPythonAdaptersKeepTheProtocol(t *testing.T) {
 					cmd[i] = filepath.Join("..", filepath.FromSlash(a))
 				}
 			}
-			rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: info.Kinds, TLS: p.TLS, Dir: t.TempDir()})
+			rep, err := Check(context.Background(), CheckOptions{Command: cmd, Servers: info.Kinds, TLS: p.TLS, Timeout: libraryTimeout, Dir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
