@@ -1,10 +1,8 @@
 package reports
 
 import (
-	"bytes"
-	"fmt"
+	"image"
 	"image/color"
-	"image/png"
 	"math"
 	"strconv"
 	"time"
@@ -155,11 +153,8 @@ type legendEntry struct {
 
 // renderPNG draws p with a legend column on its right and encodes a PNG.
 func renderPNG(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, error) {
-	img := vgimg.New(w, h)
+	img := vgimg.New(w, h) // white all over, legend column included
 	dc := draw.New(img)
-	// White background over the whole image, legend column included.
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
 	var legW vg.Length
 	if len(entries) > 0 {
 		leg := plot.NewLegend()
@@ -179,14 +174,10 @@ func renderPNG(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, err
 		leg.Draw(lc)
 	}
 	p.Draw(draw.Crop(dc, vg.Points(2), -legW, vg.Points(2), -vg.Points(4)))
-	var buf bytes.Buffer
-	// BestSpeed: a plot of flat colours compresses well at any level, and
-	// the default level spent most of a report's time in zlib.
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img.Image()); err != nil {
-		return nil, fmt.Errorf("encode png: %w", err)
+	if rgba, ok := img.Image().(*image.RGBA); ok {
+		return encodePNG(rgba)
 	}
-	return buf.Bytes(), nil
+	return stdPNG(img.Image())
 }
 
 // instantStyle is the line of an instant fault; many instants get fainter lines.
