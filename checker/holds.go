@@ -69,11 +69,15 @@ type liveHold struct {
 // stale holder, as the mutex checker says, when the earlier holder's lease
 // had run out by then.
 func (t *Tracker) Observe(op *history.Op) (overlaps int) {
+	ev := holdEvent(op)
+	if ev == holdNone { // most ops: no need to look the key up
+		return 0
+	}
 	if t.holders == nil {
 		t.holders = map[string][]liveHold{}
 	}
 	hs := t.holders[op.Key]
-	switch holdEvent(op) {
+	switch ev {
 	case holdStarts:
 		mine := -1
 		for i, h := range hs {

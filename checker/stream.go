@@ -42,12 +42,12 @@ type Stream struct {
 	runs map[string]bool
 
 	keys   map[string]*segment
-	recent [64]*segment            // the keys last looked up (see segment)
+	recent [64]*segment           // the keys last looked up (see segment)
 	procs  procTable[outstanding] // each process's op in flight
-	n     int64                  // ops seen
-	first int64
-	last  int64
-	bad   string // why the history is not streamable, once known
+	n      int64                  // ops seen
+	first  int64
+	last   int64
+	bad    string // why the history is not streamable, once known
 
 	mutex    *MutexResult
 	mutexV   map[string][]Overlap // the first maxListed of each key, in order
@@ -76,7 +76,7 @@ type segment struct {
 	holders     holderSet // processes holding it
 	tx          map[int]int
 	want        *keyWant // stats's state of the key (nil without stats)
-	anyTx       bool // an op of the segment is transactional (see resolveTx)
+	anyTx       bool     // an op of the segment is transactional (see resolveTx)
 	maxTime     int64
 }
 

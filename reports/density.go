@@ -34,17 +34,21 @@ const (
 type Density struct {
 	width    int64 // ns per bucket
 	keys     map[string]*keyDensity
-	order    []string // keys in order of first op
-	done     []int32  // completed client ops per bucket
-	holds    []int32  // holds begun per bucket, all keys
-	overlaps []int32  // overlaps begun per bucket, all keys
+	recent   [64]*keyDensity // the keys last looked up (see key)
+	order    []string        // keys in order of first op
+	done     []int32         // completed client ops per bucket
+	holds    []int32         // holds begun per bucket, all keys
+	overlaps []int32         // overlaps begun per bucket, all keys
 	nemesis  []history.Op
 	tracker  checker.Tracker
 	last     int64
 }
 
 // keyDensity is one key's holds and overlaps per bucket.
-type keyDensity struct{ holds, overlaps []int32 }
+type keyDensity struct {
+	name            string
+	holds, overlaps []int32
+}
 
 // NewDensity returns an empty Density.
 func NewDensity() *Density {
@@ -69,12 +73,7 @@ func (d *Density) Add(op *history.Op) {
 	if op.Type != history.Invoke {
 		bump(&d.done, b, 1)
 	}
-	k := d.keys[op.Key]
-	if k == nil {
-		k = &keyDensity{}
-		d.keys[op.Key] = k
-		d.order = append(d.order, op.Key)
-	}
+	k := d.key(op.Key)
 	holdsBefore, _, _ := d.tracker.Totals()
 	o := d.tracker.Observe(op)
 	if holds, _, _ := d.tracker.Totals(); holds > holdsBefore {
@@ -85,6 +84,38 @@ func (d *Density) Add(op *history.Op) {
 		bump(&k.overlaps, b, int32(o))
 		bump(&d.overlaps, b, int32(o))
 	}
+}
+
+// key returns key's counts, new (and last in order) when it has none. The
+// last keys looked up are kept by a hash of their last bytes, so that a
+// few busy keys whose ops interleave are not looked up in the map at every
+// op.
+func (d *Density) key(key string) *keyDensity {
+	slot := &d.recent[recentSlot(key, len(d.recent))]
+	if k := *slot; k != nil && k.name == key {
+		return k
+	}
+	k := d.keys[key]
+	if k == nil {
+		k = &keyDensity{name: key}
+		d.keys[key] = k
+		d.order = append(d.order, key)
+	}
+	*slot = k
+	return k
+}
+
+// recentSlot is key's place in a table of n keys looked up last: a hash of
+// its length and last two bytes.
+func recentSlot(key string, n int) int {
+	h := uint(len(key))
+	if l := len(key); l > 0 {
+		h = h*31 + uint(key[l-1])
+		if l > 1 {
+			h = h*31 + uint(key[l-2])
+		}
+	}
+	return int(h % uint(n))
 }
 
 // bump adds n to (*s)[b], growing *s.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
@@ -61,5 +62,52 @@ func TestDensity(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, fileDensity)); err != nil || !bytes.Contains(index, []byte(fileDensity)) || !bytes.Contains(index, []byte("the plots show ops 0–999")) {
 		t.Fatalf("density.png %v; index:\n%s", err, index)
+	}
+}
+
+// TestDensityKeys: keys that share a place among the last looked up
+// (see Density.key) keep their own counts, in order of their first op,
+// as the mutex checker counts them.
+func TestDensityKeys(t *testing.T) {
+	for name, rename := range map[string]func(k string) string{
+		"one slot":   func(k string) string { return k + "-1x" },
+		"short keys": func(k string) string { return k[1:] },
+		"as made":    func(k string) string { return k },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ops := histgen.Realistic(9, 12, 70, 30000)
+			var order []string
+			seen := map[string]bool{}
+			for i := range ops {
+				if ops[i].Key == "" {
+					continue
+				}
+				ops[i].Key = rename(ops[i].Key)
+				if k := ops[i].Key; !ops[i].IsNemesis() && !seen[k] {
+					seen[k] = true
+					order = append(order, k)
+				}
+			}
+			d := NewDensity()
+			for i := range ops {
+				d.Add(&ops[i])
+			}
+			if !slices.Equal(d.order, order) {
+				t.Fatalf("keys in order %v, want %v", d.order, order)
+			}
+			holds := map[string]int{}
+			for _, h := range checker.Holds(ops) {
+				holds[h.Key]++
+			}
+			for k, kd := range d.keys {
+				n := 0
+				for _, v := range kd.holds {
+					n += int(v)
+				}
+				if kd.name != k || n != holds[k] {
+					t.Errorf("key %s (named %q): %d holds, the checkers count %d", k, kd.name, n, holds[k])
+				}
+			}
+		})
 	}
 }
