@@ -121,6 +121,11 @@ var registry = []Finding{
 		Scenario: "curator-kill-session", File: "curator-kill-session.yaml", Backend: "curator", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
 		Also: []Cell{{"kill-session", "curator"}},
 	},
+	{
+		ID: "tooz-zookeeper-kill-session", Library: "tooz (zookeeper driver)", Package: "python3-tooz",
+		Breaks:   "its session closed, kazoo's lock node goes and ZooKeeper grants the next, while tooz tells the holder nothing: double grant",
+		Scenario: "kill-session", Backend: "tooz-zookeeper", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+	},
 	// Limitations.
 	{
 		ID: "redlock-clock-jump", Library: "redsync (Redlock)", Module: "github.com/go-redsync/redsync/v4",
