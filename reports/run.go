@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -170,12 +171,21 @@ type fileWriter struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	errs []error
+	// slots bounds the files rendered at once to the processors Go runs
+	// on: more would not finish sooner, and each plot holds its images
+	// (a megabyte to ten) while it is drawn.
+	slots chan struct{}
 }
 
 // write renders one file on its own goroutine and writes it atomically,
 // unless the context is done. err waits for every file.
 func (w *fileWriter) write(name string, render func() ([]byte, error)) {
+	if w.slots == nil {
+		w.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
+	}
 	w.wg.Go(func() {
+		w.slots <- struct{}{}
+		defer func() { <-w.slots }()
 		if err := w.ctx.Err(); err != nil {
 			w.fail(fmt.Errorf("%s: %w", name, err))
 			return

@@ -3,8 +3,11 @@ package reports
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
@@ -78,5 +81,43 @@ func TestPlotsTakeTimesOutsideTheRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestFilesRenderedAtOnce: a report renders at most as many files at once
+// as Go has processors (more would not finish sooner, and each plot holds
+// its images while it is drawn), and renders them all.
+func TestFilesRenderedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	w := &fileWriter{ctx: context.Background(), dir: dir}
+	const files = 12
+	var running, most atomic.Int32
+	started, release := make(chan struct{}, files), make(chan struct{})
+	for i := range files {
+		w.write(fmt.Sprintf("f%d.txt", i), func() ([]byte, error) {
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			started <- struct{}{}
+			<-release
+			running.Add(-1)
+			return []byte("x"), nil
+		})
+	}
+	for range files {
+		<-started
+		for range 100 { // let the others start, if they may
+			runtime.Gosched()
+		}
+		release <- struct{}{}
+	}
+	if err := w.err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, limit := most.Load(), int32(runtime.GOMAXPROCS(0)); m > limit {
+		t.Errorf("%d files rendered at once, with %d processors", m, limit)
+	}
+	if got, _ := filepath.Glob(filepath.Join(dir, "f*.txt")); len(got) != files {
+		t.Errorf("%d files written, want %d", len(got), files)
 	}
 }
