@@ -125,6 +125,10 @@ var registry = []Finding{
 		ID: "tooz-zookeeper-kill-session", Library: "tooz (zookeeper driver)", Package: "python3-tooz",
 		Breaks:   "its session closed, kazoo's lock node goes and ZooKeeper grants the next, while tooz tells the holder nothing: double grant",
 		Scenario: "kill-session", Backend: "tooz-zookeeper", Seeds: []int64{1, 2, 3}, AgainstClaim: true,
+		// The same silence when the session expires (a partition or slow
+		// replies past the session timeout): tooz's claim stays the
+		// expectation there too (one rule), and this finding names it.
+		Also: []Cell{{"renew-partition", "tooz-zookeeper"}, {"renew-delay", "tooz-zookeeper"}, {"zk-partition", "tooz-zookeeper"}},
 	},
 	// Limitations.
 	{
