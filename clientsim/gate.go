@@ -8,6 +8,7 @@ package clientsim
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,10 @@ import (
 type Gate struct {
 	mu     sync.Mutex
 	paused bool
-	open   chan struct{} // closed while not paused
+	// open is closed while not paused; it is changed under mu and read
+	// without it: Wait, which every step of every client calls, takes no
+	// lock.
+	open atomic.Pointer[chan struct{}]
 	// notify, when set, hears every change, under mu (OnChange).
 	notify func(paused bool)
 }
@@ -37,7 +41,9 @@ func (g *Gate) OnChange(f func(paused bool)) {
 func NewGate() *Gate {
 	ch := make(chan struct{})
 	close(ch)
-	return &Gate{open: ch}
+	g := &Gate{}
+	g.open.Store(&ch)
+	return g
 }
 
 // Pause closes the gate. It reports false if it was already closed.
@@ -48,7 +54,8 @@ func (g *Gate) Pause() bool {
 		return false
 	}
 	g.paused = true
-	g.open = make(chan struct{})
+	ch := make(chan struct{})
+	g.open.Store(&ch)
 	if g.notify != nil {
 		g.notify(true)
 	}
@@ -67,7 +74,7 @@ func (g *Gate) Resume() bool {
 	// The client's own step goes first, then its process (SIGCONT): a
 	// woken program's next instruction runs before its library's threads
 	// can tell it what it missed, as after a real stop-the-world pause.
-	close(g.open)
+	close(*g.open.Load())
 	if g.notify != nil {
 		g.notify(false)
 	}
@@ -84,9 +91,7 @@ func (g *Gate) Paused() bool {
 // Wait returns at once when the gate is open, or blocks until it opens or
 // ctx ends (returning ctx's error).
 func (g *Gate) Wait(ctx context.Context) error {
-	g.mu.Lock()
-	ch := g.open
-	g.mu.Unlock()
+	ch := *g.open.Load()
 	select {
 	case <-ch:
 		return nil

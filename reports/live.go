@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
@@ -17,24 +18,48 @@ import (
 // Observe may be called from the recording goroutine while Line is called
 // from another. The zero Live is ready to use.
 type Live struct {
+	// ops is counted without the lock, and the lock is taken only for
+	// the ops that start, renew or end a hold: every client's every op
+	// passes through Observe, on the client's own goroutine.
+	ops     atomic.Int64
+	started atomic.Bool // firstOp is set
 	mu      sync.Mutex
-	ops     int
 	firstOp time.Time // the first client op: the clients' clock starts
 	holds   checker.Tracker
 }
 
 // Observe counts one recorded op.
 func (l *Live) Observe(op *history.Op) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ops++
+	l.ops.Add(1)
 	if op.IsNemesis() {
 		return
 	}
-	if l.firstOp.IsZero() {
-		l.firstOp = time.Now()
+	if !l.started.Load() {
+		l.mu.Lock()
+		if l.firstOp.IsZero() {
+			l.firstOp = time.Now()
+		}
+		l.started.Store(true)
+		l.mu.Unlock()
 	}
+	if !holdOp(op.F) {
+		return
+	}
+	l.mu.Lock()
 	l.holds.Observe(op)
+	l.mu.Unlock()
+}
+
+// holdOp reports whether an op f may start, renew or end a hold, by
+// checker.Tracker's rule (an acquire's ok, an extend's ok, a release's or
+// a lost's invoke): a read, a write or a final read never does, and the
+// Tracker need not see it.
+func holdOp(f string) bool {
+	switch f {
+	case history.Acquire, history.Extend, history.Release, history.Lost:
+		return true
+	}
+	return false
 }
 
 // LiveCounts is what a Live has counted.
@@ -48,7 +73,7 @@ type LiveCounts struct {
 func (l *Live) Counts(now time.Time) LiveCounts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := LiveCounts{Ops: l.ops}
+	c := LiveCounts{Ops: int(l.ops.Load())}
 	c.Holds, c.Overlaps, c.Stale = l.holds.Totals()
 	if !l.firstOp.IsZero() {
 		c.Elapsed = now.Sub(l.firstOp)

@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,32 +319,19 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 // the busy acquires, the lock requests (acquire and release completions)
 // and the time from Run's start to its return. The clients are made and
 // connected before the clock starts, as the runner makes them before the
-// run's time 0. The history is read back and checked afterwards.
+// run's time 0. The history is read back, counted and checked afterwards.
 func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Backend, path string, d time.Duration) (sideCounts, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return sideCounts{}, err
 	}
 	defer f.Close()
-	var nh, nb, nq atomic.Int64
 	var live reports.Live
 	var engine *nemesis.Engine
 	rec := history.NewRecorder(f, history.RecorderOptions{Observe: func(op history.Op) {
 		// The runner's observer: the live counts, then the nemesis.
 		live.Observe(&op)
 		engine.Observe(op)
-		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) {
-			return
-		}
-		nq.Add(1)
-		if op.F == history.Acquire {
-			switch op.Type {
-			case history.OK:
-				nh.Add(1)
-			case history.Fail:
-				nb.Add(1)
-			}
-		}
 	}})
 	res, err := workload.NewMemory(workload.FenceNone)
 	if err != nil {
@@ -364,13 +353,30 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 	if cerr := rec.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		var ops []history.Op
-		if ops, err = history.ReadFile(path); err == nil {
-			err = checkShape(ops)
+	if err != nil {
+		return sideCounts{}, err
+	}
+	// Counted from the file, afterwards: counting as the ops came would
+	// add the benchmark's own work to the harness's.
+	ops, err := history.ReadFile(path)
+	if err != nil {
+		return sideCounts{}, err
+	}
+	c := sideCounts{took: took}
+	for _, op := range ops {
+		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) {
+			continue
+		}
+		c.reqs++
+		switch {
+		case op.F != history.Acquire:
+		case op.Type == history.OK:
+			c.holds++
+		case op.Type == history.Fail:
+			c.busy++
 		}
 	}
-	return sideCounts{holds: nh.Load(), busy: nb.Load(), reqs: nq.Load(), took: took}, err
+	return c, checkShape(ops)
 }
 
 // checkShape fails a history whose requests failed for any reason other
@@ -383,3 +389,146 @@ func checkShape(ops []history.Op) error {
 	}
 	return nil
 }
+
+// ownCostHolds is how many holds BenchmarkHarnessOwnCost counts on each
+// side, whatever b.N (make bench runs it once).
+const ownCostHolds = 200_000
+
+// BenchmarkHarnessOwnCost measures the harness's own CPU per hold, with no
+// network in the way: one client on 8 keys of an in-process lock that
+// answers at once, through the client loop recording as the runner does
+// (history to a file, reports.Live and a nemesis engine observing) and
+// through the bare loop (acquire a random key, release it). It reports the
+// process's CPU time per hold of each (bare-ns/hold, harness-ns/hold) and
+// own-ns/hold, their difference: the CPU each hold of BenchmarkHarness
+// spends in the harness beside its two round trips; and the harness's
+// allocations per hold.
+func BenchmarkHarnessOwnCost(b *testing.B) {
+	keys := make([]string, harnessKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	ctx := context.Background()
+	timeout := 2 * time.Second
+	var bareT, harnessT time.Duration
+	var allocs uint64
+	// CPU time of the whole process (every thread: the flusher and the
+	// garbage collector too), not wall time, which a loaded machine's
+	// other work stretches.
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for range b.N {
+		backend := &instantLock{held: map[string]bool{}}
+		c, _ := backend.Client(ctx, backends.ClientEnv{})
+		rng := rand.New(rand.NewPCG(1, 1))
+		start := cpu()
+		for n := 0; n < ownCostHolds; {
+			key := keys[rng.IntN(len(keys))]
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			g, err := c.Acquire(actx, key)
+			if err == nil {
+				if err := c.Release(actx, key, g); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			cancel()
+		}
+		bareT += cpu() - start
+
+		path := filepath.Join(b.TempDir(), "history.jsonl")
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var live reports.Live
+		var engine *nemesis.Engine
+		stop := make(chan struct{})
+		backend.grants, backend.stopAt, backend.stop = 0, ownCostHolds, stop
+		rec := history.NewRecorder(f, history.RecorderOptions{Observe: func(op history.Op) {
+			live.Observe(&op)
+			engine.Observe(op)
+		}})
+		cfg := workload.Config{Clients: 1, Keys: keys, Hold: time.Nanosecond,
+			ThinkMin: time.Nanosecond, ThinkMax: time.Nanosecond, OpTimeout: timeout, Seed: 1}
+		procs := workload.NewProcs(cfg.Clients, rec)
+		engine = nemesis.NewEngine(ctx, &nemesis.Env{Gates: procs.Gates, Clocks: procs.Clocks}, rec, nil)
+		res, err := workload.NewMemory(workload.FenceNone)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := procs.Open(ctx, backend); err != nil {
+			b.Fatal(err)
+		}
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		start = cpu()
+		err = workload.Run(ctx, stop, cfg, backend, res, procs)
+		harnessT += cpu() - start
+		runtime.ReadMemStats(&ms1)
+		allocs += ms1.Mallocs - ms0.Mallocs
+		if cerr := rec.Close(); err == nil {
+			err = cerr
+		}
+		_ = f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(b.N * ownCostHolds)
+	b.ReportMetric(float64(bareT.Nanoseconds())/n, "bare-ns/hold")
+	b.ReportMetric(float64(harnessT.Nanoseconds())/n, "harness-ns/hold")
+	b.ReportMetric(float64((harnessT-bareT).Nanoseconds())/n, "own-ns/hold")
+	b.ReportMetric(float64(allocs)/n, "harness-allocs/hold")
+}
+
+// instantLock is an in-process lock that answers at once: a key held by
+// one client is busy to every other, as a Redis lock's is. With stopAt
+// set it closes stop at its stopAt-th grant.
+type instantLock struct {
+	mu     sync.Mutex
+	held   map[string]bool
+	grants int
+	stopAt int
+	stop   chan struct{}
+}
+
+// Client implements backends.Backend.
+func (l *instantLock) Client(context.Context, backends.ClientEnv) (backends.Client, error) {
+	return instantClient{l}, nil
+}
+
+// Close implements backends.Backend.
+func (l *instantLock) Close() error { return nil }
+
+type instantClient struct{ l *instantLock }
+
+func (c instantClient) Acquire(ctx context.Context, key string) (backends.Grant, error) {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.l.held[key] {
+		return backends.Grant{}, backends.ErrBusy
+	}
+	c.l.held[key] = true
+	if c.l.grants++; c.l.grants == c.l.stopAt {
+		close(c.l.stop)
+	}
+	return backends.Grant{Lease: 10 * time.Second, HasLease: true, Token: "t"}, nil
+}
+
+func (c instantClient) Release(ctx context.Context, key string, g backends.Grant) error {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if !c.l.held[key] {
+		return backends.ErrNotHeld
+	}
+	delete(c.l.held, key)
+	return nil
+}
+
+func (c instantClient) Close() error { return nil }
