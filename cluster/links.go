@@ -105,6 +105,16 @@ func (c *Cluster) Link(from string, s Server) (*links.Link, error) {
 	return l, err
 }
 
+// LinkRemarks are what the cluster had to do to its links beyond the
+// faults asked of them (links.Set.Remarks): a run logs them and notes
+// them in its results. None when links are not enabled.
+func (c *Cluster) LinkRemarks() []string {
+	if ls := c.linkSet(); ls != nil {
+		return ls.Remarks()
+	}
+	return nil
+}
+
 // closeLinks stops every proxy: no listener is left.
 func (c *Cluster) closeLinks() {
 	if ls := c.linkSet(); ls != nil {

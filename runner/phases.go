@@ -380,6 +380,9 @@ func (r *run) runClients(ctx context.Context) error {
 	if herr := r.engine.Heal(context.WithoutCancel(ctx)); herr != nil {
 		r.lg.Printf("nemesis: %v", herr)
 	}
+	for _, m := range r.cl.LinkRemarks() {
+		r.lg.Printf("links: %s", m)
+	}
 	for _, g := range r.procs.Gates { // nothing stays frozen, whatever the nemesis did
 		g.Resume()
 	}
@@ -504,6 +507,9 @@ func (r *run) check(ctx context.Context) (*checker.Results, error) {
 	noteIdle(results, r.engine.Idle(len(r.sch.Script)))
 	noteUnexercised(results, ex.problems())
 	noteClientWarnings(results, r.clientWarnings())
+	if r.cl != nil {
+		noteLinkRemarks(results, r.cl.LinkRemarks())
+	}
 	results.Scenario, results.Backend, results.Resource, results.Seed = sc.Name, sc.Backend, sc.Resource, sc.Seed
 	if sc.Backend == scenarios.ExecBackend {
 		results.Program = sc.Exec.Program()

@@ -76,6 +76,17 @@ func noteSkipped(r *checker.Results, backend string, skipped []string) {
 	r.Note = strings.TrimPrefix(r.Note+"; "+backend+" takes no lock, so "+strings.Join(skipped, " and ")+" did not apply", "; ")
 }
 
+// noteLinkRemarks says in the results what the harness did to the
+// links beyond the faults (cluster.Cluster.LinkRemarks): connections
+// broken because a heal could not otherwise end. The verdict stands; the
+// clients of those connections saw a reset the scenario did not plan.
+func noteLinkRemarks(r *checker.Results, remarks []string) {
+	if len(remarks) == 0 {
+		return
+	}
+	r.Note = strings.TrimPrefix(r.Note+"; the harness reset connections to end a heal: "+strings.Join(remarks, "; "), "; ")
+}
+
 // noteMissed says which scripted faults never happened. A run whose
 // scenario planned a fault that did not happen did not test what it says:
 // it is unknown, never valid.

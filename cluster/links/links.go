@@ -15,9 +15,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -83,7 +85,9 @@ type Link struct {
 	// To is the server the link leads to.
 	To     Target
 	proxy  *toxiproxy.Proxy
-	stop   func() // stops a link whose accept loop is ours (patientLink)
+	set    *Set
+	stop   func() // stops the link: its accept loop is ours (Set.open)
+	conns  *connSet
 	mu     sync.Mutex
 	n      int // toxic names
 	faults map[string][]string
@@ -122,9 +126,13 @@ func (l *Link) add(d Direction, typ string, attrs map[string]any) (string, error
 	for _, s := range d.streams() {
 		name := fmt.Sprintf("%s-%s-%s", handle, typ, s)
 		body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, s, jsonAttrs(attrs))
-		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+		err := l.bounded(context.Background(), "adding "+typ, func() error {
+			_, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body))
+			return err
+		})
+		if err != nil {
 			for _, n := range names {
-				_ = l.proxy.Toxics.RemoveToxic(context.Background(), n)
+				_ = l.remove(context.Background(), n)
 			}
 			return "", fmt.Errorf("link %s->%s: %s: %w", l.From, l.To.Name(), typ, err)
 		}
@@ -137,7 +145,8 @@ func (l *Link) add(d Direction, typ string, attrs map[string]any) (string, error
 	return handle, nil
 }
 
-// Heal removes the fault with this handle.
+// Heal removes the fault with this handle. It returns within about
+// twice stuckPatience whatever the link's readers do: see bounded.
 func (l *Link) Heal(ctx context.Context, handle string) error {
 	l.mu.Lock()
 	names := l.faults[handle]
@@ -145,11 +154,62 @@ func (l *Link) Heal(ctx context.Context, handle string) error {
 	l.mu.Unlock()
 	var err error
 	for _, n := range names {
-		if e := l.proxy.Toxics.RemoveToxic(ctx, n); e != nil && err == nil {
+		if e := l.remove(ctx, n); e != nil && err == nil {
 			err = fmt.Errorf("link %s->%s: heal: %w", l.From, l.To.Name(), e)
 		}
 	}
 	return err
+}
+
+// remove takes the toxic named name off the link, in bounded time.
+func (l *Link) remove(ctx context.Context, name string) error {
+	return l.bounded(ctx, "removing "+name, func() error { return l.proxy.Toxics.RemoveToxic(ctx, name) })
+}
+
+// stuckPatience is how long a change of a link's toxics may take before
+// the link's connections are broken so that it ends. Such a change
+// interrupts the toxics' goroutines and waits for them; one blocked
+// writing to a reader that does not read (a client process stopped by
+// SIGSTOP, a peer that stopped reading: a delayed stream's bytes wait in
+// the toxic) cannot be interrupted, and toxiproxy would wait forever,
+// holding the link's lock (no new connection either). A change that can
+// proceed takes microseconds; toxiproxy's own wait for a slow reader, at
+// a removal, is 5s per chunk.
+const stuckPatience = 3 * time.Second
+
+// ErrStuck is returned when a change of a link's toxics did not end even
+// after its connections were broken.
+var ErrStuck = errors.New("a change of the link's faults did not end")
+
+// bounded runs change (a change of the link's toxics) and waits for it up
+// to stuckPatience, or until ctx ends; then it breaks every connection of
+// the link (a write to one is discarded, a read fails: the stuck toxic
+// goroutine's write goes through, the toxic sees its interrupt and the
+// connection's streams end), says so in the set's Remarks, and waits up
+// to stuckPatience again. The link itself keeps working: new connections
+// pass as before.
+func (l *Link) bounded(ctx context.Context, what string, change func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- change() }()
+	t := time.NewTimer(stuckPatience)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	n := l.conns.breakAll()
+	msg := fmt.Sprintf("link %s->%s: %s did not end within %s (a reader that does not read: a stopped process, a peer that stopped reading): its %d connection(s) were closed so that it could end", l.From, l.To.Name(), what, stuckPatience, n)
+	t.Reset(stuckPatience)
+	select {
+	case err := <-done:
+		l.set.remark(msg)
+		return err
+	case <-t.C:
+		l.set.remark(msg + ", and it still did not end")
+		return fmt.Errorf("%w: %s", ErrStuck, msg)
+	}
 }
 
 // healAll removes every fault on the link.
@@ -166,13 +226,7 @@ func (l *Link) healAll(ctx context.Context) {
 }
 
 // close stops the link's listener and connections.
-func (l *Link) close() {
-	if l.stop != nil {
-		l.stop()
-		return
-	}
-	l.proxy.Stop()
-}
+func (l *Link) close() { l.stop() }
 
 func jsonAttrs(m map[string]any) string {
 	keys := make([]string, 0, len(m))
@@ -194,6 +248,24 @@ type Set struct {
 	server *toxiproxy.ApiServer
 	byKey  map[string]*Link
 	closed bool
+	// remarks are what the harness did to links that a run's results
+	// must say (Remarks).
+	remarks []string
+}
+
+// Remarks are what the set had to do to its links beyond the faults
+// asked of it: connections broken because a fault's heal could not
+// otherwise end (bounded). A run logs them and notes them in its results.
+func (ls *Set) Remarks() []string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return append([]string(nil), ls.remarks...)
+}
+
+func (ls *Set) remark(s string) {
+	ls.mu.Lock()
+	ls.remarks = append(ls.remarks, s)
+	ls.mu.Unlock()
 }
 
 var _ = toxics.Register // the toxics package registers "timeout" and "latency"
@@ -219,13 +291,145 @@ func (ls *Set) Get(key, from string, to Target, upstream string) (*Link, error) 
 	if l, ok := ls.byKey[key]; ok {
 		return l, nil
 	}
-	p := toxiproxy.NewProxy(ls.server, key, net.JoinHostPort(ls.host, "0"), upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("links: %s: %w", key, err)
+	l, err := ls.open(key, from, to, upstream, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", upstream)
+	})
+	if err != nil {
+		return nil, err
 	}
-	l := &Link{From: from, To: to, proxy: p}
 	ls.byKey[key] = l
 	return l, nil
+}
+
+// open makes a link named key from from to to: a listener on the set's
+// host whose accept loop is ours, each connection accepted dialing
+// upstream with dial (whose ctx ends when the link stops) and carried
+// through the link's toxics by toxiproxy. The connections are ours too
+// (connSet), so a stuck toxic can be freed (bounded).
+func (ls *Set) open(key, from string, to Target, upstream string, dial func(ctx context.Context) (net.Conn, error)) (*Link, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ls.host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("links: %s: %w", key, err)
+	}
+	p := toxiproxy.NewProxy(ls.server, key, ln.Addr().String(), upstream)
+	conns := &connSet{all: map[*trackedConn]bool{}}
+	l := &Link{From: from, To: to, proxy: p, set: ls, conns: conns}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	l.stop = func() {
+		_ = ln.Close()
+		cancel()
+		wg.Wait() // no dial left to add a connection
+		conns.closeAll()
+	}
+	wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				up, err := dial(ctx)
+				if err != nil {
+					_ = client.Close()
+					return
+				}
+				cl, u := conns.track(client), conns.track(up)
+				name := client.RemoteAddr().String()
+				p.Toxics.StartLink(ls.server, name+"upstream", cl, u, stream.Upstream)
+				p.Toxics.StartLink(ls.server, name+"downstream", u, cl, stream.Downstream)
+			})
+		}
+	})
+	return l, nil
+}
+
+// connSet is a link's open connections (both ends of each).
+type connSet struct {
+	mu  sync.Mutex
+	all map[*trackedConn]bool
+}
+
+// track adds c to the set until it is closed.
+func (cs *connSet) track(c net.Conn) *trackedConn {
+	t := &trackedConn{Conn: c}
+	t.onClose = func() {
+		cs.mu.Lock()
+		delete(cs.all, t)
+		cs.mu.Unlock()
+	}
+	cs.mu.Lock()
+	cs.all[t] = true
+	cs.mu.Unlock()
+	return t
+}
+
+func (cs *connSet) list() []*trackedConn {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]*trackedConn, 0, len(cs.all))
+	for t := range cs.all {
+		out = append(out, t)
+	}
+	return out
+}
+
+// closeAll closes every connection.
+func (cs *connSet) closeAll() {
+	for _, t := range cs.list() {
+		_ = t.Close()
+	}
+}
+
+// breakAll breaks every connection (trackedConn.breakConn) and returns
+// how many (client-side ones: a connection counts once).
+func (cs *connSet) breakAll() int {
+	all := cs.list()
+	for _, t := range all {
+		t.breakConn()
+	}
+	return (len(all) + 1) / 2
+}
+
+// trackedConn is a connection that leaves its link's set when closed.
+// Once broken, it is closed and every write to it is discarded: a toxic
+// stuck writing to it goes on, and its stream ends at the read that now
+// fails.
+type trackedConn struct {
+	net.Conn
+	once    sync.Once
+	onClose func()
+	broken  atomic.Bool
+}
+
+// Close closes the connection and forgets it.
+func (t *trackedConn) Close() error {
+	t.once.Do(t.onClose)
+	return t.Conn.Close()
+}
+
+// Write writes b, or discards it once the connection is broken (a write
+// under way when it breaks fails at the close, and is discarded too).
+func (t *trackedConn) Write(b []byte) (int, error) {
+	if t.broken.Load() {
+		return len(b), nil
+	}
+	n, err := t.Conn.Write(b)
+	if err != nil && t.broken.Load() {
+		return len(b), nil
+	}
+	return n, err
+}
+
+// breakConn resets the connection (what it had yet to send is dropped;
+// the other end reads a reset) and makes its writes succeed unsent.
+func (t *trackedConn) breakConn() {
+	t.broken.Store(true)
+	if tc, ok := t.Conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = t.Close()
 }
 
 // Close stops every proxy: no listener is left.

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"context"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
@@ -178,63 +176,12 @@ func (ls *Set) Patient(key, from string, s Target, upstream string) (*Link, erro
 	if l, ok := ls.byKey[key]; ok {
 		return l, nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ls.host, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("links: %s: %w", key, err)
-	}
-	p := toxiproxy.NewProxy(ls.server, key, ln.Addr().String(), upstream)
-	l := &Link{From: from, To: s, proxy: p}
-	var (
-		mu    sync.Mutex
-		conns = map[*trackedConn]bool{}
-		done  = make(chan struct{})
-		wg    sync.WaitGroup
-	)
-	track := func(c net.Conn) *trackedConn {
-		t := &trackedConn{Conn: c}
-		t.onClose = func() {
-			mu.Lock()
-			delete(conns, t)
-			mu.Unlock()
-		}
-		mu.Lock()
-		conns[t] = true
-		mu.Unlock()
-		return t
-	}
-	l.stop = func() {
-		_ = ln.Close()
-		close(done)
-		wg.Wait() // no dial left to add a connection
-		mu.Lock()
-		all := make([]*trackedConn, 0, len(conns))
-		for t := range conns {
-			all = append(all, t)
-		}
-		mu.Unlock()
-		for _, t := range all {
-			_ = t.Close()
-		}
-	}
-	wg.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				up, err := dialPatiently(done, upstream)
-				if err != nil {
-					_ = client.Close()
-					return
-				}
-				cl, u := track(client), track(up)
-				name := client.RemoteAddr().String()
-				p.Toxics.StartLink(ls.server, name+"upstream", cl, u, stream.Upstream)
-				p.Toxics.StartLink(ls.server, name+"downstream", u, cl, stream.Downstream)
-			})
-		}
+	l, err := ls.open(key, from, s, upstream, func(ctx context.Context) (net.Conn, error) {
+		return dialPatiently(ctx.Done(), upstream)
 	})
+	if err != nil {
+		return nil, err
+	}
 	ls.byKey[key] = l
 	return l, nil
 }
@@ -258,17 +205,4 @@ func dialPatiently(done <-chan struct{}, addr string) (net.Conn, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// trackedConn is a connection that leaves its link's set when closed.
-type trackedConn struct {
-	net.Conn
-	once    sync.Once
-	onClose func()
-}
-
-// Close closes the connection and forgets it.
-func (t *trackedConn) Close() error {
-	t.once.Do(t.onClose)
-	return t.Conn.Close()
 }
