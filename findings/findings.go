@@ -237,6 +237,29 @@ func Covering(scenario, backend string) string {
 	return ""
 }
 
+// Primary is the cell a finding shows first: its own scenario on its
+// backend, or, for a finding with a file of its own, the first cell Also
+// names. A finding whose primary cells all came out as claimed did not
+// show (matrix.Stale); its other cells may show it only sometimes.
+func (f Finding) Primary() (Cell, bool) {
+	c := f.Covers()
+	if len(c) == 0 {
+		return Cell{}, false
+	}
+	return c[0], true
+}
+
+// PrimaryOf returns the id of the finding whose primary cell is scenario on
+// backend, or "".
+func PrimaryOf(scenario, backend string) string {
+	for _, f := range registry {
+		if c, ok := f.Primary(); ok && c == (Cell{scenario, backend}) {
+			return f.ID
+		}
+	}
+	return ""
+}
+
 // Version is the library's version here: the Go module's as this program
 // was built with it, or the installed Debian package's; "unknown" when
 // neither can be read.

@@ -36,6 +36,8 @@ func TestKnownFindings(t *testing.T) {
 			[]string{""}, false, nil},
 		{"claim held: stale finding", []Cell{cell("renew-partition", "rueidislock", "valid", "valid"), cell("renew-partition", "rueidislock-1", "valid", "valid")},
 			[]string{"", ""}, true, []string{"rueidislock-renew-partition"}},
+		{"a secondary cell alone never makes it stale", []Cell{cell("zk-partition", "zk-lock", "valid", "valid")},
+			[]string{""}, true, nil},
 		{"claim held once of two: not stale", []Cell{cell("renew-partition", "rueidislock", "valid", "valid"), cell("renew-partition", "rueidislock-1", "valid", "invalid")},
 			[]string{"", "rueidislock-renew-partition"}, true, nil},
 	} {

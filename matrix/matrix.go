@@ -352,21 +352,24 @@ func (m *Matrix) Known() int {
 }
 
 // Stale lists the known findings this matrix could have shown — it ran
-// cells that finding covers, each to a verdict — while every one of those
-// cells came out as its row claims: fixed upstream, or no longer shown
-// here. Each is said loudly; the finding belongs in the record's fixed
-// section (docs/findings.md) once repro agrees.
+// the finding's primary cell (findings.Finding.Primary), to a verdict —
+// while no cell the finding covers contradicted its row's claim: fixed
+// upstream, or no longer shown here. Each is said loudly; the finding
+// belongs in the record's fixed section (docs/findings.md) once repro
+// agrees. A finding's other cells (zk-lock's zk-partition, say) show it
+// only sometimes, so they alone never make it stale.
 func (m *Matrix) Stale() []string {
 	ran := map[string]int{}
 	contradicted := map[string]bool{}
 	for _, c := range m.Cells {
-		id := findings.Covering(c.Scenario, c.Backend)
-		if id == "" || (c.Verdict != checker.Valid.String() && c.Verdict != checker.Invalid.String()) || c.Expected != checker.Valid.String() {
+		if c.Verdict != checker.Valid.String() && c.Verdict != checker.Invalid.String() || c.Expected != checker.Valid.String() {
 			continue
 		}
-		ran[id]++
-		if !c.AsExpected {
-			contradicted[id] = true
+		if id := findings.PrimaryOf(c.Scenario, c.Backend); id != "" {
+			ran[id]++
+		}
+		if c.KnownFinding != "" {
+			contradicted[c.KnownFinding] = true
 		}
 	}
 	var out []string
