@@ -74,7 +74,36 @@ func init() {
 		Fencing:     true,
 		Lease:       true,
 		Renews:      true,
+		Options:     func() Options { return &zkOptions{} },
 	}, newZooKeeper)
+}
+
+// zkOptions are the zookeeper backend's backend_options.
+type zkOptions struct {
+	// SessionTimeout is the session timeout each client asks for (the
+	// lock's lease); zero asks for the scenario's ttl. The library drops
+	// its connection when nothing arrives for two thirds of it, so a
+	// client whose replies are held longer than that never works again
+	// (its reconnects keep its session, and its lock node, alive): a
+	// scenario that holds replies longer gives its zookeeper rows a
+	// longer session.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+}
+
+// Validate refuses a negative session timeout.
+func (o *zkOptions) Validate(Env) error {
+	if o.SessionTimeout < 0 {
+		return fmt.Errorf("session_timeout %s: must be above 0 (or left out: the scenario's ttl)", o.SessionTimeout)
+	}
+	return nil
+}
+
+// sessionTimeout is the session timeout the clients ask for.
+func (b *zkBackend) sessionTimeout() time.Duration {
+	if o := envOptions(b.env, &zkOptions{}); o.SessionTimeout > 0 {
+		return o.SessionTimeout
+	}
+	return b.env.TTL
 }
 
 // zooKeeperLockRoot is the znode under which the zookeeper backend keeps
@@ -120,7 +149,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zkClient{clock: clock, ctx: cctx, cancel: cancel, session: make(chan struct{}),
 		lost: closedChan(), known: map[string]bool{}, unsure: map[string]bool{}, auth: b.zk.Auth()}
-	c.timeoutMS.Store(b.env.TTL.Milliseconds())
+	c.timeoutMS.Store(b.sessionTimeout().Milliseconds())
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		conn, err := net.DialTimeout(network, address, timeout)
 		if err != nil {
@@ -128,7 +157,7 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 		}
 		return &zkWire{Conn: conn, gate: gate, ctx: cctx, c: c}, nil
 	}
-	conn, _, err := zk.Connect(addrs, b.env.TTL, zk.WithDialer(dial), zk.WithEventCallback(c.event),
+	conn, _, err := zk.Connect(addrs, b.sessionTimeout(), zk.WithDialer(dial), zk.WithEventCallback(c.event),
 		zk.WithLogger(zkLogger{}), zk.WithLogInfo(false))
 	if err != nil {
 		cancel()
