@@ -152,6 +152,10 @@ func slowDecode(line []byte) (Op, fieldSet, error) {
 // reports false, leaving *op in any state, for anything it does not handle
 // or that is not valid, and then json.Unmarshal decides.
 func (d *decoder) fast(s []byte, op *Op) (fieldSet, bool) {
+	if fields, ok := d.written(s, op); ok {
+		return fields, true
+	}
+	*op = Op{}
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return 0, false
@@ -196,6 +200,44 @@ func (d *decoder) fast(s []byte, op *Op) (fieldSet, bool) {
 		}
 		i = skipSpace(s, i+1)
 	}
+}
+
+// writtenKeys are the keys of a line as appendOp writes it, in its order,
+// each with what comes before it; the first five are always there.
+var writtenKeys = [...]struct {
+	lit string
+	f   fieldSet
+}{
+	{`{"index":`, fieldIndex}, {`,"time":`, fieldTime}, {`,"process":`, fieldProcess},
+	{`,"type":`, fieldType}, {`,"f":`, fieldF}, {`,"key":`, fieldKey}, {`,"value":`, fieldValue},
+	{`,"fence":`, fieldFence}, {`,"lease_ms":`, fieldLeaseMS}, {`,"error":`, fieldError}, {`,"tx":`, fieldTx},
+}
+
+// written decodes a line in the very form appendOp writes (the history's
+// own): its keys in Op's order, each once, with no white space around
+// them, the optional ones left out or not; each value is decoded as fast
+// decodes it. Whatever is not in that form (a key in another order,
+// spelling or case, white space, a key twice) reports false, leaving *op
+// in any state, and fast's general path decodes it. It spares the history's
+// lines the reading of each key.
+func (d *decoder) written(s []byte, op *Op) (fieldSet, bool) {
+	var fields fieldSet
+	i := 0
+	for k := range writtenKeys {
+		w := &writtenKeys[k]
+		if len(s)-i < len(w.lit) || string(s[i:i+len(w.lit)]) != w.lit {
+			if k < 5 {
+				return 0, false
+			}
+			continue
+		}
+		var ok bool
+		if i, ok = d.value(s, i+len(w.lit), w.f, op); !ok {
+			return 0, false
+		}
+		fields |= w.f
+	}
+	return fields, i == len(s)-1 && s[i] == '}'
 }
 
 // fieldOf returns the field an ASCII key names, as json.Unmarshal matches
@@ -290,19 +332,19 @@ func (d *decoder) value(s []byte, i int, f fieldSet, op *Op) (int, bool) {
 	case fieldLeaseMS:
 		return d.parseIntPtr(s, i, &op.LeaseMS)
 	case fieldType:
-		str, end, ok := d.str(s, i)
+		str, end, ok := d.str(s, i, knownType)
 		op.Type = Type(str)
 		return end, ok
 	case fieldF:
-		str, end, ok := d.str(s, i)
+		str, end, ok := d.str(s, i, knownF)
 		op.F = str
 		return end, ok
 	case fieldKey:
-		str, end, ok := d.str(s, i)
+		str, end, ok := d.str(s, i, nil)
 		op.Key = str
 		return end, ok
 	case fieldError:
-		str, end, ok := d.str(s, i)
+		str, end, ok := d.str(s, i, nil)
 		op.Error = str
 		return end, ok
 	case fieldTx:
@@ -378,8 +420,10 @@ func (d *decoder) parseIntPtr(s []byte, i int, p **int64) (int, bool) {
 	return end, true
 }
 
-// str decodes the JSON string at s[i].
-func (d *decoder) str(s []byte, i int) (string, int, bool) {
+// str decodes the JSON string at s[i]. known, when not nil, names the
+// strings the field usually holds: one of them is returned as it is, not
+// looked up among the interned ones.
+func (d *decoder) str(s []byte, i int, known func([]byte) string) (string, int, bool) {
 	if i >= len(s) || s[i] != '"' {
 		return "", i, false
 	}
@@ -388,6 +432,11 @@ func (d *decoder) str(s []byte, i int) (string, int, bool) {
 		j++
 	}
 	if j < len(s) && s[j] == '"' {
+		if known != nil {
+			if k := known(s[i+1 : j]); k != "" {
+				return k, j + 1, true
+			}
+		}
 		return d.intern1(s[i+1 : j]), j + 1, true
 	}
 	end, ok := skipString(s, i)
@@ -396,6 +445,42 @@ func (d *decoder) str(s []byte, i int) (string, int, bool) {
 	}
 	d.scratch = unquote(d.scratch[:0], s[i+1:end-1])
 	return d.intern1(d.scratch), end, true
+}
+
+// knownType returns the op type b spells, or "".
+func knownType(b []byte) string {
+	switch string(b) {
+	case "invoke":
+		return string(Invoke)
+	case "ok":
+		return string(OK)
+	case "fail":
+		return string(Fail)
+	case "info":
+		return string(Info)
+	}
+	return ""
+}
+
+// knownF returns the client op b names, or "".
+func knownF(b []byte) string {
+	switch string(b) {
+	case Acquire:
+		return Acquire
+	case Release:
+		return Release
+	case Extend:
+		return Extend
+	case Read:
+		return Read
+	case Write:
+		return Write
+	case FinalRead:
+		return FinalRead
+	case Lost:
+		return Lost
+	}
+	return ""
 }
 
 // intern1 returns b as a string, the same string every time for short

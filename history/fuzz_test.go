@@ -81,3 +81,35 @@ func checkAppend(t *testing.T, op *Op) {
 		t.Fatalf("%+v:\n got %q\nwant %q", op, got, "prefix"+string(want))
 	}
 }
+
+// FuzzDecodeWrittenLine holds decodeOp to json.Unmarshal on lines as the
+// writer writes them (appendOp), with any of the optional fields there or
+// not and any values: the lines the decoder's fast path for the writer's
+// own form (decoder.written) takes, and, cut short anywhere, lines it
+// must hand to the general path.
+func FuzzDecodeWrittenLine(f *testing.F) {
+	f.Add(int64(0), int64(1200), 0, "invoke", "acquire", "k0", []byte(nil), int64(0), false, int64(0), false, "", false, uint16(0))
+	f.Add(int64(1), int64(51000), 3, "ok", "acquire", "k0", []byte(nil), int64(33), true, int64(1000), true, "", false, uint16(0))
+	f.Add(int64(2), int64(9), -1, "info", "start-pause", "", []byte(`{"process":0,"ms":2500}`), int64(0), false, int64(0), false, "", false, uint16(0))
+	f.Add(int64(3), int64(10), 7, "fail", "write", "k\"1", []byte("12"), int64(-4), true, int64(0), false, "lock is busy: \u2028", true, uint16(30))
+	f.Add(int64(1<<62), int64(-5), 1<<40, "OK", "Read", "é", []byte("null"), int64(0), false, int64(-1), true, "\xff", false, uint16(1))
+	f.Fuzz(func(t *testing.T, index, at int64, process int, typ, fn, key string, value []byte, fence int64, hasFence bool, lease int64, hasLease bool, errText string, tx bool, cut uint16) {
+		op := Op{Index: index, Time: at, Process: process, Type: Type(typ), F: fn, Key: key, Value: value, Error: errText, Tx: tx}
+		if hasFence {
+			op.Fence = &fence
+		}
+		if hasLease {
+			op.LeaseMS = &lease
+		}
+		line, err := appendOp(nil, &op)
+		if err != nil {
+			return
+		}
+		decodeMu.Lock()
+		defer decodeMu.Unlock()
+		checkDecode(t, line)
+		if c := int(cut); c > 0 && c < len(line) {
+			checkDecode(t, line[:len(line)-c])
+		}
+	})
+}

@@ -67,8 +67,15 @@ func isClientF(f string) bool {
 	return false
 }
 
-// valued are the client operations whose value, when given, is an integer.
-var valued = map[string]bool{Read: true, Write: true, FinalRead: true}
+// valued reports whether f is a client operation whose value, when
+// given, is an integer.
+func valued(f string) bool {
+	switch f {
+	case Read, Write, FinalRead:
+		return true
+	}
+	return false
+}
 
 // pending is a client's outstanding invocation: its position and f.
 type pending struct {
@@ -167,7 +174,7 @@ func conform(op *Op) error {
 	if op.Key == "" {
 		return fmt.Errorf("%w: client %s with no \"key\"", errContract, op.F)
 	}
-	if valued[op.F] && len(op.Value) > 0 && string(op.Value) != "null" {
+	if valued(op.F) && len(op.Value) > 0 && string(op.Value) != "null" {
 		if _, ok := op.Int(); !ok {
 			return fmt.Errorf("%w: %s value %s is not an integer", errContract, op.F, op.Value)
 		}
