@@ -109,3 +109,30 @@ func TestSegmentRoom(t *testing.T) {
 		t.Fatalf("the segment's room grew %d times: %v", len(caps)-1, caps)
 	}
 }
+
+// TestStreamSegmentsMemory: the segments of the 16 busy keys of a history
+// like the million-op benchmark's (128 clients) hold at most 8 MB of ops
+// at any time: each key is checked every minSegment ops or so, and with
+// 4096 they held 11 MB, which the GC's goal doubled in analyze's peak.
+func TestStreamSegmentsMemory(t *testing.T) {
+	ops := realisticHistory(1, 128, 16, 300000)
+	s, err := NewStream(context.Background(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(unsafe.Sizeof(history.Op{}) + unsafe.Sizeof(int64(0)))
+	most := 0
+	for i := range ops {
+		s.Add(&ops[i])
+		if i%1000 == 0 {
+			held := 0
+			for _, g := range s.keys {
+				held += cap(g.ops) * size
+			}
+			most = max(most, held)
+		}
+	}
+	if most > 8<<20 {
+		t.Errorf("the segments held %.1f MB", float64(most)/(1<<20))
+	}
+}
