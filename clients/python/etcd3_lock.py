@@ -48,7 +48,7 @@ class Etcd3:
         addrs = (req.get("servers") or {}).get("etcd") or []
         if not addrs:
             raise ValueError("no etcd server given (exec.servers: [etcd])")
-        host, port = lt.host_port(addrs[0])
+        host, port = self.target(req, addrs)
         # The library's ttl is whole seconds: round up, report what etcd grants.
         self.ttl = max(1, math.ceil(req.get("ttl_ms", 1000) / 1000.0))
         bound = req.get("timeout_ms", 500) / 1000.0 * 0.7
@@ -71,8 +71,32 @@ class Etcd3:
         self.client.status()
         self.client.timeout = bound
         lt.log("open: process %s, etcd %s, ttl %ds, tls %s, python-etcd3 %s" % (
-            req.get("process"), addrs[0], self.ttl, bool(t), getattr(etcd3, "__version__", "?")))
+            req.get("process"), ",".join(addrs), self.ttl, bool(t), getattr(etcd3, "__version__", "?")))
         return {"type": "ok", "abilities": []}
+
+    @staticmethod
+    def target(req, addrs):
+        """host and port for etcd3.client: every member's address.
+
+        python-etcd3 0.12 dials the one gRPC target '{host}:{port}' (its
+        MultiEndpointEtcd3Client came later), and gRPC takes a target that
+        names several addresses, ipv4:a:p,b:q,c:r, as it would a DNS name
+        resolving to every member: its pick_first policy moves to the next
+        address when the member it uses goes away (failover-leader kills
+        it). Given as host 'ipv4:a:p,b:q,c' and port r. With one member, a
+        host that is not an IPv4 address, or members whose credentials
+        differ (one TLS name override serves them all), the first only.
+        """
+        hosts = [lt.host_port(a) for a in addrs]
+        auth = (req.get("auth") or {}).get("etcd")
+        same_auth = not isinstance(auth, list) or all(x == auth[0] for x in auth)
+        def ipv4(h):
+            parts = h.split(".")
+            return len(parts) == 4 and all(p.isdigit() for p in parts)
+        if len(hosts) < 2 or not same_auth or not all(ipv4(h) for h, _ in hosts):
+            return hosts[0]
+        last_host, last_port = hosts[-1]
+        return "ipv4:" + ",".join(addrs[:-1] + [last_host]), last_port
 
     def acquire(self, key):
         lock = self.client.lock(key, ttl=self.ttl)
