@@ -34,8 +34,8 @@ import (
 const (
 	harnessClients = 8
 	harnessKeys    = 8
-	harnessRounds  = 16
-	harnessRound   = 500 * time.Millisecond
+	harnessRounds  = 32
+	harnessRound   = 250 * time.Millisecond
 )
 
 // BenchmarkHarness measures what the harness costs a lock: on one
@@ -60,8 +60,12 @@ const (
 //     (another client holds it) is 2 ops and one request, and no hold.
 //     As in a run, the lock clients are made and connected (Procs.Open)
 //     before the round's clock starts: a run's time starts once they are.
-//     The round's time runs from Run's start to its return (the clients'
-//     last rounds and their closing included).
+//
+// Each side is counted over its round's window: from the moment its last
+// goroutine made its first request (the harness's clients enter one after
+// another, as a run's do) to the end of the round; what completes after
+// it is not counted. So a side's start and end, which take a round trip
+// or a few, weigh on none of them, however short the rounds.
 //
 // The like-for-like ratio is harness/bare-same-keys: holds/s through the
 // harness over holds/s of the bare-keys loop, over the sums of all
@@ -268,8 +272,12 @@ func bareRound(cs []backends.Client, timeout, d time.Duration) (sideCounts, erro
 	}
 	time.Sleep(d)
 	stop.Store(true)
+	// The round's window ends here: cycles that end after it are not
+	// counted.
+	c := sideCounts{holds: n.Load(), took: time.Since(start)}
+	c.reqs = 2 * c.holds
 	wg.Wait()
-	return sideCounts{holds: n.Load(), reqs: 2 * n.Load(), took: time.Since(start)}, errors.Join(errs...)
+	return c, errors.Join(errs...)
 }
 
 // bareKeysRound is the bare loop with the workload's contention: each
@@ -309,9 +317,10 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 	}
 	time.Sleep(d)
 	stop.Store(true)
-	wg.Wait()
 	h, bz := n.Load(), busy.Load()
-	return sideCounts{holds: h, busy: bz, reqs: 2*h + bz, took: time.Since(start)}, errors.Join(errs...)
+	c := sideCounts{holds: h, busy: bz, reqs: 2*h + bz, took: time.Since(start)}
+	wg.Wait()
+	return c, errors.Join(errs...)
 }
 
 // harnessRound1 runs the client loop for d, recording into a new history
@@ -345,11 +354,13 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 	defer procs.Close()
 	rec.StartNow()
 	stop := make(chan struct{})
-	start := time.Now()
-	t := time.AfterFunc(d, func() { close(stop) })
+	var stopAt atomic.Int64 // on the recorder's clock
+	t := time.AfterFunc(d, func() {
+		stopAt.Store(rec.Now())
+		close(stop)
+	})
 	defer t.Stop()
 	err = workload.Run(ctx, stop, cfg, backend, res, procs)
-	took := time.Since(start)
 	if cerr := rec.Close(); err == nil {
 		err = cerr
 	}
@@ -362,9 +373,19 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 	if err != nil {
 		return sideCounts{}, err
 	}
-	c := sideCounts{took: took}
+	// The window: from the moment the last client made its first request
+	// (the clients enter one after another) to stop.
+	first := map[int]bool{}
+	var from int64
 	for _, op := range ops {
-		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) {
+		if !first[op.Process] {
+			first[op.Process], from = true, op.Time
+		}
+	}
+	to := stopAt.Load()
+	c := sideCounts{took: time.Duration(to - from)}
+	for _, op := range ops {
+		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) || op.Time < from || op.Time > to {
 			continue
 		}
 		c.reqs++
