@@ -98,7 +98,8 @@ demo:
 
 ## bench: on a generated 1,000,000-op history: checkers (ops/s), parsing and
 ## encoding (MB/s), analyze end to end (ops/s, MB/s); and the harness's cost
-## beside a bare lock loop (BenchmarkHarness, needs redis-server)
+## beside a bare lock loop (BenchmarkHarness, needs redis-server; read its
+## round-ratio) and its own CPU per hold (BenchmarkHarnessOwnCost): docs/bench.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./checker/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./history/
