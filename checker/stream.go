@@ -66,6 +66,18 @@ type Stream struct {
 type outstanding struct {
 	f, key string
 	busy   bool
+	// acquire is the process's acquire in flight, invoked at position pos,
+	// which its key's segment is given only with its ok. An acquire that
+	// completes fail or info is nothing to any checker of a segment (no
+	// hold, no lock op for porcupine, no read or write), and most acquires
+	// of a busy key are refused: the segment keeps neither it nor its
+	// invoke. One granted is given after the ops that came while it was in
+	// flight, which changes no checker's answer: each process's ops keep
+	// their order and every op its time, all the mutex checker looks at,
+	// and the linearizable checker answers the mutex checker's question on
+	// any history (orderTies).
+	acquire history.Op
+	pos     int64
 }
 
 // segment is one key's ops since it was last quiet, and what keeps it from
@@ -147,39 +159,55 @@ func (s *Stream) Add(op *history.Op) {
 		s.stats.add(op, seg.want)
 	}
 	slot := s.procs.at(op.Process)
-	o, busy := *slot, slot.busy
 	switch {
-	case op.Type == history.Invoke && busy:
+	case op.Type == history.Invoke && slot.busy:
 		s.notStreamable(fmt.Sprintf("op %d: process %d invokes while an op is outstanding", pos, op.Process))
 		return
-	case op.Type != history.Invoke && (!busy || o.f != op.F || o.key != op.Key):
+	case op.Type != history.Invoke && (!slot.busy || slot.f != op.F || slot.key != op.Key):
 		s.notStreamable(fmt.Sprintf("op %d: process %d completes an op it did not invoke", pos, op.Process))
 		return
 	}
 	if seg.quiet() && len(seg.ops) >= minSegment && op.Time > seg.maxTime {
 		s.check(op.Key, seg, false)
 	}
-	if len(seg.ops) == cap(seg.ops) {
-		seg.grow()
-	}
-	seg.ops = append(seg.ops, *op)
-	seg.pos = append(seg.pos, pos)
 	seg.maxTime = op.Time
-	seg.anyTx = seg.anyTx || op.Tx
 	ending := 0
 	if op.F == history.Acquire || letsGo(op.F) {
 		ending = 1
 	}
 	if op.Type == history.Invoke {
-		*slot = outstanding{op.F, op.Key, true}
+		slot.f, slot.key, slot.busy = op.F, op.Key, true
 		seg.outstanding++
 		seg.ending += ending
 	} else {
-		*slot = outstanding{}
+		slot.f, slot.key, slot.busy = "", "", false
 		seg.outstanding--
 		seg.ending -= ending
 	}
+	switch {
+	case op.F != history.Acquire:
+		seg.push(op, pos)
+	case op.Type == history.Invoke:
+		// Kept aside until it completes (see outstanding.acquire).
+		slot.acquire, slot.pos = *op, pos
+	case op.Type == history.OK:
+		seg.push(&slot.acquire, slot.pos)
+		seg.push(op, pos)
+		slot.acquire = history.Op{}
+	default:
+		slot.acquire = history.Op{}
+	}
 	seg.track(op)
+}
+
+// push appends op, the history's op at position pos, to the segment.
+func (g *segment) push(op *history.Op, pos int64) {
+	if len(g.ops) == cap(g.ops) {
+		g.grow()
+	}
+	g.ops = append(g.ops, *op)
+	g.pos = append(g.pos, pos)
+	g.anyTx = g.anyTx || op.Tx
 }
 
 // grow makes room for more ops in the segment: twice as many, and at
@@ -240,9 +268,8 @@ func (s *Stream) notStreamable(why string) {
 // no transactional write awaits its COMMIT, and the only ops in flight
 // are acquires, releases and lost ops. Those may be cut in two:
 //   - An acquire's hold, if it is granted, begins at its ok, after the cut.
-//     The segment before it sees an invoke with no completion, which is
-//     nothing to any checker; the one after sees an ok with no invoke, a
-//     grant at that instant to the linearizable checker.
+//     The segment after it gets the acquire, invoke and ok (see
+//     outstanding.acquire); one refused is in no segment.
 //   - A release's (or lost op's) hold ended at its invoke, before the cut.
 //     The segment before it sees the invoke, with an outcome unknown at its
 //     end (the linearizable checker's rule for a release still in flight

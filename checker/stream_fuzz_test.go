@@ -269,3 +269,48 @@ func TestStreamKeyLookups(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamKeepsNoRefusedAcquire: a key's segment keeps no acquire that
+// was refused (fail or info), invoke or completion — most of a busy key's
+// ops, and nothing to any checker of a segment — and a granted acquire's
+// invoke comes just before its ok; the results stay the batch checkers'.
+func TestStreamKeepsNoRefusedAcquire(t *testing.T) {
+	saved := minSegment
+	minSegment = 1 << 30 // one segment per key: look at all it kept
+	defer func() { minSegment = saved }()
+	ops := realisticHistory(11, 24, 3, 20000)
+	refused := 0
+	for i := range ops {
+		if ops[i].F == history.Acquire && (ops[i].Type == history.Fail || ops[i].Type == history.Info) {
+			refused++
+		}
+	}
+	s, err := NewStream(context.Background(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		s.Add(&ops[i])
+	}
+	kept := 0
+	for _, g := range s.keys {
+		kept += len(g.ops)
+		for i, op := range g.ops {
+			switch {
+			case op.F != history.Acquire:
+			case op.Type == history.Invoke:
+				if i+1 >= len(g.ops) || g.ops[i+1].F != history.Acquire || g.ops[i+1].Type != history.OK || g.ops[i+1].Process != op.Process {
+					t.Fatalf("key %s keeps an acquire invoke (op %d) not followed by its ok", g.key, op.Index)
+				}
+			case op.Type != history.OK:
+				t.Fatalf("key %s keeps a refused acquire: op %d", g.key, op.Index)
+			}
+		}
+	}
+	if refused < len(ops)/4 || kept > len(ops)-2*refused {
+		t.Fatalf("%d ops, %d acquires refused, %d kept", len(ops), refused, kept)
+	}
+	if d := sameAsBatch(t, ops, 64); d != "" {
+		t.Fatal(d)
+	}
+}
