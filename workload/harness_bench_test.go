@@ -59,7 +59,9 @@ const (
 //     requests, 2 of them to Redis; an acquire that finds the key busy
 //     (another client holds it) is 2 ops and one request, and no hold.
 //     As in a run, the lock clients are made and connected (Procs.Open)
-//     before the round's clock starts: a run's time starts once they are.
+//     before the round's clock starts: a run's time starts once they are;
+//     and the run's context can be cancelled, every request's timeout
+//     hanging from it.
 //
 // Each side is counted over its round's window: from the moment its last
 // goroutine made its first request (the harness's clients enter one after
@@ -353,6 +355,10 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 	}
 	defer procs.Close()
 	rec.StartNow()
+	// A run's context can be cancelled (an interrupt ends the run): every
+	// request's timeout hangs from it, as in a run.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := make(chan struct{})
 	var stopAt atomic.Int64 // on the recorder's clock
 	t := time.AfterFunc(d, func() {
