@@ -86,16 +86,20 @@ func checkFile(ctx context.Context, path string, names []string, opt Options, ex
 }
 
 // keeper starts fc's density and returns what keeps, of each op in turn,
-// what the report needs: the first maxReportOps, and the density. The
-// first ops get their room at once, as many as the history in path can
-// hold (see firstRoom), not by appending: growing a slice of a hundred
-// thousand ops a quarter at a time allocated, cleared and copied five
-// times their size.
+// what the report needs: the density, and every op of a history too short
+// to hold maxReportOps ops (see firstRoom). A longer one's ops are read
+// again for its report (reportOps): kept through the pass, its first
+// maxReportOps (13.6 MB) were half of what analyze held while it checked,
+// and so a quarter of its peak memory. The first ops get their room at
+// once, not by appending: growing a slice a quarter at a time allocated,
+// cleared and copied five times its size.
 func (fc *fileCheck) keeper(path string) func(op *history.Op) {
 	fc.density = reports.NewDensity()
-	fc.first = make([]history.Op, 0, firstRoom(path))
+	if room := firstRoom(path); room < maxReportOps {
+		fc.first = make([]history.Op, 0, room)
+	}
 	return func(op *history.Op) {
-		if len(fc.first) < maxReportOps {
+		if len(fc.first) < cap(fc.first) {
 			fc.first = append(fc.first, *op)
 		}
 		fc.density.Add(op)
@@ -219,11 +223,20 @@ var maxReportOps = 100_000
 // maxReportOps of them around the first violation res lists (or from the
 // start), and what the report says of the whole run (nil for a history
 // drawn whole). When the stretch is among the first ops checkFile kept
-// (fc), the file is not read again.
+// (fc), the file is not read again; else it is read as far as the stretch
+// goes.
 func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCheck) ([]history.Op, *longRun, error) {
 	n, first := res.Ops, fc.first
 	if n <= len(first) {
 		return first[:n], nil, nil
+	}
+	if n <= maxReportOps { // drawn whole, but not kept (see keeper)
+		ops := make([]history.Op, 0, n)
+		_, err := readOps(ctx, path, n, func(op *history.Op) { ops = append(ops, *op) })
+		if err != nil {
+			return nil, nil, err
+		}
+		return ops, nil, nil
 	}
 	long := func(ops []history.Op, seen int, what string) *longRun {
 		return &longRun{excerpt: excerptLine(ops, seen, what), density: fc.density}
@@ -242,15 +255,18 @@ func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCh
 	}
 	ring := make([]history.Op, 0, maxReportOps)
 	start, after := 0, -1 // ring[start:] then ring[:start] before at; after counts ops kept from at
-	seen := 0
-	_, err := readOps(ctx, path, n, func(op *history.Op) {
+	seen, limit := 0, n
+	if what == "" { // the first ops: read no further
+		limit = maxReportOps
+	}
+	_, err := readOps(ctx, path, limit, func(op *history.Op) {
 		seen++
 		if after < 0 && op.Time >= at && what != "" {
 			after = 0
 			ring = append(ring[start:], ring[:start]...)
 		}
 		switch {
-		case after >= 0 && after < half:
+		case after >= 0 && len(ring) < maxReportOps: // half, or more when fewer came before
 			ring = append(ring, *op)
 			after++
 		case after < 0 && what != "":
@@ -272,6 +288,9 @@ func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCh
 	}
 	if len(ring) == 0 {
 		return nil, nil, nil
+	}
+	if limit < n {
+		seen = n // the ops past the stretch, not read
 	}
 	return ring, long(ring, seen, what), nil
 }

@@ -80,8 +80,7 @@ func TestCheckFileMatchesCheck(t *testing.T) {
 
 // TestReportOpsExcerpt: a history longer than maxReportOps is drawn from a
 // stretch of maxReportOps ops — its first, or those around the first
-// violation — whether the stretch was among the ops checkFile kept or had
-// to be read again.
+// violation — read again from the file (checkFile keeps none of its ops).
 func TestReportOpsExcerpt(t *testing.T) {
 	saved := maxReportOps
 	maxReportOps = 100
@@ -89,8 +88,8 @@ func TestReportOpsExcerpt(t *testing.T) {
 	ops := histgen.Realistic(5, 4, 2, 1000)
 	path := writeHistory(t, ops)
 	fc, err := checkFile(context.Background(), path, nil, Options{}, nil)
-	if err != nil || len(fc.first) != maxReportOps {
-		t.Fatalf("kept %d ops, want %d (%v)", len(fc.first), maxReportOps, err)
+	if err != nil || len(fc.first) != 0 {
+		t.Fatalf("kept %d ops of a long history, want none (%v)", len(fc.first), err)
 	}
 	for _, at := range []int{0, 30, 700} {
 		res := &checker.Results{Ops: len(ops)}
@@ -150,35 +149,49 @@ func TestRunLogsVerdictSoFar(t *testing.T) {
 	}
 }
 
-// TestKeeperMakesRoomOnce: the report's first ops are kept in room made
-// once, not in a slice grown as they come (which allocated, cleared and
-// copied several times their size); a history of fewer ops gets no more
-// room than its file can hold.
-func TestKeeperMakesRoomOnce(t *testing.T) {
+// TestKeeperHoldsNoLongHistory: checkFile keeps no op of a history whose
+// file can hold maxReportOps ops (held through the pass, they were half of
+// what analyze held): its report reads the first ops again, as many as it
+// draws, and nothing more. A shorter history's ops are kept, in room made
+// once, not in a slice grown as they came (which allocated, cleared and
+// copied several times their size).
+func TestKeeperHoldsNoLongHistory(t *testing.T) {
 	saved := maxReportOps
 	maxReportOps = 20000
 	defer func() { maxReportOps = saved }()
 	opSize := uint64(unsafe.Sizeof(history.Op{}))
-	for _, n := range []int{30000, 19990, 500} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			ops := histgen.Realistic(5, 8, 4, n) // and a final read of each key
-			kept := min(len(ops), maxReportOps)
+	for _, c := range []struct {
+		ops  int
+		kept bool
+	}{{30000, false}, {15000, false}, {500, true}, {5, true}} {
+		t.Run(fmt.Sprint(c.ops), func(t *testing.T) {
+			ops := histgen.Realistic(5, 8, 4, c.ops) // and a final read of each key
+			path := writeHistory(t, ops)
 			var fc fileCheck
-			keep := fc.keeper(writeHistory(t, ops))
+			keep := fc.keeper(path)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			for i := range ops {
 				keep(&ops[i])
 			}
 			runtime.ReadMemStats(&after)
-			if len(fc.first) != kept || fc.first[len(fc.first)-1].Index != int64(kept-1) {
-				t.Fatalf("kept %d ops, want the first %d", len(fc.first), kept)
+			grew := after.TotalAlloc - before.TotalAlloc
+			if !c.kept {
+				if len(fc.first) != 0 || grew > opSize*uint64(len(ops))/10 {
+					t.Fatalf("kept %d ops of a long history, %d bytes allocated", len(fc.first), grew)
+				}
+			} else {
+				if len(fc.first) != len(ops) || fc.first[len(ops)-1].Index != int64(len(ops)-1) {
+					t.Fatalf("kept %d ops, want all %d", len(fc.first), len(ops))
+				}
+				if grew > opSize*uint64(len(ops))/2+4096 {
+					t.Errorf("keeping %d ops (%d bytes) allocated %d bytes more as they came", len(ops), opSize*uint64(len(ops)), grew)
+				}
 			}
-			if got, room := after.TotalAlloc-before.TotalAlloc, opSize*uint64(kept)/2; got > room {
-				t.Errorf("keeping %d ops (%d bytes) allocated %d bytes more as they came", kept, opSize*uint64(kept), got)
-			}
-			if cap(fc.first) > 2*len(ops)+1 {
-				t.Errorf("room for %d ops, for a history of %d", cap(fc.first), len(ops))
+			got, long, err := reportOps(context.Background(), path, &checker.Results{Ops: len(ops)}, fc)
+			want := min(len(ops), maxReportOps)
+			if err != nil || len(got) != want || got[want-1].Index != int64(want-1) || (long == nil) != (len(ops) <= maxReportOps) {
+				t.Fatalf("report of %d ops: %d ops, %+v, %v", len(ops), len(got), long, err)
 			}
 		})
 	}
