@@ -63,19 +63,22 @@ const (
 //     and the run's context can be cancelled, every request's timeout
 //     hanging from it.
 //
-// Each side is counted over its round's window: from the moment its last
-// goroutine made its first request (the harness's clients enter one after
-// another, as a run's do) to the end of the round; what completes after
-// it is not counted. So a side's start and end, which take a round trip
-// or a few, weigh on none of them, however short the rounds.
+// Each side is counted over its round's window, to the end of the round
+// (what completes after it is not counted) from its start: for the bare
+// loops, whose goroutines all start at once, the round's start; for the
+// harness, the moment its last client made its first request (the
+// clients enter one after another, as a run's do). So a side's start and
+// end, which take a round trip or a few, weigh on none of them, however
+// short the rounds.
 //
 // The like-for-like ratio is harness/bare-same-keys: holds/s through the
 // harness over holds/s of the bare-keys loop, over the sums of all
 // rounds; round-ratio is the median of the same ratio round by round
 // (each harness round over the bare-keys round beside it; the two take
-// turns going first), which a round stalled by the machine moves less. What is left between them is the harness's
-// own cost: busy-bare and busy-harness (the share of acquires that found
-// the key taken) say whether it held keys longer.
+// turns going first), which a round stalled by the machine moves less.
+// What is left between them is the harness's own cost: busy-bare and
+// busy-harness (the share of acquires that found the key taken) say
+// whether it held keys longer.
 //
 // It also reports cycles/s, holds/s, lock-reqs/s (the harness's acquires
 // and releases, busy ones included), harness/bare: holds/s over the own
