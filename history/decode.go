@@ -202,40 +202,54 @@ func (d *decoder) fast(s []byte, op *Op) (fieldSet, bool) {
 	}
 }
 
-// writtenKeys are the keys of a line as appendOp writes it, in its order,
-// each with what comes before it; the first five are always there.
-var writtenKeys = [...]struct {
-	lit string
-	f   fieldSet
-}{
-	{`{"index":`, fieldIndex}, {`,"time":`, fieldTime}, {`,"process":`, fieldProcess},
-	{`,"type":`, fieldType}, {`,"f":`, fieldF}, {`,"key":`, fieldKey}, {`,"value":`, fieldValue},
-	{`,"fence":`, fieldFence}, {`,"lease_ms":`, fieldLeaseMS}, {`,"error":`, fieldError}, {`,"tx":`, fieldTx},
-}
-
-// written decodes a line in the very form appendOp writes (the history's
-// own): its keys in Op's order, each once, with no white space around
-// them, the optional ones left out or not; each value is decoded as fast
-// decodes it. Whatever is not in that form (a key in another order,
-// spelling or case, white space, a key twice) reports false, leaving *op
-// in any state, and fast's general path decodes it. It spares the history's
-// lines the reading of each key.
+// written decodes a line in the form appendOp writes (the history's own):
+// the five required keys first, in Op's order, then any of the optional
+// ones, each spelled exactly, with no white space around them; each value
+// is decoded as fast decodes it (a key given twice, too: the last wins).
+// Whatever is not in that form (a key in another spelling or case, white
+// space) reports false, leaving *op in any state, and fast's general path
+// decodes it. It spares the history's lines the reading of each key: each
+// is matched whole, an optional one found by its third byte.
 func (d *decoder) written(s []byte, op *Op) (fieldSet, bool) {
-	var fields fieldSet
-	i := 0
-	for k := range writtenKeys {
-		w := &writtenKeys[k]
-		if len(s)-i < len(w.lit) || string(s[i:i+len(w.lit)]) != w.lit {
-			if k < 5 {
-				return 0, false
-			}
-			continue
-		}
-		var ok bool
-		if i, ok = d.value(s, i+len(w.lit), w.f, op); !ok {
+	i, ok := 0, false
+	for _, k := range [...]struct {
+		lit string
+		f   fieldSet
+	}{{`{"index":`, fieldIndex}, {`,"time":`, fieldTime}, {`,"process":`, fieldProcess}, {`,"type":`, fieldType}, {`,"f":`, fieldF}} {
+		if len(s)-i < len(k.lit) || string(s[i:i+len(k.lit)]) != k.lit {
 			return 0, false
 		}
-		fields |= w.f
+		if i, ok = d.value(s, i+len(k.lit), k.f, op); !ok {
+			return 0, false
+		}
+	}
+	fields := fieldIndex | fieldTime | fieldProcess | fieldType | fieldF
+	for i < len(s)-3 && s[i] == ',' {
+		var lit string
+		var f fieldSet
+		switch s[i+2] {
+		case 'k':
+			lit, f = `,"key":`, fieldKey
+		case 'v':
+			lit, f = `,"value":`, fieldValue
+		case 'f':
+			lit, f = `,"fence":`, fieldFence
+		case 'l':
+			lit, f = `,"lease_ms":`, fieldLeaseMS
+		case 'e':
+			lit, f = `,"error":`, fieldError
+		case 't':
+			lit, f = `,"tx":`, fieldTx
+		default:
+			return 0, false
+		}
+		if len(s)-i < len(lit) || string(s[i:i+len(lit)]) != lit {
+			return 0, false
+		}
+		if i, ok = d.value(s, i+len(lit), f, op); !ok {
+			return 0, false
+		}
+		fields |= f
 	}
 	return fields, i == len(s)-1 && s[i] == '}'
 }

@@ -24,6 +24,14 @@ var oddLines = []string{
 	`{"index":3,"time":9,"process":1,"type":"ok","f":"write","key":"k0","value":7,"fence":34,"tx":true}`,
 	`{"index":4,"time":9,"process":1,"type":"fail","f":"acquire","key":"k0","error":"lock is busy"}`,
 	`{"index":5,"time":9,"process":1,"type":"info","f":"write","key":"k0","error":"read tcp \u003c-\u003e: i/o timeout \"x\""}`,
+	// The writer's keys, the optional ones in another order, twice, null,
+	// or not quite theirs.
+	`{"index":6,"time":9,"process":1,"type":"ok","f":"write","fence":3,"value":2,"key":"k0","fence":4,"tx":false}`,
+	`{"index":7,"time":9,"process":1,"type":"ok","f":"acquire","key":null,"lease_ms":null,"fence":null,"error":null}`,
+	`{"index":8,"time":9,"process":1,"type":"ok","f":"acquire","kex":"k0"}`,
+	`{"index":9,"time":9,"process":1,"type":"ok","f":"acquire","Key":"k0"}`,
+	`{"index":10,"time":9,"process":1,"type":"ok","f":"acquire",}`,
+	`{"index":11,"time":9,"process":1,"type":"ok","f":"acquire","key":"k0"}}`,
 	// White space, empty objects, other top-level values.
 	` { "index" : 1 ,	"f" : "x"
 	} `,
