@@ -96,7 +96,7 @@ func checkFile(ctx context.Context, path string, names []string, opt Options, ex
 func (fc *fileCheck) keeper(path string) func(op *history.Op) {
 	fc.density = reports.NewDensity()
 	if room := firstRoom(path); room < maxReportOps {
-		fc.first = make([]history.Op, 0, room)
+		fc.first = history.MakeOps(room)
 	}
 	return func(op *history.Op) {
 		if len(fc.first) < cap(fc.first) {
@@ -231,7 +231,7 @@ func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCh
 		return first[:n], nil, nil
 	}
 	if n <= maxReportOps { // drawn whole, but not kept (see keeper)
-		ops := make([]history.Op, 0, n)
+		ops := history.MakeOps(n)
 		_, err := readOps(ctx, path, n, func(op *history.Op) { ops = append(ops, *op) })
 		if err != nil {
 			return nil, nil, err
@@ -253,7 +253,7 @@ func reportOps(ctx context.Context, path string, res *checker.Results, fc fileCh
 			return first[from:to], long(first[from:to], n, what), nil
 		}
 	}
-	ring := make([]history.Op, 0, maxReportOps)
+	ring := history.MakeOps(maxReportOps)
 	start, after := 0, -1 // ring[start:] then ring[:start] before at; after counts ops kept from at
 	seen, limit := 0, n
 	if what == "" { // the first ops: read no further
