@@ -51,28 +51,12 @@ func cmdBisect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: locktorture bisect ID [--versions FROM..TO] [--seeds N] [--store DIR]\n\nFinds the first version of a finding's Go library at which the finding\nreproduces: this program is rebuilt against each version tried (a scratch module\nthat pins it, cached under $XDG_CACHE_HOME/locktorture/libversions), and the\nfinding's repro runs with it on N seeds; a binary search, both ends checked first.\nPrints the table version -> reproduced n/N and the first version, and writes\nbisect.json and bisect.txt. Exit 0 when the search came to an answer, 2 when the\nnewest version gave none, 254 for bad input, 255 when the harness failed.\n\n")
 		fs.PrintDefaults()
 	}
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	if code, ok := parseArgs(fs, args, stderr); !ok {
+	f, code, ok := findingArg(fs, args, "bisect", stderr)
+	if !ok {
 		return code
-	}
-	rest := fs.Args()
-	if id == "" && len(rest) > 0 {
-		id, rest = rest[0], rest[1:]
-	}
-	if id == "" || len(rest) > 0 {
-		fmt.Fprintln(stderr, "locktorture bisect: give one finding id (see: locktorture list findings)")
-		return exitBadArgs
 	}
 	if *nseeds < 1 {
 		fmt.Fprintf(stderr, "locktorture bisect: --seeds %d: give at least 1\n", *nseeds)
-		return exitBadArgs
-	}
-	f, err := findings.Lookup(id)
-	if err != nil {
-		fmt.Fprintf(stderr, "locktorture bisect: %v\n", err)
 		return exitBadArgs
 	}
 	if f.Module == "" {

@@ -38,26 +38,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: locktorture repro ID [--store DIR] [--seed N] [--report]\n\nRuns a finding (locktorture list findings; docs/findings.md) once against real\nservers. Exit 1 when it reproduces, 0 when it no longer does, 2 when the run\ncould not decide, 254 for an unknown id, 255 when the harness failed.\nWith --report, a run that reproduces writes %s in its directory: the\nissue text for the library's maintainers (docs/findings.md).\n\n", reportFile)
 		fs.PrintDefaults()
 	}
-	// The id may come before or after the flags.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	if code, ok := parseArgs(fs, args, stderr); !ok {
+	f, code, ok := findingArg(fs, args, "repro", stderr)
+	if !ok {
 		return code
-	}
-	rest := fs.Args()
-	if id == "" && len(rest) > 0 {
-		id, rest = rest[0], rest[1:]
-	}
-	if id == "" || len(rest) > 0 {
-		fmt.Fprintln(stderr, "locktorture repro: give one finding id (see: locktorture list findings)")
-		return exitBadArgs
-	}
-	f, err := findings.Lookup(id)
-	if err != nil {
-		fmt.Fprintf(stderr, "locktorture repro: %v\n", err)
-		return exitBadArgs
 	}
 	sc, err := f.Load(*seed)
 	if err != nil {
@@ -138,6 +121,33 @@ func writeReport(f findings.Finding, out *runner.Outcome, ops []history.Op, seed
 		return "", err
 	}
 	return p, nil
+}
+
+// findingArg parses a finding command's flags and its one finding id,
+// which may come before or after the flags, and looks the finding up; a
+// problem is one line on stderr and exit 254.
+func findingArg(fs *flag.FlagSet, args []string, cmd string, stderr io.Writer) (findings.Finding, int, bool) {
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return findings.Finding{}, code, false
+	}
+	rest := fs.Args()
+	if id == "" && len(rest) > 0 {
+		id, rest = rest[0], rest[1:]
+	}
+	if id == "" || len(rest) > 0 {
+		fmt.Fprintf(stderr, "locktorture %s: give one finding id (see: locktorture list findings)\n", cmd)
+		return findings.Finding{}, exitBadArgs, false
+	}
+	f, err := findings.Lookup(id)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture %s: %v\n", cmd, err)
+		return findings.Finding{}, exitBadArgs, false
+	}
+	return f, 0, true
 }
 
 func fencingFlag(mode string) string {
