@@ -11,7 +11,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/internal/registry"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -92,7 +92,7 @@ type ClientEnv struct {
 	Process int
 	// Gate is the process's pause gate: any goroutine the client runs on
 	// its own (a lease watchdog) must wait on it before each step.
-	Gate *clientsim.Gate
+	Gate *clientfault.Gate
 	// History records the process's ops; a watchdog records its extend
 	// ops through it with InvokeBackground (which waits while the
 	// process's own op is outstanding; the process's next op never waits
@@ -100,7 +100,7 @@ type ClientEnv struct {
 	History *history.Proc
 	// Clock is the process's own clock: lease arithmetic reads it, never
 	// time.Now, so a clock nemesis can skew it.
-	Clock *clientsim.Clock
+	Clock *clientfault.Clock
 	// WholeProcess is set when the client runs alone in a process of its
 	// own, which a pause freezes whole (SIGSTOP): a backend then leaves
 	// lease keepalives to its library, as users write it, instead of
@@ -131,7 +131,7 @@ type Backend interface {
 // Env is what a backend gets to build itself.
 type Env struct {
 	// Cluster starts the servers the backend needs. Env crosses to a
-	// client process as JSON (clientproc.ChildConfigOf) without it and
+	// client process as JSON (clientprotocol.ChildConfigOf) without it and
 	// without Options, which the client protocol's open request gives.
 	Cluster *cluster.Cluster `json:"-"`
 	// TTL is the lock lease.
@@ -261,7 +261,7 @@ func Names() []string { return registered.Names() }
 // leaseLeft is the lease a client may count on after an acquire that
 // started at start (read from clock): the TTL less the time the acquire
 // took by that clock, never negative.
-func leaseLeft(clock *clientsim.Clock, ttl time.Duration, start time.Time) time.Duration {
+func leaseLeft(clock *clientfault.Clock, ttl time.Duration, start time.Time) time.Duration {
 	left := ttl - clock.Since(start)
 	if left < 0 {
 		return 0

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
@@ -119,7 +119,7 @@ func newBenchState(name, tmp string) (st *benchState, err error) {
 		return st, err
 	}
 	for p := range benchClients {
-		c, err := st.backend.Client(ctx, ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock(), History: st.rec.Proc(p)})
+		c, err := st.backend.Client(ctx, ClientEnv{Process: p, Gate: clientfault.NewGate(), Clock: clientfault.NewClock(), History: st.rec.Proc(p)})
 		if err != nil {
 			return st, err
 		}

@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/history"
@@ -135,11 +135,11 @@ func (b *etcdBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) 
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = clientsim.NewClock()
+		clock = clientfault.NewClock()
 	}
 	gate := ce.Gate
 	if gate == nil {
-		gate = clientsim.NewGate()
+		gate = clientfault.NewGate()
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	return &etcdClient{cli: cli, ttl: b.ttl, opTimeout: b.env.OpTimeout, clock: clock, gate: gate, hist: ce.History,
@@ -152,8 +152,8 @@ type etcdClient struct {
 	cli       *clientv3.Client
 	ttl       int64
 	opTimeout time.Duration
-	clock     *clientsim.Clock
-	gate      *clientsim.Gate
+	clock     *clientfault.Clock
+	gate      *clientfault.Gate
 	hist      *history.Proc
 	ctx       context.Context // ends the keepalive goroutines
 	cancel    context.CancelFunc

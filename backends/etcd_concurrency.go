@@ -13,7 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 )
@@ -99,7 +99,7 @@ func (b *etcdConcurrencyBackend) Client(ctx context.Context, ce ClientEnv) (Clie
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = clientsim.NewClock()
+		clock = clientfault.NewClock()
 	}
 	c := &etcdConcurrencyClient{cli: cli, ttl: int(etcdLeaseSeconds(b.env.TTL)), clock: clock, life: life, cancel: cancel}
 	// The session is made now, as a service makes it at start; a failure
@@ -113,7 +113,7 @@ func (b *etcdConcurrencyBackend) Client(ctx context.Context, ce ClientEnv) (Clie
 type etcdConcurrencyClient struct {
 	cli    *clientv3.Client
 	ttl    int // seconds
-	clock  *clientsim.Clock
+	clock  *clientfault.Clock
 	life   context.Context
 	cancel context.CancelFunc
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +47,7 @@ type testProc struct {
 
 func newTestProc(p int) *testProc {
 	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
-	return &testProc{rec: rec, env: ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock(), History: rec.Proc(p)}}
+	return &testProc{rec: rec, env: ClientEnv{Process: p, Gate: clientfault.NewGate(), Clock: clientfault.NewClock(), History: rec.Proc(p)}}
 }
 
 // guard bounds a test step that would otherwise hang when the code under

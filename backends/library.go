@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 )
 
 // Library names the third-party library a backend drives through its
@@ -80,7 +80,7 @@ func (l Library) Version() string {
 // see Info.RenewsItself.
 type gatedConn struct {
 	net.Conn
-	gate *clientsim.Gate
+	gate *clientfault.Gate
 	ctx  context.Context // ends with the client: nobody waits at the gate
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 )
 
 // redis-fenced is redis-token plus a fencing token: one script takes the
@@ -89,7 +89,7 @@ type redisFencedClient struct {
 	rc         *redis.Client
 	target     *redisTarget
 	ttl        time.Duration
-	clock      *clientsim.Clock
+	clock      *clientfault.Clock
 	fenceStart int64
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 )
 
 // redislock is github.com/bsm/redislock, a single-instance Redis lock,
@@ -62,7 +62,7 @@ type redislockClient struct {
 	keys  redisKeys
 	lc    *redislock.Client
 	ttl   time.Duration
-	clock *clientsim.Clock
+	clock *clientfault.Clock
 
 	mu    sync.Mutex
 	locks map[string]*redislock.Lock // by token

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 )
@@ -214,7 +214,7 @@ func (b *setNXBackend) Close() error { return nil }
 type setNXClient struct {
 	b     *setNXBackend
 	rc    *redis.Client
-	clock *clientsim.Clock
+	clock *clientfault.Clock
 }
 
 func (c *setNXClient) Acquire(ctx context.Context, key string) (Grant, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	rediskind "github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
@@ -116,12 +116,12 @@ type redlockClient struct {
 	drift       time.Duration
 	nodeTimeout time.Duration
 	quorum      int
-	clock       *clientsim.Clock
+	clock       *clientfault.Clock
 	// labels name the nodes (A..E) for the grants' record.
 	labels []string
 }
 
-func newRedlockClient(addrs []string, auths []*cluster.Auth, ttl, opTimeout time.Duration, clock *clientsim.Clock, name string) *redlockClient {
+func newRedlockClient(addrs []string, auths []*cluster.Auth, ttl, opTimeout time.Duration, clock *clientfault.Clock, name string) *redlockClient {
 	c := &redlockClient{
 		keys:        defaultRedisKeys,
 		ttl:         ttl,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster/kinds/redis"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/tcpdelay"
@@ -54,7 +54,7 @@ func TestRedlockRefusesLateQuorum(t *testing.T) {
 	const ttl = time.Second
 	b, _ := startRedlock(t, ttl, 10*time.Second)
 	addrs, slow := proxied(t, b.servers, 2, 3, 4)
-	c := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientsim.NewClock(), "")
+	c := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientfault.NewClock(), "")
 	defer c.Close()
 	c.nodeTimeout = 10 * time.Second
 	ctx := guard(t)
@@ -92,7 +92,7 @@ func TestRedlockRefusesLateQuorum(t *testing.T) {
 			t.Errorf("node %c still holds the refused lock", 'a'+i)
 		}
 	}
-	other := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientsim.NewClock(), "")
+	other := newRedlockClient(addrs, nil, ttl, 10*time.Second, clientfault.NewClock(), "")
 	defer other.Close()
 	if _, err := other.Acquire(ctx, "k0"); err != nil {
 		t.Errorf("after the refusal the lock is not free: %v", err)
@@ -107,7 +107,7 @@ func TestRedlockSlowNodesTimeOut(t *testing.T) {
 	const ttl = time.Second
 	b, env := startRedlock(t, ttl, 500*time.Millisecond)
 	addrs, slow := proxied(t, b.servers, 0, 1, 2)
-	c := newRedlockClient(addrs, nil, ttl, env.OpTimeout, clientsim.NewClock(), "")
+	c := newRedlockClient(addrs, nil, ttl, env.OpTimeout, clientfault.NewClock(), "")
 	defer c.Close()
 	if c.nodeTimeout >= ttl {
 		t.Fatalf("per-node timeout %s is not small against the ttl %s", c.nodeTimeout, ttl)
@@ -211,7 +211,7 @@ func TestQuorumNodesDown(t *testing.T) {
 func TestRedlockValidityFromClientClock(t *testing.T) {
 	const ttl = time.Second
 	b, env := startRedlock(t, ttl, time.Second)
-	clock := clientsim.NewClock()
+	clock := clientfault.NewClock()
 	addrs := make([]string, len(b.servers))
 	for i, s := range b.servers {
 		addrs[i] = env.Cluster.ClientAddr(0, s)

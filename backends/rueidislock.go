@@ -12,7 +12,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/redis"
 )
@@ -154,7 +154,7 @@ func (b *rueidisLockBackend) Client(ctx context.Context, ce ClientEnv) (Client, 
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = clientsim.NewClock()
+		clock = clientfault.NewClock()
 	}
 	return &rueidisLockClient{locker: locker, life: life, cancel: cancel, ttl: b.env.TTL, clock: clock,
 		held: map[string]rueidisHold{}}, nil
@@ -165,7 +165,7 @@ type rueidisLockClient struct {
 	life   context.Context // the locks' context: ends with Close
 	cancel context.CancelFunc
 	ttl    time.Duration
-	clock  *clientsim.Clock
+	clock  *clientfault.Clock
 
 	mu   sync.Mutex
 	held map[string]rueidisHold // by token

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
@@ -93,7 +93,7 @@ func (b *zkLockBackend) Client(ctx context.Context, ce ClientEnv) (Client, error
 	}
 	c := &zkLockClient{conn: conn, auth: b.zk.Auth(), ttl: b.env.TTL, clock: ce.Clock, cancel: cancel, held: map[string]*zk.Lock{}}
 	if c.clock == nil {
-		c.clock = clientsim.NewClock()
+		c.clock = clientfault.NewClock()
 	}
 	t := time.NewTimer(zkSessionWait)
 	defer t.Stop()
@@ -126,7 +126,7 @@ type zkLockClient struct {
 	conn   *zk.Conn
 	auth   *cluster.Auth
 	ttl    time.Duration
-	clock  *clientsim.Clock
+	clock  *clientfault.Clock
 	cancel context.CancelFunc
 
 	mu   sync.Mutex

@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 )
@@ -140,11 +140,11 @@ func (b *zkBackend) Client(ctx context.Context, ce ClientEnv) (Client, error) {
 	}
 	clock := ce.Clock
 	if clock == nil {
-		clock = clientsim.NewClock()
+		clock = clientfault.NewClock()
 	}
 	gate := ce.Gate
 	if gate == nil || ce.WholeProcess {
-		gate = clientsim.NewGate() // never closed: SIGSTOP does the pausing
+		gate = clientfault.NewGate() // never closed: SIGSTOP does the pausing
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zkClient{clock: clock, ctx: cctx, cancel: cancel, session: make(chan struct{}),
@@ -192,7 +192,7 @@ func closedChan() chan struct{} {
 type zkClient struct {
 	conn   *zk.Conn
 	auth   *cluster.Auth // the servers' digest user (nil: none)
-	clock  *clientsim.Clock
+	clock  *clientfault.Clock
 	ctx    context.Context // ends with Close: the wire stops waiting at the gate
 	cancel context.CancelFunc
 	// timeoutMS is the session timeout the server granted, in ms (the TTL
@@ -533,7 +533,7 @@ func (c *zkClient) Close() error {
 // session timeout the server granted.
 type zkWire struct {
 	net.Conn
-	gate *clientsim.Gate
+	gate *clientfault.Gate
 	ctx  context.Context
 	c    *zkClient
 	head []byte // the connect response's first bytes, until parsed

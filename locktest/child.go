@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/etcd"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
@@ -29,7 +29,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, newLock NewLock) er
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
-		var r clientproc.Inbound
+		var r clientprotocol.Inbound
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("locktest: bad request %q: %w", sc.Text(), err)
 		}
@@ -60,7 +60,7 @@ type childServer struct {
 	lostEarly bool
 }
 
-func (s *childServer) emit(m clientproc.Message) {
+func (s *childServer) emit(m clientprotocol.Message) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return
@@ -71,30 +71,30 @@ func (s *childServer) emit(m clientproc.Message) {
 	_ = s.out.Flush()
 }
 
-func (s *childServer) reply(id int64, m clientproc.Message) {
+func (s *childServer) reply(id int64, m clientprotocol.Message) {
 	m.ID = &id
 	s.emit(m)
 }
 
 // result is the reply for an operation's error.
-func result(err error) clientproc.Message {
+func result(err error) clientprotocol.Message {
 	switch {
 	case err == nil:
-		return clientproc.Message{Type: clientproc.TypeOK}
+		return clientprotocol.Message{Type: clientprotocol.TypeOK}
 	case errors.Is(err, ErrBusy):
-		return clientproc.Message{Type: clientproc.TypeFail, Error: "busy"}
+		return clientprotocol.Message{Type: clientprotocol.TypeFail, Error: "busy"}
 	case errors.Is(err, ErrNotHeld):
-		return clientproc.Message{Type: clientproc.TypeFail, Error: "not held"}
+		return clientprotocol.Message{Type: clientprotocol.TypeFail, Error: "not held"}
 	}
-	return clientproc.Message{Type: clientproc.TypeInfo, Error: err.Error()}
+	return clientprotocol.Message{Type: clientprotocol.TypeInfo, Error: err.Error()}
 }
 
-func (s *childServer) handle(ctx context.Context, newLock NewLock, r clientproc.Inbound) (done bool, err error) {
+func (s *childServer) handle(ctx context.Context, newLock NewLock, r clientprotocol.Inbound) (done bool, err error) {
 	id := *r.ID
 	switch r.Op {
-	case clientproc.OpOpen:
+	case clientprotocol.OpOpen:
 		if s.lock != nil {
-			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "already open"})
+			s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeFail, Error: "already open"})
 			return false, nil
 		}
 		cfg := s.config(r)
@@ -102,23 +102,23 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r clientproc.
 		l, err := newLock(octx, cfg)
 		cancel()
 		if err != nil {
-			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "new lock: " + err.Error()})
+			s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeFail, Error: "new lock: " + err.Error()})
 			return false, nil
 		}
 		s.lock = l
-		s.reply(id, clientproc.Message{Type: clientproc.TypeOK})
-	case clientproc.OpClose:
+		s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeOK})
+	case clientprotocol.OpClose:
 		s.close()
-		s.reply(id, clientproc.Message{Type: clientproc.TypeOK})
+		s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeOK})
 		return true, nil
-	case clientproc.OpAcquire, clientproc.OpRelease:
+	case clientprotocol.OpAcquire, clientprotocol.OpRelease:
 		if s.lock == nil {
-			s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: "not open"})
+			s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeFail, Error: "not open"})
 			return false, nil
 		}
 		octx, cancel := context.WithTimeout(ctx, s.timeout)
 		defer cancel()
-		if r.Op == clientproc.OpRelease {
+		if r.Op == clientprotocol.OpRelease {
 			s.reply(id, result(s.lock.Release(octx, r.Key)))
 			return false, nil
 		}
@@ -143,16 +143,16 @@ func (s *childServer) handle(ctx context.Context, newLock NewLock, r clientproc.
 		s.acquiring, s.lostEarly = "", false
 		s.mu.Unlock()
 		if lost {
-			s.emit(clientproc.Message{Event: clientproc.EventLost, Key: r.Key})
+			s.emit(clientprotocol.Message{Event: clientprotocol.EventLost, Key: r.Key})
 		}
 	default:
-		s.reply(id, clientproc.Message{Type: clientproc.TypeFail, Error: fmt.Sprintf("unknown op %q", r.Op)})
+		s.reply(id, clientprotocol.Message{Type: clientprotocol.TypeFail, Error: fmt.Sprintf("unknown op %q", r.Op)})
 	}
 	return false, nil
 }
 
 // config is the lock's Config from the open request.
-func (s *childServer) config(r clientproc.Inbound) Config {
+func (s *childServer) config(r clientprotocol.Inbound) Config {
 	s.timeout = time.Duration(r.TimeoutMS) * time.Millisecond
 	if s.timeout <= 0 {
 		s.timeout = 500 * time.Millisecond
@@ -187,9 +187,9 @@ func credentials(a *cluster.Auth) Credentials {
 
 // extended sends an extend event: its invoke and its completion.
 func (s *childServer) extended(key string, lease time.Duration, err error) {
-	s.emit(clientproc.Message{Event: clientproc.EventExtend, Key: key, Phase: "invoke"})
+	s.emit(clientprotocol.Message{Event: clientprotocol.EventExtend, Key: key, Phase: "invoke"})
 	m := result(err)
-	m.Event, m.Key = clientproc.EventExtend, key
+	m.Event, m.Key = clientprotocol.EventExtend, key
 	if err == nil && lease > 0 {
 		ms := lease.Milliseconds()
 		m.LeaseMS = &ms
@@ -207,7 +207,7 @@ func (s *childServer) lost(key string) {
 		return
 	}
 	s.mu.Unlock()
-	s.emit(clientproc.Message{Event: clientproc.EventLost, Key: key})
+	s.emit(clientprotocol.Message{Event: clientprotocol.EventLost, Key: key})
 }
 
 func (s *childServer) close() {

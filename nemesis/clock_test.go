@@ -12,7 +12,7 @@ import (
 	"github.com/locktorture/locktorture/nemesis"
 )
 
-// A client clock is the client's clientsim.Clock, in this process: that
+// A client clock is the client's clientfault.Clock, in this process: that
 // effect is tested here. A Redis server's clock jump (its keys' TTLs cut)
 // needs a Redis server: TestNemeses "server clock" (runner/nemesis_test.go)
 // runs it.

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/nemesis"
 )
@@ -97,9 +97,9 @@ func fakeEnv(t *testing.T, n int, ss ...cluster.Server) *nemesis.Env {
 	for _, s := range ss {
 		cl.AddServer(s)
 	}
-	clocks := make([]*clientsim.Clock, n)
+	clocks := make([]*clientfault.Clock, n)
 	for i := range clocks {
-		clocks[i] = clientsim.NewClock()
+		clocks[i] = clientfault.NewClock()
 	}
 	return &nemesis.Env{Gates: gates(n), Clocks: clocks, Cluster: cl}
 }

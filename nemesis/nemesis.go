@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/internal/registry"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -38,9 +38,9 @@ var (
 // Env is what faults act on.
 type Env struct {
 	// Gates freeze simulated client processes, one per client.
-	Gates []*clientsim.Gate
+	Gates []*clientfault.Gate
 	// Clocks are the clients' own clocks, one per client.
-	Clocks []*clientsim.Clock
+	Clocks []*clientfault.Clock
 	// Cluster holds the servers.
 	Cluster *cluster.Cluster
 }

@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
-func gates(n int) []*clientsim.Gate {
-	gs := make([]*clientsim.Gate, n)
+func gates(n int) []*clientfault.Gate {
+	gs := make([]*clientfault.Gate, n)
 	for i := range gs {
-		gs[i] = clientsim.NewGate()
+		gs[i] = clientfault.NewGate()
 	}
 	return gs
 }

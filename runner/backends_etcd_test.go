@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/locktorture/locktorture/backends"
@@ -368,13 +368,13 @@ func TestEtcdKeepaliveFollowsGate(t *testing.T) {
 	}
 	defer b.Close()
 	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
-	gate := clientsim.NewGate()
-	c0, err := b.Client(ctx, backends.ClientEnv{Process: 0, Gate: gate, Clock: clientsim.NewClock(), History: rec.Proc(0)})
+	gate := clientfault.NewGate()
+	c0, err := b.Client(ctx, backends.ClientEnv{Process: 0, Gate: gate, Clock: clientfault.NewClock(), History: rec.Proc(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c0.Close()
-	c1, err := b.Client(ctx, backends.ClientEnv{Process: 1, Gate: clientsim.NewGate(), Clock: clientsim.NewClock(), History: rec.Proc(1)})
+	c1, err := b.Client(ctx, backends.ClientEnv{Process: 1, Gate: clientfault.NewGate(), Clock: clientfault.NewClock(), History: rec.Proc(1)})
 	if err != nil {
 		t.Fatal(err)
 	}

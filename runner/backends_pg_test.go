@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/internal/testenv"
 
 	"github.com/jackc/pgx/v5"
@@ -291,7 +291,7 @@ func TestPGAdvisoryXactWriteInLockTransaction(t *testing.T) {
 	}
 	defer res.Close()
 	client := func(p int) backends.Client {
-		cl, err := b.Client(ctx, backends.ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock()})
+		cl, err := b.Client(ctx, backends.ClientEnv{Process: p, Gate: clientfault.NewGate(), Clock: clientfault.NewClock()})
 		if err != nil {
 			t.Fatal(err)
 		}

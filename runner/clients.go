@@ -12,14 +12,14 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/clients"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/scenarios"
 )
 
 // The client launchers: in-process (the default: the backend's clients
-// are goroutines of the harness) and process (clientproc: one process per
+// are goroutines of the harness) and process (clientprotocol: one process per
 // client speaking the client protocol). The runner picks one here, once;
 // nemeses and backends never ask which runs.
 
@@ -31,7 +31,7 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 	if !sc.ProcessClients() {
 		return nil
 	}
-	opt := clientproc.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend), Logf: r.lg.Printf}
+	opt := clientprotocol.Options{Cluster: r.cl, Dir: r.dir, TTL: sc.TTL.D(), Timeout: sc.Timeout.D(), BackendOptions: sc.Options(sc.Backend), Logf: r.lg.Printf}
 	if sc.Backend == scenarios.ExecBackend {
 		cmd, err := clients.Resolve(sc.Exec.Command, r.dir)
 		if err != nil {
@@ -54,20 +54,20 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 			}
 			opt.Command = []string{self, "client"}
 		}
-		cfg, err := clientproc.ChildConfigOf(sc.Backend, sc.BackendEnv(r.cl))
+		cfg, err := clientprotocol.ChildConfigOf(sc.Backend, sc.BackendEnv(r.cl))
 		if err != nil {
 			return err
 		}
 		opt.Builtin = cfg
 	}
-	l := clientproc.New(opt)
+	l := clientprotocol.New(opt)
 	r.launcher = l
 	r.deferClose(func() { _ = l.Close() })
 	start := time.Now()
-	err := l.Start(ctx, clientproc.Procs{Gates: r.procs.Gates, Clocks: r.procs.Clocks, History: r.procs.History})
+	err := l.Start(ctx, clientprotocol.Procs{Gates: r.procs.Gates, Clocks: r.procs.Clocks, History: r.procs.History})
 	switch {
 	case err == nil:
-	case errors.Is(err, clientproc.ErrCommand):
+	case errors.Is(err, clientprotocol.ErrCommand):
 		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", ErrInterrupted, err)
@@ -76,11 +76,11 @@ func (r *run) launchClients(ctx context.Context, steps []nemesis.Step) error {
 		return err
 	}
 	r.lg.Printf("clients: %d processes (%s) open in %s", sc.Clients, opt.Command[0], time.Since(start).Round(time.Millisecond))
-	if p := clientClockStep(steps); p != nil && !l.Has(clientproc.AbilityClock) {
-		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", errNotServed, p, clientproc.AbilityClock)
+	if p := clientClockStep(steps); p != nil && !l.Has(clientprotocol.AbilityClock) {
+		return fmt.Errorf("%w: %s moves a client's clock, but the client program did not announce the %q ability in its open reply", errNotServed, p, clientprotocol.AbilityClock)
 	}
-	if backends.IsUserProgram(sc.Backend) && sc.Suits != nil && slices.Contains(sc.Suits.Needs, "renews") && !l.Has(clientproc.AbilityExtend) {
-		return fmt.Errorf("%w: scenario %s tests a lock that renews itself, but the client program did not announce the %q ability in its open reply (it renews nothing the harness can see)", errNotServed, sc.Name, clientproc.AbilityExtend)
+	if backends.IsUserProgram(sc.Backend) && sc.Suits != nil && slices.Contains(sc.Suits.Needs, "renews") && !l.Has(clientprotocol.AbilityExtend) {
+		return fmt.Errorf("%w: scenario %s tests a lock that renews itself, but the client program did not announce the %q ability in its open reply (it renews nothing the harness can see)", errNotServed, sc.Name, clientprotocol.AbilityExtend)
 	}
 	r.backend = l
 	return nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -82,7 +82,7 @@ func (t *failureTally) note() string {
 	slices.SortFunc(ks, func(a, b kind) int { return cmp.Or(b.n-a.n, strings.Compare(a.err, b.err)) })
 	top := ks[0]
 	s := fmt.Sprintf("%d of %d client ops failed; the most common error, %d×: %q", t.failed, t.ops, top.n, shorten(top.err, 300))
-	if h := clientproc.LoginHint(top.err); h != "" {
+	if h := clientprotocol.LoginHint(top.err); h != "" {
 		s += " — " + h
 	}
 	return s

@@ -17,7 +17,7 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/external"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
@@ -133,7 +133,7 @@ type run struct {
 	// serversFile names an external run's servers (servers: external).
 	serversFile *cluster.ServersFile
 	// launcher runs the clients as processes (nil: in-process).
-	launcher *clientproc.Launcher
+	launcher *clientprotocol.Launcher
 	// clientsDone, when set, is called once the clients' time is up (or
 	// they failed), before the faults are healed: a matrix lane starts
 	// its next cell's servers then (prestart.go).
@@ -237,7 +237,7 @@ func sweep(ctx context.Context, tempDir string) []string {
 	for _, err := range errs {
 		out = append(out, fmt.Sprintf("could not undo what a harness that died left: %v (tried again by the next run)", err))
 	}
-	for _, p := range clientproc.ReapOrphans() {
+	for _, p := range clientprotocol.ReapOrphans() {
 		out = append(out, fmt.Sprintf("ended %s, left by a client of a harness that is gone", p))
 	}
 	for _, s := range cluster.SweepLeftovers(ctx, tempDir) {

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
 	"github.com/locktorture/locktorture/scenarios"
@@ -78,7 +78,7 @@ func renewAdapter(mode string) {
 		}
 	}
 	for in.Scan() {
-		var req clientproc.Inbound
+		var req clientprotocol.Inbound
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil || req.ID == nil {
 			os.Exit(3)
 		}

@@ -67,7 +67,7 @@ func (s *Scenario) StartOptions() cluster.StartOptions {
 // BackendEnv is what the scenario tells its backend: the one place a
 // backends.Env is made from a run's settings — the runner's, the check of
 // backend_options blocks (cl nil: nothing started), and, carried over the
-// wire (clientproc.ChildConfigOf), a client process's.
+// wire (clientprotocol.ChildConfigOf), a client process's.
 func (s *Scenario) BackendEnv(cl *cluster.Cluster) backends.Env {
 	return backends.Env{
 		Cluster:     cl,

@@ -91,7 +91,7 @@ say "deps done; go test"
 # A package not in this list keeps its place after them; a name here that
 # is no package any more is passed over. examples/locktest (a module of its
 # own) is tested beside them, its output shown when both are done.
-long="runner cmd/locktorture internal/nightly shrink locktest cluster clientproc backends"
+long="runner cmd/locktorture internal/nightly shrink locktest cluster clientprotocol backends"
 mod=$("$GO" list -m)
 mapfile -t all < <("$GO" list ./...)
 pkgs=()

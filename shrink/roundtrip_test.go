@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/cluster/kinds/redis"
@@ -60,8 +60,8 @@ func rtEnv(t *testing.T, s rtSetup) *nemesis.Env {
 	}
 	env := &nemesis.Env{Cluster: cl}
 	for range s.shape.Clients {
-		env.Gates = append(env.Gates, clientsim.NewGate())
-		env.Clocks = append(env.Clocks, clientsim.NewClock())
+		env.Gates = append(env.Gates, clientfault.NewGate())
+		env.Clocks = append(env.Clocks, clientfault.NewClock())
 	}
 	return env
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -44,8 +44,8 @@ type Config struct {
 // Procs are the simulated client processes of a run: process p's pause
 // gate, clock and history recorder are Gates[p], Clocks[p] and History[p].
 type Procs struct {
-	Gates   []*clientsim.Gate
-	Clocks  []*clientsim.Clock
+	Gates   []*clientfault.Gate
+	Clocks  []*clientfault.Clock
 	History []*history.Proc
 
 	// clients are the lock clients Open made, for Run to use.
@@ -85,8 +85,8 @@ func (ps *Procs) Close() {
 func NewProcs(n int, rec *history.Recorder) *Procs {
 	ps := &Procs{}
 	for p := range n {
-		ps.Gates = append(ps.Gates, clientsim.NewGate())
-		ps.Clocks = append(ps.Clocks, clientsim.NewClock())
+		ps.Gates = append(ps.Gates, clientfault.NewGate())
+		ps.Clocks = append(ps.Clocks, clientfault.NewClock())
 		ps.History = append(ps.History, rec.Proc(p))
 	}
 	return ps
@@ -185,7 +185,7 @@ type loop struct {
 	c    backends.Client
 	res  Resource
 	h    *history.Proc
-	gate *clientsim.Gate
+	gate *clientfault.Gate
 	rng  *rand.Rand
 	// entered is closed once this client's first acquire has completed
 	// (or its loop ended), letting the next client in.
@@ -229,7 +229,7 @@ func (l *loop) think() time.Duration {
 // costs more than the wait itself.
 const spinBelow = time.Microsecond
 
-// sleep waits d and then at the process's gate, as clientsim.Gate.Sleep
+// sleep waits d and then at the process's gate, as clientfault.Gate.Sleep
 // does. A wait shorter than spinBelow (a hold or think of 1ns) is spun out
 // on the clock instead of a timer: parking the goroutine for it hands the
 // CPU to others mid-hold, and the key stays held until the scheduler

@@ -12,29 +12,29 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/workload"
 )
 
 // runW runs the workload with the given gates, recording into rec and
 // telling observe (if any) of every op.
-func runW(ctx context.Context, stop <-chan struct{}, c workload.Config, b backends.Backend, res workload.Resource, rec *history.Recorder, gates []*clientsim.Gate, observe func(history.Op)) error {
+func runW(ctx context.Context, stop <-chan struct{}, c workload.Config, b backends.Backend, res workload.Resource, rec *history.Recorder, gates []*clientfault.Gate, observe func(history.Op)) error {
 	if observe != nil {
 		rec.SetObserver(observe)
 	}
 	procs := &workload.Procs{Gates: gates}
 	for p := range gates {
-		procs.Clocks = append(procs.Clocks, clientsim.NewClock())
+		procs.Clocks = append(procs.Clocks, clientfault.NewClock())
 		procs.History = append(procs.History, rec.Proc(p))
 	}
 	return workload.Run(ctx, stop, c, b, res, procs)
 }
 
-func newGates(n int) []*clientsim.Gate {
-	gs := make([]*clientsim.Gate, n)
+func newGates(n int) []*clientfault.Gate {
+	gs := make([]*clientfault.Gate, n)
 	for i := range gs {
-		gs[i] = clientsim.NewGate()
+		gs[i] = clientfault.NewGate()
 	}
 	return gs
 }

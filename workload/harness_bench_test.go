@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/leakcheck"
@@ -236,7 +236,7 @@ func newBareClients(ctx context.Context, backend backends.Backend) ([]backends.C
 	defer rec.Close()
 	var cs []backends.Client
 	for p := range harnessClients {
-		c, err := backend.Client(ctx, backends.ClientEnv{Process: p, Gate: clientsim.NewGate(), Clock: clientsim.NewClock(), History: rec.Proc(p)})
+		c, err := backend.Client(ctx, backends.ClientEnv{Process: p, Gate: clientfault.NewGate(), Clock: clientfault.NewClock(), History: rec.Proc(p)})
 		if err != nil {
 			for _, c := range cs {
 				_ = c.Close()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/clientsim"
+	"github.com/locktorture/locktorture/clientfault"
 )
 
 // TestSleepAsGateSleep checks that the loop's sleep keeps Gate.Sleep's
@@ -13,7 +13,7 @@ import (
 // the gate while the process is paused, and gives up when ctx ends.
 func TestSleepAsGateSleep(t *testing.T) {
 	for _, d := range []time.Duration{0, 1, 500, spinBelow - 1, spinBelow, 2 * time.Millisecond} {
-		l := &loop{gate: clientsim.NewGate()}
+		l := &loop{gate: clientfault.NewGate()}
 		start := time.Now()
 		if err := l.sleep(context.Background(), d); err != nil {
 			t.Fatalf("sleep(%v): %v", d, err)
@@ -41,7 +41,7 @@ func TestSleepAsGateSleep(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { done <- l.sleep(ctx, d) }()
 		cancel()
-		ref := clientsim.NewGate()
+		ref := clientfault.NewGate()
 		ref.Pause()
 		if err, want := <-done, ref.Sleep(ctx, d); err != want {
 			t.Errorf("sleep(%v) with ctx ended: %v, Gate.Sleep gives %v", d, err, want)

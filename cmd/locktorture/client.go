@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 )
 
 // cmdClient is `locktorture client`: one client process of a run in
@@ -19,17 +19,17 @@ func cmdClient(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locktorture client: takes no arguments (the harness starts it; see docs/client-protocol.md)\n")
 		return exitBadArgs
 	}
-	raw := os.Getenv(clientproc.ConfigEnv)
+	raw := os.Getenv(clientprotocol.ConfigEnv)
 	if raw == "" {
-		fmt.Fprintf(stderr, "locktorture client: %s is not set: the harness starts this command (client_mode: process)\n", clientproc.ConfigEnv)
+		fmt.Fprintf(stderr, "locktorture client: %s is not set: the harness starts this command (client_mode: process)\n", clientprotocol.ConfigEnv)
 		return exitBadArgs
 	}
-	var cfg clientproc.ChildConfig
+	var cfg clientprotocol.ChildConfig
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintf(stderr, "locktorture client: %s: %v\n", clientproc.ConfigEnv, err)
+		fmt.Fprintf(stderr, "locktorture client: %s: %v\n", clientprotocol.ConfigEnv, err)
 		return exitBadArgs
 	}
-	if err := clientproc.Serve(context.Background(), os.Stdin, stdout, cfg); err != nil {
+	if err := clientprotocol.Serve(context.Background(), os.Stdin, stdout, cfg); err != nil {
 		fmt.Fprintf(stderr, "locktorture client: %v\n", err)
 		return exitHarness
 	}

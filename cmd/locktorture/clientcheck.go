@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
-	"github.com/locktorture/locktorture/clientproc"
+	"github.com/locktorture/locktorture/clientprotocol"
 	"github.com/locktorture/locktorture/clients"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/scenarios"
@@ -87,7 +87,7 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	// Owned (owner.Mark), so that should this process be killed with
 	// SIGKILL, the next run, check or compare removes it.
-	tmp, err := clientproc.MkdirOwned("locktorture-client-check-cmd-")
+	tmp, err := clientprotocol.MkdirOwned("locktorture-client-check-cmd-")
 	if err != nil {
 		return fail(stderr, "client-check", err)
 	}
@@ -95,11 +95,11 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if argv, err = clients.Resolve(argv, tmp); err != nil {
 		return fail(stderr, "client-check", err)
 	}
-	opt := clientproc.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work, TLS: *tlsOn}
+	opt := clientprotocol.CheckOptions{Command: argv, Servers: kinds, TTL: *ttl, Timeout: *timeout, Dir: work, TLS: *tlsOn}
 	if !*quiet {
 		opt.Progress = func(s string) { fmt.Fprintf(stderr, "client-check: %s\n", s) }
 	}
-	rep, err := clientproc.Check(ctx, opt)
+	rep, err := clientprotocol.Check(ctx, opt)
 	if err != nil && ctx.Err() != nil {
 		// No verdict on a check it never finished.
 		where := ""
@@ -116,7 +116,7 @@ func clientCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	}
 	switch {
-	case err != nil && errors.Is(err, clientproc.ErrCheck):
+	case err != nil && errors.Is(err, clientprotocol.ErrCheck):
 		return fail(stderr, "client-check", err)
 	case err != nil:
 		return fail(stderr, "client-check", err)

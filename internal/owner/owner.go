@@ -6,7 +6,7 @@
 // an owner file (Mark), its containers in a label, its client processes in
 // their environment; the next run on the machine removes what belongs to
 // an owner that is gone (Reap for directories; cluster/docker and
-// clientproc for the others, with Alive).
+// clientprotocol for the others, with Alive).
 package owner
 
 import (
