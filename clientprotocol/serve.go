@@ -33,7 +33,7 @@ type ChildConfig struct {
 	Env backends.Env `json:"env"`
 	// Kinds are the kinds' own settings of the run (its etcd: and
 	// postgres: blocks), by kind, each as JSON of the type its
-	// cluster.Kind.Options returns (EncodeKinds).
+	// cluster.Configurable.Options returns (EncodeKinds).
 	Kinds map[string]json.RawMessage `json:"kinds,omitempty"`
 	// Aliases map each server's real address to this client's link to it.
 	Aliases map[string]string `json:"aliases,omitempty"`
@@ -323,11 +323,12 @@ func decodeKinds(raw map[string]json.RawMessage) (map[string]cluster.KindOptions
 	}
 	out := map[string]cluster.KindOptions{}
 	for name, r := range raw {
-		k, ok := cluster.LookupKind(name)
-		if !ok || k.Options == nil {
+		k, _ := cluster.LookupKind(name)
+		c, ok := k.Abilities.(cluster.Configurable)
+		if !ok {
 			return nil, fmt.Errorf("%s: kinds: %q is no kind of server that takes settings (known: %s)", ConfigEnv, name, strings.Join(cluster.KindNames(), ", "))
 		}
-		o := k.Options()
+		o := c.Options()
 		if err := json.Unmarshal(r, o); err != nil {
 			return nil, fmt.Errorf("%s: kinds: %s: %w", ConfigEnv, name, err)
 		}

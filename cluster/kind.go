@@ -13,16 +13,23 @@ import (
 	"github.com/locktorture/locktorture/internal/yamlkeys"
 )
 
-// Kind is one kind of server: how the harness starts it (as a local
-// process or in a container alike: a kind asks its Provider for a host, a
-// port, a directory and its program, never which mode runs), how it checks
-// one someone else runs, and how it removes a run's own data from one.
-// Each kind registers its Kind from its init (RegisterKind): a package of
-// its own under cluster/kinds, linked by cluster/kinds/all;
-// everything that lists kinds — servers files, images, the exec backend,
-// the external clean-up — reads the registry. What a kind's servers can do
-// beyond Server is said by small interfaces (Versioner, Pauser, Killer,
-// ClientAddresser), never by a type switch.
+// Kind is one kind of server: the core every kind has — its name, the
+// packages and image its programs come from, about how long one takes to
+// start, and how the harness starts its servers (as a local process or in
+// a container alike: a kind asks its Provider for a host, a port, a
+// directory and its program, never which mode runs). Each kind registers
+// its Kind from its init (RegisterKind): a package of its own under
+// cluster/kinds, linked by cluster/kinds/all; everything that lists kinds
+// — servers files, images, the exec backend, the external clean-up —
+// reads the registry.
+//
+// What a kind can do beyond that (check a server someone else runs,
+// prepare and clean a run's namespace there, take settings, end
+// sessions, ...) is said by the small interfaces its Abilities value
+// implements (Checker, Preparer, Cleaner, Configurable, ...: abilities.go),
+// as what its servers can do is said by Versioner, Pauser, Killer and
+// ClientAddresser: callers ask with a type assertion, never by its name.
+// TestKindIsACore keeps this struct to its core.
 type Kind struct {
 	// Name is what users type: a servers file's key, `--image KIND=REF`,
 	// exec.servers, and the key of the client protocol's servers.
@@ -44,10 +51,6 @@ type Kind struct {
 	// longest cells first, and starts a lane's next servers ahead when
 	// they are slow enough). Zero: next to nothing.
 	StartupCost time.Duration
-	// DSN says a server of this kind is named by one connection string
-	// (postgres://...) rather than by host:port: a servers file names one,
-	// and the client protocol gives one.
-	DSN bool
 	// Start starts the servers of this kind a run needs when no backend
 	// of its own starts them (the exec backend's exec.servers: each entry
 	// one more server, or the one ensemble). Nil for a kind that is one
@@ -57,70 +60,10 @@ type Kind struct {
 	// be started in every mode and served in the standing cluster
 	// (its Kind defaults to Name).
 	Program *ProgramSpec
-	// Compose is how its servers run in the standing cluster that
-	// docker-compose.yml brings up (`locktorture compose` writes it). Nil:
-	// Program's command line, on a port of its own; no Program either: none.
-	Compose *ComposeSpec
-	// CheckAddr says what is wrong with an address a servers file gives
-	// for this kind (nil: it must be host:port).
-	CheckAddr func(addr string) error
-	// Check asks a server of this kind that someone else runs whether it
-	// answers and is what a run needs (a Redis that is a primary), with
-	// the credentials the servers file gives. Nil:
-	// that it answers at all is found out by the run.
-	Check func(ctx context.Context, e Endpoint) error
-	// Prepare makes what a run of namespace needs on a server of this kind
-	// someone else runs (PostgreSQL: a schema of the run's own) and
-	// returns the address the run uses instead (the DSN naming that
-	// schema). Nil: nothing to make.
-	Prepare func(ctx context.Context, e Endpoint, namespace string) (string, error)
-	// Cleanup removes what the run of namespace left on servers of this
-	// kind someone else runs — and nothing else. Nil: a run leaves nothing
-	// there.
-	Cleanup func(ctx context.Context, servers []Endpoint, namespace string) error
-	// TLS lists the modes (local, docker) in which the harness starts this
-	// kind's servers with TLS from the run's CA (`security: tls`, --tls).
-	// None: it cannot, and a run that asks is refused before it starts.
-	TLS []string
-	// Sessions says its servers can end a client's session on their own
-	// (Cluster.SessionKillers): the kill-session fault applies to it.
-	Sessions bool
-	// Leader says its servers form an ensemble that elects a leader
-	// (Cluster.Leader): a server fault may name the `leader`.
-	Leader bool
-	// MembersUnlinked, for an ensemble whose members cannot each be cut
-	// off from the others through links of their own (topology: members),
-	// says why; "" when they can, or when it is no ensemble.
-	MembersUnlinked string
-	// Credentials turns the username, password and TLS files a servers
-	// file gives for the server at addr (its address or DSN) into what
-	// its clients take: the address they dial (PostgreSQL: a DSN holding
-	// them) and the credentials left (ZooKeeper: a digest), or says why
-	// they cannot be used. Nil: they are taken as given.
-	Credentials func(addr string, a *Auth) (string, *Auth, error)
-	// Companions are the other programs its servers include, by the
-	// names their servers go by (redis: "sentinel", its Sentinels):
-	// ServerKind takes sentinel-0 for a server of this kind.
-	Companions []string
-	// CheckSentinel, for the kind whose group a servers file names under
-	// sentinel: (redis), asks each of the group's Sentinels whether it
-	// knows the master (monitored as master), and that master whether it
-	// takes masterAuth; the first problem wraps ErrServerCheck.
-	CheckSentinel func(ctx context.Context, sentinels []Endpoint, master string, masterAuth *Auth) error
-	// SentinelPrimary, for that kind, is the group's current primary
-	// (host:port) as the first Sentinel that answers names it ("" when
-	// none does): Cleanup removes the run's data there too.
-	SentinelPrimary func(ctx context.Context, sentinels []Endpoint, master string) string
-	// Options, when set, returns the kind's fresh settings with their
-	// defaults: what a scenario's block keyed by the kind's name takes
-	// (DecodeKindOptions), and what its Start reads from
-	// StartOptions.Kinds. Nil: the kind takes no settings.
-	Options func() KindOptions
-	// OlderKeys are top-level scenario keys of an older spelling, each
-	// mapped to the key of the kind's block it stands for
-	// ("etcd_members": "members"): still read, and refused beside the
-	// block's own key.
-	OlderKeys map[string]string
+	// Abilities is the kind's own value (its package's type), which says
+	// what else the kind can do by the interfaces of abilities.go it
+	// implements. Nil: nothing beyond starting its servers.
+	Abilities any
 }
 
 // DefaultKind is the kind of server started where none is named
@@ -143,7 +86,7 @@ type StartOptions struct {
 	// front of a server sizes its pool from it).
 	Clients int
 	// Kinds are the kinds' own settings, by kind name (a scenario's
-	// `etcd: {members: 3}`), each of the type its Kind.Options returns;
+	// `etcd: {members: 3}`), each of the type its Configurable.Options returns;
 	// a kind's Start reads its own (OptionsOf). None: its defaults. Not
 	// JSON: each kind's settings decode only into their own type.
 	Kinds map[string]KindOptions `json:"-"`
@@ -151,7 +94,7 @@ type StartOptions struct {
 
 // KindOptions are a kind's own settings: a scenario's block keyed by the
 // kind's name (`zookeeper: {members: 3}`), decoded strictly by
-// DecodeKindOptions into the fresh value its Kind.Options returns (a
+// DecodeKindOptions into the fresh value its Configurable.Options returns (a
 // pointer to a struct whose yaml tags are the keys the block takes).
 type KindOptions interface {
 	// Check says what is wrong with the settings themselves (a
@@ -177,7 +120,7 @@ type KeyError struct {
 
 func (e *KeyError) Error() string { return e.Msg }
 
-// OptionsOf is kind's settings in o, of the type T its Kind.Options
+// OptionsOf is kind's settings in o, of the type T its Configurable.Options
 // makes (a *T), or T's zero value when o has none.
 func OptionsOf[T any](o StartOptions, kind string) T {
 	if v, ok := any(o.Kinds[kind]).(*T); ok && v != nil {
@@ -197,7 +140,11 @@ func DecodeKindOptions(kind string, n *yaml.Node) (KindOptions, error) {
 	if !ok {
 		return nil, fmt.Errorf("no kind of server named %q (known: %s)", kind, strings.Join(KindNames(), ", "))
 	}
-	return yamlkeys.Decode(n, yamlkeys.Block{Owner: kind, Noun: "setting", None: "takes no settings in a scenario (its servers start as they are)"}, k.Options)
+	var fresh func() KindOptions
+	if c, ok := k.Abilities.(Configurable); ok {
+		fresh = c.Options
+	}
+	return yamlkeys.Decode(n, yamlkeys.Block{Owner: kind, Noun: "setting", None: "takes no settings in a scenario (its servers start as they are)"}, fresh)
 }
 
 // Versioner is a server that can say its version, as the server reports it.
@@ -299,7 +246,11 @@ func (c *Cluster) StartKinds(ctx context.Context, kinds []string, o StartOptions
 func ServerKind(name string) (string, bool) {
 	best, kind := "", ""
 	for _, k := range Kinds() {
-		for _, n := range append([]string{k.Name}, k.Companions...) {
+		names := []string{k.Name}
+		if c, ok := k.Abilities.(CompanionNamer); ok {
+			names = append(names, c.CompanionNames()...)
+		}
+		for _, n := range names {
 			rest, ok := strings.CutPrefix(name, n)
 			if ok && len(n) > len(best) && (rest == "" || strings.ContainsAny(rest[:1], "-_0123456789")) {
 				best, kind = n, k.Name
@@ -428,7 +379,7 @@ type Leading interface {
 	LeaderServer(ctx context.Context) (Server, error)
 }
 
-// The standing cluster's part of a kind (Kind.Compose): what
+// The standing cluster's part of a kind (Composer): what
 // cluster/external writes docker-compose.yml and compose.servers.yaml from.
 
 // ComposeSpec is how a kind's servers run in the standing cluster.

@@ -83,7 +83,7 @@ func (f *ServersFile) UnmarshalYAML(n *yaml.Node) error {
 			return fmt.Errorf("line %d: %s is named twice", key.Line, k.Name)
 		}
 		var es []ServerEntry
-		if k.DSN {
+		if _, dsn := k.Abilities.(DSNAddressed); dsn {
 			var e ServerEntry
 			if err := val.Decode(&e); err != nil {
 				return err
@@ -331,11 +331,12 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 	check := func(kind string, e *ServerEntry) error {
 		a := e.address()
 		k, _ := LookupKind(kind)
+		d, dsn := k.Abilities.(DSNAddressed)
 		switch {
 		case a == "":
 			return bad(e.line, "a %s server needs an address (addr: host:port)", kind)
-		case k.CheckAddr != nil:
-			if err := k.CheckAddr(a); err != nil {
+		case dsn:
+			if err := d.CheckDSN(a); err != nil {
 				return bad(e.line, "%s: %v", kind, err)
 			}
 		default:
@@ -347,7 +348,7 @@ func parseServersFile(data []byte, source string) (*ServersFile, error) {
 				return bad(e.line, "%s: %q is not host:port (a port is a number from 1 to 65535)", kind, RedactDSN(a))
 			}
 		}
-		if k.DSN {
+		if dsn {
 			if err := checkDSNPorts(a); err != nil {
 				return bad(e.line, "%s: %q: %v", kind, RedactDSN(a), err)
 			}
@@ -641,7 +642,7 @@ func redactCheck(err error, addrs ...string) error {
 }
 
 // Check asks every server the file names for the kinds a run needs
-// whether it answers and is what the file says (each kind's Check: a
+// whether it answers and is what the file says (each kind's Checker: a
 // Redis server is a primary, PostgreSQL takes a connection, etcd and
 // ZooKeeper answer; with sentinel, the Sentinels know the master). The
 // first problem is returned, wrapping ErrServerCheck and naming the
@@ -660,12 +661,13 @@ func (f *ServersFile) Check(ctx context.Context, kinds []string, sentinel bool) 
 		if len(es) == 0 {
 			return fmt.Errorf("%w: the backend uses %s, but the servers file names none", ErrServerCheck, kind)
 		}
-		k, ok := LookupKind(kind)
-		if !ok || k.Check == nil {
+		k, _ := LookupKind(kind)
+		c, ok := k.Abilities.(Checker)
+		if !ok {
 			continue
 		}
 		for _, e := range Endpoints(es) {
-			if err := k.Check(ctx, e); err != nil {
+			if err := c.Check(ctx, e); err != nil {
 				return redactCheck(fmt.Errorf("%w: %s %s: %w", ErrServerCheck, kind, RedactDSN(e.Addr), err), e.Addr)
 			}
 		}
@@ -680,8 +682,9 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 	if s == nil {
 		return fmt.Errorf("%w: the run uses Redis Sentinel, but the servers file names no sentinel group", ErrServerCheck)
 	}
-	if k, ok := LookupKind(redisKind); ok && k.CheckSentinel != nil {
-		if err := k.CheckSentinel(ctx, Endpoints(s.Addrs), s.Master, s.PrimaryAuth()); err != nil {
+	k, _ := LookupKind(redisKind)
+	if g, ok := k.Abilities.(SentinelGroup); ok {
+		if err := g.CheckSentinel(ctx, Endpoints(s.Addrs), s.Master, s.PrimaryAuth()); err != nil {
 			return redactCheck(err, append(addrs(s.Addrs), addrs(s.Servers)...)...)
 		}
 	}
@@ -693,7 +696,7 @@ func (f *ServersFile) checkSentinel(ctx context.Context) error {
 const SentinelKind = "sentinel"
 
 // adapt turns the entry's credentials into what its kind's clients take:
-// its kind's Credentials (ZooKeeper's digest); PostgreSQL's DSN
+// its kind's Credentialer (ZooKeeper's digest); PostgreSQL's DSN
 // (the user and password in it, TLS as sslmode=verify-full, sslrootcert,
 // sslcert and sslkey — PostgreSQL keeps its credentials in its DSN).
 func (e *ServerEntry) adapt(kind string) error {
@@ -701,11 +704,12 @@ func (e *ServerEntry) adapt(kind string) error {
 	if a == nil {
 		return nil
 	}
-	k, ok := LookupKind(kind)
-	if !ok || k.Credentials == nil {
+	k, _ := LookupKind(kind)
+	c, ok := k.Abilities.(Credentialer)
+	if !ok {
 		return nil
 	}
-	addr, na, err := k.Credentials(e.address(), a)
+	addr, na, err := c.Credentials(e.address(), a)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,8 @@ func (g ServerSet) MarshalJSON() ([]byte, error) {
 		if len(addrs) == 0 {
 			continue
 		}
-		if k, ok := LookupKind(kind); ok && k.DSN {
+		k, _ := LookupKind(kind)
+		if _, dsn := k.Abilities.(DSNAddressed); dsn {
 			m[kind] = addrs[0]
 			continue
 		}

@@ -95,7 +95,7 @@ func serversFile(g cluster.ServerSet) (map[string]any, error) {
 	doc := map[string]any{}
 	for _, k := range cluster.Kinds() {
 		addrs := g.Servers[k.Name]
-		if k.DSN && len(addrs) > 0 {
+		if _, dsn := k.Abilities.(cluster.DSNAddressed); dsn && len(addrs) > 0 {
 			doc[k.Name] = addrs[0]
 			continue
 		}

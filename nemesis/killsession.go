@@ -39,7 +39,10 @@ func (killSession) AllowsZeroDuration() bool { return true }
 func (killSession) Params() Params { return &TerminateParams{} }
 
 func (killSession) Applies(s Shape) error {
-	if anyKind(s.Kinds, func(k cluster.Kind) bool { return k.Sessions }) {
+	if anyKind(s.Kinds, func(k cluster.Kind) bool {
+		e, ok := k.Abilities.(cluster.SessionEnder)
+		return ok && e.EndsSessions()
+	}) {
 		return s.controlled("kill-session")
 	}
 	return fmt.Errorf("kill-session does not apply to %s: it has no server session", s.Backend)

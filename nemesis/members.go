@@ -40,8 +40,9 @@ func validateMembers(s Shape, fault string, servers []string, clients []int) err
 		return keyErr("topology", "%s (topology members) needs servers the harness runs: someone else's members talk to one another over their own network, not through links (servers: external)", fault)
 	}
 	for _, name := range s.Kinds {
-		if k, ok := cluster.LookupKind(name); ok && k.MembersUnlinked != "" {
-			return keyErr("topology", "%s (topology members) does not apply to %s: %s", fault, name, k.MembersUnlinked)
+		k, _ := cluster.LookupKind(name)
+		if u, ok := k.Abilities.(cluster.MembersUnlinked); ok && u.MembersUnlinked() != "" {
+			return keyErr("topology", "%s (topology members) does not apply to %s: %s", fault, name, u.MembersUnlinked())
 		}
 	}
 	if s.Members < 2 {

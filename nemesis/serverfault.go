@@ -44,7 +44,10 @@ func (p *ServerParams) Validate(s Shape) error {
 	if len(p.Servers) == 0 {
 		return keyErr("", "needs `servers:` (names, letters in start order: A, B, ..., or %s)", leaderTarget)
 	}
-	if slices.Contains(p.Servers, leaderTarget) && !anyKind(s.Kinds, func(k cluster.Kind) bool { return k.Leader }) {
+	if slices.Contains(p.Servers, leaderTarget) && !anyKind(s.Kinds, func(k cluster.Kind) bool {
+		l, ok := k.Abilities.(cluster.LeaderElector)
+		return ok && l.ElectsLeader()
+	}) {
 		return keyErr("servers", "servers [%s] names the member of an etcd cluster or a ZooKeeper ensemble that leads; %s runs on %s", leaderTarget, s.Backend, orDefault(strings.Join(s.Kinds, ", "), "no server"))
 	}
 	return p.ServerSet.validate()

@@ -147,7 +147,7 @@ func hasKind(kinds []string, k string) bool {
 }
 
 // anyKind reports whether one of kinds is a registered kind of server that
-// can do what can asks of it (the registry says: Kind.Sessions...).
+// can do what can asks of it (the registry says: cluster.SessionEnder...).
 func anyKind(kinds []string, can func(cluster.Kind) bool) bool {
 	for _, name := range kinds {
 		if k, ok := cluster.LookupKind(name); ok && can(k) {

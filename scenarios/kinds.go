@@ -19,7 +19,7 @@ import (
 // kind's name (`etcd: {members: 3}`, `postgres: {via: pgbouncer}`), each
 // decoded strictly by its kind (cluster.DecodeKindOptions) as
 // backend_options blocks are by their backends. A kind's older top-level
-// keys (etcd_members; cluster.Kind.OlderKeys) are still read, as the key
+// keys (etcd_members; cluster.OlderSpelled) are still read, as the key
 // of its block they stand for.
 
 // scenarioFile is a scenario as its file is decoded: the Scenario's own
@@ -34,7 +34,11 @@ type scenarioFile struct {
 // stands for.
 func olderKey(name string) (kind, key string, ok bool) {
 	for _, k := range cluster.Kinds() {
-		if key, ok := k.OlderKeys[name]; ok {
+		o, spelled := k.Abilities.(cluster.OlderSpelled)
+		if !spelled {
+			continue
+		}
+		if key, ok := o.OlderKeys()[name]; ok {
 			return k.Name, key, true
 		}
 	}
@@ -205,13 +209,14 @@ func (s *Scenario) fillKinds() {
 func (s *Scenario) validateKinds() error {
 	for _, name := range sortedKeys(s.Kinds) {
 		k, ok := cluster.LookupKind(name)
+		c, configurable := k.Abilities.(cluster.Configurable)
 		switch {
 		case !ok:
 			return &fieldError{field: name, msg: fmt.Sprintf("%s: no kind of server of that name (known: %s)", name, strings.Join(cluster.KindNames(), ", "))}
-		case k.Options == nil:
+		case !configurable:
 			return &fieldError{field: name, msg: fmt.Sprintf("%s takes no settings in a scenario", name)}
-		case reflect.TypeOf(s.Kinds[name]) != reflect.TypeOf(k.Options()):
-			return &fieldError{field: name, msg: fmt.Sprintf("%s: settings of type %T, not %T", name, s.Kinds[name], k.Options())}
+		case reflect.TypeOf(s.Kinds[name]) != reflect.TypeOf(c.Options()):
+			return &fieldError{field: name, msg: fmt.Sprintf("%s: settings of type %T, not %T", name, s.Kinds[name], c.Options())}
 		}
 		if err := s.Kinds[name].Check(); err != nil {
 			fe := &fieldError{field: name, msg: fmt.Sprintf("%s: %v", name, err)}

@@ -199,7 +199,7 @@ type Scenario struct {
 	// `zookeeper: {members: 3}`, `postgres: {via: pgbouncer}`,
 	// `pgbouncer: {pool_mode: transaction}`), decoded by the kind
 	// (cluster.DecodeKindOptions), each of the type its
-	// cluster.Kind.Options returns. Parse gives each kind the run uses its
+	// cluster.Configurable.Options returns. Parse gives each kind the run uses its
 	// defaults when the file gives no block. Set one with SetKindOptions.
 	Kinds map[string]cluster.KindOptions `yaml:"-"`
 	// BackendOptions are each backend's own settings, by backend name

@@ -65,6 +65,15 @@ func (s *Scenario) validateServers() error {
 	return nil
 }
 
+// tlsModes are the modes in which the harness can start k's servers with
+// TLS (its cluster.TLSStarter), none when it cannot.
+func tlsModes(k cluster.Kind) []string {
+	if t, ok := k.Abilities.(cluster.TLSStarter); ok {
+		return t.TLSModes()
+	}
+	return nil
+}
+
 // tlsKinds refuses security: tls when a kind of server the run starts
 // cannot start with TLS where the servers run.
 func (s *Scenario) tlsKinds() error {
@@ -74,13 +83,13 @@ func (s *Scenario) tlsKinds() error {
 	}
 	for _, kind := range s.ServerKinds() {
 		k, ok := cluster.LookupKind(kind)
-		if !ok || slices.Contains(k.TLS, mode) {
+		if !ok || slices.Contains(tlsModes(k), mode) {
 			continue
 		}
 		var can []string
 		for _, o := range cluster.Kinds() {
-			if len(o.TLS) > 0 {
-				can = append(can, fmt.Sprintf("%s (%s)", o.Name, strings.Join(o.TLS, ", ")))
+			if modes := tlsModes(o); len(modes) > 0 {
+				can = append(can, fmt.Sprintf("%s (%s)", o.Name, strings.Join(modes, ", ")))
 			}
 		}
 		return &fieldError{field: "security", msg: fmt.Sprintf("security: tls: the run's %s cannot start with TLS in %s mode (it can: %s)", kind, mode, strings.Join(can, ", "))}

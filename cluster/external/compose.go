@@ -20,7 +20,7 @@ import (
 // registered kind on 127.0.0.1 (host networking), and compose.servers.yaml
 // points `--servers external` at them. Both are written from the registry
 // (`locktorture compose`), so a kind's package is all a kind needs to be
-// served there too: its Kind.Compose, or — for a kind that is one program
+// served there too: its cluster.Composer, or — for a kind that is one program
 // (Kind.Program) — a service made from its ProgramSpec.
 
 // composeImageVar is the environment variable that names kind's image in
@@ -66,7 +66,10 @@ func composeParts(images map[string]string) ([]composePart, error) {
 	used := map[int]string{}
 	next := 17100
 	for _, k := range cluster.Kinds() {
-		spec := k.Compose
+		var spec *cluster.ComposeSpec
+		if c, ok := k.Abilities.(cluster.Composer); ok {
+			spec = c.Compose()
+		}
 		if spec == nil && k.Program != nil {
 			s := programCompose(k.Name, *k.Program)
 			spec = &s
@@ -234,7 +237,8 @@ func writeComposeServers(parts []composePart) string {
 		sort.Strings(kinds)
 		for _, k := range kinds {
 			es := p.Servers[k]
-			if kk, ok := cluster.LookupKind(k); ok && kk.DSN && len(es) == 1 {
+			kk, _ := cluster.LookupKind(k)
+			if _, dsn := kk.Abilities.(cluster.DSNAddressed); dsn && len(es) == 1 {
 				fmt.Fprintf(&b, "%s: %s\n", k, entryFlow(es[0], "dsn"))
 				continue
 			}

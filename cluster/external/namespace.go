@@ -28,7 +28,7 @@ func NewNamespace() string {
 }
 
 // Prepare makes what the run's namespace needs on the servers of f the
-// run uses (each kind's Prepare: PostgreSQL's schema of the run's own, which
+// run uses (each kind's cluster.Preparer: PostgreSQL's schema of the run's own, which
 // CREATE SCHEMA never adopts from someone else) and returns the servers as
 // an external cluster takes them — at the addresses the kinds' Prepare gave —
 // with the controls the file names.
@@ -37,12 +37,13 @@ func Prepare(ctx context.Context, f *cluster.ServersFile, namespace string, kind
 	g.Controls = f.Controls()
 	g.KeyMatch = "*" + namespace + ":k*"
 	for _, kind := range kinds {
-		k, ok := cluster.LookupKind(kind)
-		if !ok || k.Prepare == nil {
+		k, _ := cluster.LookupKind(kind)
+		p, ok := k.Abilities.(cluster.Preparer)
+		if !ok {
 			continue
 		}
 		for i, a := range g.Servers[kind] {
-			run, err := k.Prepare(ctx, cluster.Endpoint{Addr: a, Auth: g.Auth.For(kind, i)}, namespace)
+			run, err := p.Prepare(ctx, cluster.Endpoint{Addr: a, Auth: g.Auth.For(kind, i)}, namespace)
 			if err != nil {
 				return cluster.ServerSet{}, err
 			}
@@ -57,7 +58,7 @@ func Prepare(ctx context.Context, f *cluster.ServersFile, namespace string, kind
 }
 
 // Cleanup removes everything of the run's namespace from the servers f
-// names that the run used, by each kind's Cleanup: Redis keys holding "<namespace>:k" (on
+// names that the run used, by each kind's cluster.Cleaner: Redis keys holding "<namespace>:k" (on
 // every Redis server and the Sentinels' current primary), etcd keys under
 // locktorture/ holding it, the ZooKeeper znodes of its keys, and the run's
 // PostgreSQL schema. It touches nothing else. It tries every kind and
@@ -70,8 +71,9 @@ func Cleanup(ctx context.Context, f *cluster.ServersFile, namespace string, kind
 	}
 	var errs []error
 	for _, kind := range kinds {
-		k, ok := cluster.LookupKind(kind)
-		if !ok || k.Cleanup == nil {
+		k, _ := cluster.LookupKind(kind)
+		c, ok := k.Abilities.(cluster.Cleaner)
+		if !ok {
 			continue
 		}
 		servers := cluster.Endpoints(f.Servers[kind])
@@ -81,7 +83,7 @@ func Cleanup(ctx context.Context, f *cluster.ServersFile, namespace string, kind
 		if len(servers) == 0 {
 			continue
 		}
-		if err := k.Cleanup(ctx, servers, namespace); err != nil {
+		if err := c.Cleanup(ctx, servers, namespace); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -93,13 +95,14 @@ func Cleanup(ctx context.Context, f *cluster.ServersFile, namespace string, kind
 
 // sentinelPrimary is the current primary of f's Sentinel group, as the
 // first Sentinel that answers names it, when k is the kind the group
-// belongs to (its Kind.SentinelPrimary: redis); "" when none does.
+// belongs to (the cluster.SentinelGroup: redis); "" when none does.
 func sentinelPrimary(ctx context.Context, f *cluster.ServersFile, k cluster.Kind) string {
 	s := f.Sentinel
-	if s == nil || k.SentinelPrimary == nil {
+	g, ok := k.Abilities.(cluster.SentinelGroup)
+	if s == nil || !ok {
 		return ""
 	}
-	return k.SentinelPrimary(ctx, cluster.Endpoints(s.Addrs), s.Master)
+	return g.SentinelPrimary(ctx, cluster.Endpoints(s.Addrs), s.Master)
 }
 
 // undoNamespace removes an external run's keys and schema (args:

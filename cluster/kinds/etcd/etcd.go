@@ -405,40 +405,58 @@ const Kind = "etcd"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		StartupCost: 500 * time.Millisecond, // a Go binary
-		TLS:         []string{cluster.ServersLocal, cluster.ServersDocker},
 		Name:        Kind,
-		Sessions:    true,
-		Leader:      true,
 		Packages:    []string{"etcd-server", "etcd-client"}, // etcd-client: etcdctl, for compose's health check
 		Image:       "gcr.io/etcd-development/etcd:v3.5.17",
-
-		// topology: members cannot act on its members.
-		MembersUnlinked: "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)",
-
+		StartupCost: 500 * time.Millisecond, // a Go binary
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			_, err := Start(ctx, c, cluster.OptionsOf[Options](o, Kind))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &Options{Members: 1} },
-		OlderKeys: map[string]string{Kind + "_members": "members"},
-		Check: func(ctx context.Context, e cluster.Endpoint) error {
-			return endpointMember(e).check(ctx)
-		},
-		Compose: &cluster.ComposeSpec{Port: 17040, Services: etcdCompose},
-		Cleanup: func(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
-			var errs []error
-			for _, e := range servers {
-				a := e.Addr
-				err := etcdDeleteHolding(ctx, e, "locktorture/", namespace+":k")
-				if err == nil {
-					return nil // one member is the whole cluster
-				}
-				errs = append(errs, fmt.Errorf("etcd %s: %w", a, err))
-			}
-			return errors.Join(errs...)
-		},
+		Abilities: kind{},
 	})
+}
+
+// kind is what the etcd kind can do beyond starting its servers (the
+// cluster abilities it implements).
+type kind struct{}
+
+func (kind) TLSModes() []string { return []string{cluster.ServersLocal, cluster.ServersDocker} }
+
+func (kind) EndsSessions() bool { return true }
+
+func (kind) ElectsLeader() bool { return true }
+
+// MembersUnlinked: topology: members cannot act on its members.
+func (kind) MembersUnlinked() string {
+	return "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)"
+}
+
+func (kind) Options() cluster.KindOptions { return &Options{Members: 1} }
+
+func (kind) OlderKeys() map[string]string { return map[string]string{Kind + "_members": "members"} }
+
+func (kind) Check(ctx context.Context, e cluster.Endpoint) error {
+	return endpointMember(e).check(ctx)
+}
+
+func (kind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: 17040, Services: etcdCompose}
+}
+
+// Cleanup deletes the run's keys through the first member that answers:
+// one member is the whole cluster.
+func (kind) Cleanup(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
+	var errs []error
+	for _, e := range servers {
+		a := e.Addr
+		err := etcdDeleteHolding(ctx, e, "locktorture/", namespace+":k")
+		if err == nil {
+			return nil // one member is the whole cluster
+		}
+		errs = append(errs, fmt.Errorf("etcd %s: %w", a, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Version is the member's etcd version, as /version says (etcdserver).

@@ -503,57 +503,72 @@ func DatabaseOf(namespace string) string { return "locktorture_" + namespace }
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		StartupCost: time.Second, // copies its data directory, then starts
 		Name:        Kind,
-		Sessions:    true,
 		Packages:    []string{"mariadb-server"},
 		Image:       "mariadb:11.4",
-		DSN:         true,
+		StartupCost: time.Second, // copies its data directory, then starts
 		Start: func(ctx context.Context, c *cluster.Cluster, _ cluster.StartOptions) error {
 			_, err := Start(ctx, c)
 			return err
 		},
-		Compose: &cluster.ComposeSpec{Port: 17060, Services: mariadbCompose},
-		CheckAddr: func(a string) error {
-			_, _, err := parseMariaDBDSN(a)
-			return err
-		},
-		Check: func(ctx context.Context, e cluster.Endpoint) error {
-			d, addr, err := endpointDSN(e)
-			if err != nil {
-				return err
-			}
-			return pingMariaDB(ctx, d, addr)
-		},
-		Prepare: func(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
-			dsn := e.Addr
-			d, addr, err := endpointDSN(e)
-			if err != nil {
-				return "", err
-			}
-			db := DatabaseOf(namespace)
-			m := &MariaDB{dsn: d}
-			m.SetExternal(addr)
-			if err := m.exec(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
-				return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), db, err)
-			}
-			d.database = db
-			return d.url(addr), nil
-		},
-		Cleanup: func(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
-			d, addr, err := endpointDSN(dsns[0])
-			if err != nil {
-				return err
-			}
-			db := DatabaseOf(namespace)
-			m := &MariaDB{dsn: d}
-			m.SetExternal(addr)
-			if err := m.exec(ctx, "DROP DATABASE IF EXISTS `"+db+"`"); err != nil {
-				return fmt.Errorf("mariadb: drop the run's database %s: %w", db, err)
-			}
-			return nil
-		},
+		Abilities: kind{},
 	})
+}
+
+// kind is what the MariaDB kind can do beyond starting its servers (the
+// cluster abilities it implements).
+type kind struct{}
+
+func (kind) EndsSessions() bool { return true }
+
+func (kind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: 17060, Services: mariadbCompose}
+}
+
+// CheckDSN: a MariaDB server is named by its DSN.
+func (kind) CheckDSN(a string) error {
+	_, _, err := parseMariaDBDSN(a)
+	return err
+}
+
+func (kind) Check(ctx context.Context, e cluster.Endpoint) error {
+	d, addr, err := endpointDSN(e)
+	if err != nil {
+		return err
+	}
+	return pingMariaDB(ctx, d, addr)
+}
+
+// Prepare creates the run's own database and names it in the DSN.
+func (kind) Prepare(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
+	dsn := e.Addr
+	d, addr, err := endpointDSN(e)
+	if err != nil {
+		return "", err
+	}
+	db := DatabaseOf(namespace)
+	m := &MariaDB{dsn: d}
+	m.SetExternal(addr)
+	if err := m.exec(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
+		return "", fmt.Errorf("%w: mariadb %s: create the run's database %s (the user needs CREATE): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), db, err)
+	}
+	d.database = db
+	return d.url(addr), nil
+}
+
+// Cleanup drops the run's database.
+func (kind) Cleanup(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
+	d, addr, err := endpointDSN(dsns[0])
+	if err != nil {
+		return err
+	}
+	db := DatabaseOf(namespace)
+	m := &MariaDB{dsn: d}
+	m.SetExternal(addr)
+	if err := m.exec(ctx, "DROP DATABASE IF EXISTS `"+db+"`"); err != nil {
+		return fmt.Errorf("mariadb: drop the run's database %s: %w", db, err)
+	}
+	return nil
 }
 
 // mariadbCompose is MariaDB in the standing cluster: one server, its data

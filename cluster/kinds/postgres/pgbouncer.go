@@ -355,7 +355,6 @@ func init() {
 		// There is no official PgBouncer image: the one `make images`
 		// builds from Debian's packages has it.
 		Image: "locktorture-servers:bookworm",
-		DSN:   true,
 		// exec.servers: [pgbouncer] starts the run's PostgreSQL (or joins
 		// it) and a PgBouncer in front, as the run's pgbouncer block says
 		// (session mode when it says nothing).
@@ -368,18 +367,35 @@ func init() {
 			_, err = StartPgBouncer(ctx, c, pg, bo)
 			return err
 		},
-		CheckAddr: func(a string) error {
-			u, err := url.Parse(a)
-			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", cluster.RedactDSN(a))
-			}
-			return nil
-		},
-		Check:     func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
-		Compose:   &cluster.ComposeSpec{Port: 17070, Services: pgbouncerCompose},
-		Options:   func() cluster.KindOptions { return &PgBouncerOptions{PoolMode: PoolSession} },
-		OlderKeys: map[string]string{"pool_mode": "pool_mode", "pool_size": "pool_size"},
+		Abilities: bouncerKind{},
 	})
+}
+
+// bouncerKind is what the PgBouncer kind can do beyond starting its
+// servers (the cluster abilities it implements).
+type bouncerKind struct{}
+
+// CheckDSN: a PgBouncer is named by its DSN.
+func (bouncerKind) CheckDSN(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return fmt.Errorf("%q is not a DSN (postgres://user:password@host:6432/database)", cluster.RedactDSN(a))
+	}
+	return nil
+}
+
+func (bouncerKind) Check(ctx context.Context, e cluster.Endpoint) error {
+	return pingPostgresDSN(ctx, e.Addr)
+}
+
+func (bouncerKind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: 17070, Services: pgbouncerCompose}
+}
+
+func (bouncerKind) Options() cluster.KindOptions { return &PgBouncerOptions{PoolMode: PoolSession} }
+
+func (bouncerKind) OlderKeys() map[string]string {
+	return map[string]string{"pool_mode": "pool_mode", "pool_size": "pool_size"}
 }
 
 // pgbouncerCompose is PgBouncer in the standing cluster: one, in session
@@ -392,10 +408,7 @@ func init() {
 // pgbouncer (docker-compose --profile pgbouncer up -d), so that the rest
 // comes up where locktorture-servers was not built.
 func pgbouncerCompose(port int, image string) cluster.ComposeCluster {
-	pgPort := 17030
-	if k, ok := cluster.LookupKind(Kind); ok && k.Compose != nil && k.Compose.Port != 0 {
-		pgPort = k.Compose.Port
-	}
+	pgPort := composePort
 	const dir = "/tmp/pgbouncer"
 	at := func(kind string, port int) cluster.Faultable {
 		s := cluster.NewFaultable(kind, kind)

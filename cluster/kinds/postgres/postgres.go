@@ -623,45 +623,73 @@ const Kind = "postgres"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		StartupCost: 2 * time.Second, // copies its data directory, then starts
-		TLS:         []string{cluster.ServersLocal},
-		Credentials: postgresCredentials,
 		Name:        Kind,
-		Sessions:    true,
 		Packages:    []string{"postgresql"},
 		Image:       "postgres:16",
-		DSN:         true,
+		StartupCost: 2 * time.Second, // copies its data directory, then starts
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			_, err := Start(ctx, c, RunOptions(o))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &Options{} },
-		OlderKeys: map[string]string{Kind + "_via": "via"},
-		CheckAddr: func(a string) error {
-			u, err := url.Parse(a)
-			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-				return fmt.Errorf("%q is not a DSN (postgres://user:password@host:5432/database)", cluster.RedactDSN(a))
-			}
-			return nil
-		},
-		Check: func(ctx context.Context, e cluster.Endpoint) error { return pingPostgresDSN(ctx, e.Addr) },
-		Prepare: func(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
-			dsn := e.Addr
-			schema := Schema(namespace)
-			if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), schema, err)
-			}
-			return withSearchPath(dsn, schema)
-		},
-		Compose: &cluster.ComposeSpec{Port: 17030, Services: postgresCompose},
-		Cleanup: func(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
-			schema := Schema(namespace)
-			if err := pgExec(ctx, dsns[0].Addr, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-				return fmt.Errorf("postgres: drop the run's schema %s: %w", schema, err)
-			}
-			return nil
-		},
+		Abilities: kind{},
 	})
+}
+
+// kind is what the PostgreSQL kind can do beyond starting its servers
+// (the cluster abilities it implements).
+type kind struct{}
+
+// composePort is the first port of PostgreSQL's block in the standing
+// cluster (its PgBouncer's backend).
+const composePort = 17030
+
+func (kind) TLSModes() []string { return []string{cluster.ServersLocal} }
+
+func (kind) Credentials(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
+	return postgresCredentials(addr, a)
+}
+
+func (kind) EndsSessions() bool { return true }
+
+func (kind) Options() cluster.KindOptions { return &Options{} }
+
+func (kind) OlderKeys() map[string]string { return map[string]string{Kind + "_via": "via"} }
+
+// CheckDSN: a PostgreSQL server is named by its DSN.
+func (kind) CheckDSN(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return fmt.Errorf("%q is not a DSN (postgres://user:password@host:5432/database)", cluster.RedactDSN(a))
+	}
+	return nil
+}
+
+func (kind) Check(ctx context.Context, e cluster.Endpoint) error {
+	return pingPostgresDSN(ctx, e.Addr)
+}
+
+// Prepare creates the run's own schema and names it in the DSN's
+// search_path.
+func (kind) Prepare(ctx context.Context, e cluster.Endpoint, namespace string) (string, error) {
+	dsn := e.Addr
+	schema := Schema(namespace)
+	if err := pgExec(ctx, dsn, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return "", fmt.Errorf("%w: postgres %s: create the run's schema %s (the role needs CREATE on the database): %w", cluster.ErrServerCheck, cluster.RedactDSN(dsn), schema, err)
+	}
+	return withSearchPath(dsn, schema)
+}
+
+func (kind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: composePort, Services: postgresCompose}
+}
+
+// Cleanup drops the run's schema.
+func (kind) Cleanup(ctx context.Context, dsns []cluster.Endpoint, namespace string) error {
+	schema := Schema(namespace)
+	if err := pgExec(ctx, dsns[0].Addr, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("postgres: drop the run's schema %s: %w", schema, err)
+	}
+	return nil
 }
 
 // Version is the server's version, as SHOW server_version says.

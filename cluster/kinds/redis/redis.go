@@ -301,16 +301,12 @@ const Kind = "redis"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		StartupCost: 100 * time.Millisecond,
-		Name:        Kind,
-		Sessions:    true,
-		Companions:  []string{SentinelKind},
-		Packages:    []string{"redis-server", "redis-sentinel"},
-		// Its Sentinels too.
-		TLS: []string{cluster.ServersLocal, cluster.ServersDocker},
+		Name:     Kind,
+		Packages: []string{"redis-server", "redis-sentinel"},
 		// Valkey (redis_program: valkey): Debian 13 on.
 		OptionalPackages: []string{"valkey-server", "valkey-sentinel"},
 		Image:            "redis:7.4",
+		StartupCost:      100 * time.Millisecond,
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			if o.Sentinel {
 				_, err := StartSentinelGroup(ctx, c, o.Persistence)
@@ -319,17 +315,43 @@ func init() {
 			_, err := Start(ctx, c, Options{Persistence: o.Persistence})
 			return err
 		},
-		Check:           checkRedisPrimary,
-		Cleanup:         cleanupRedis,
-		Compose:         &cluster.ComposeSpec{Port: 17000, Services: redisCompose},
-		CheckSentinel:   checkSentinel,
-		SentinelPrimary: sentinelPrimary,
+		Abilities: kind{},
 	})
 	// The replication cut's undo on someone else's servers (journaled).
 	journal.Register(undoRedisConfig, func(ctx context.Context, args map[string]string) error {
 		_, err := redisCall(ctx, cluster.Endpoint{Addr: args["addr"], Auth: cluster.AuthFromJournal(args)}, "CONFIG", "SET", args["param"], args["value"])
 		return err
 	})
+}
+
+// kind is what the Redis kind can do beyond starting its servers (the
+// cluster abilities it implements): among them the Sentinel group's
+// (cluster.SentinelGroup), which no other kind has.
+type kind struct{}
+
+func (kind) EndsSessions() bool { return true }
+
+func (kind) CompanionNames() []string { return []string{SentinelKind} }
+
+// TLSModes: its Sentinels too.
+func (kind) TLSModes() []string { return []string{cluster.ServersLocal, cluster.ServersDocker} }
+
+func (kind) Check(ctx context.Context, e cluster.Endpoint) error { return checkRedisPrimary(ctx, e) }
+
+func (kind) Cleanup(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
+	return cleanupRedis(ctx, servers, namespace)
+}
+
+func (kind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: 17000, Services: redisCompose}
+}
+
+func (kind) CheckSentinel(ctx context.Context, sentinels []cluster.Endpoint, master string, masterAuth *cluster.Auth) error {
+	return checkSentinel(ctx, sentinels, master, masterAuth)
+}
+
+func (kind) SentinelPrimary(ctx context.Context, sentinels []cluster.Endpoint, master string) string {
+	return sentinelPrimary(ctx, sentinels, master)
 }
 
 // undoRedisConfig sets a Redis server's config parameter back (args:

@@ -371,9 +371,20 @@ func init() {
 				return redisVersion(ctx, &s)
 			},
 		},
-		Check:   checkRedisPrimary,
-		Cleanup: cleanupRedis,
+		Abilities: testKind{},
 	})
+}
+
+// testKind is what the test kind can do beyond starting: check a
+// server someone else runs, and clean a run's keys off it, as redis does.
+type testKind struct{}
+
+func (testKind) Check(ctx context.Context, e cluster.Endpoint) error {
+	return checkRedisPrimary(ctx, e)
+}
+
+func (testKind) Cleanup(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
+	return cleanupRedis(ctx, servers, namespace)
 }
 
 // TestAKindIsOneFile: a kind registered from one file is started, asked

@@ -611,43 +611,60 @@ const Kind = "zookeeper"
 
 func init() {
 	cluster.RegisterKind(cluster.Kind{
-		StartupCost: 1500 * time.Millisecond, // starts a JVM
 		Name:        Kind,
-		Sessions:    true,
-		Leader:      true,
 		Packages:    []string{"zookeeper", "default-jre-headless"},
 		Image:       "zookeeper:3.9",
+		StartupCost: 1500 * time.Millisecond, // starts a JVM
 		Start: func(ctx context.Context, c *cluster.Cluster, o cluster.StartOptions) error {
 			_, err := Start(ctx, c, cluster.OptionsOf[Options](o, Kind))
 			return err
 		},
-		Options:   func() cluster.KindOptions { return &Options{Members: 1} },
-		OlderKeys: map[string]string{Kind + "_members": "members"},
-		Compose:   &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose},
-		Check:     func(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) },
-		// A servers file's username and password are a digest user's.
-		Credentials: func(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
-			if a.TLS != nil {
-				return "", nil, errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
-			}
-			if a.Username == "" || a.Password == "" {
-				return "", nil, errors.New("ZooKeeper's digest auth needs both username and password_env")
-			}
-			digest := a.Username + ":" + a.Password
-			secret.Register(digest)
-			return addr, &cluster.Auth{Scheme: "digest", Digest: digest}, nil
-		},
-		Cleanup: func(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
-			var addrs []string
-			for _, e := range servers {
-				addrs = append(addrs, e.Addr)
-			}
-			if err := zkDeleteRun(ctx, addrs, servers[0].Auth, "/locktorture", namespace+":k"); err != nil {
-				return fmt.Errorf("zookeeper: %w", err)
-			}
-			return nil
-		},
+		Abilities: kind{},
 	})
+}
+
+// kind is what the ZooKeeper kind can do beyond starting its servers (the
+// cluster abilities it implements).
+type kind struct{}
+
+func (kind) EndsSessions() bool { return true }
+
+func (kind) ElectsLeader() bool { return true }
+
+func (kind) Options() cluster.KindOptions { return &Options{Members: 1} }
+
+func (kind) OlderKeys() map[string]string { return map[string]string{Kind + "_members": "members"} }
+
+func (kind) Compose() *cluster.ComposeSpec {
+	return &cluster.ComposeSpec{Port: 17050, Services: zookeeperCompose}
+}
+
+func (kind) Check(ctx context.Context, e cluster.Endpoint) error { return zkHandshake(ctx, e.Addr) }
+
+// Credentials: a servers file's username and password are a digest
+// user's.
+func (kind) Credentials(addr string, a *cluster.Auth) (string, *cluster.Auth, error) {
+	if a.TLS != nil {
+		return "", nil, errors.New("tls is not supported for ZooKeeper (its Go client speaks no TLS); give username and password_env: a digest user")
+	}
+	if a.Username == "" || a.Password == "" {
+		return "", nil, errors.New("ZooKeeper's digest auth needs both username and password_env")
+	}
+	digest := a.Username + ":" + a.Password
+	secret.Register(digest)
+	return addr, &cluster.Auth{Scheme: "digest", Digest: digest}, nil
+}
+
+// Cleanup deletes the znodes of the run's keys.
+func (kind) Cleanup(ctx context.Context, servers []cluster.Endpoint, namespace string) error {
+	var addrs []string
+	for _, e := range servers {
+		addrs = append(addrs, e.Addr)
+	}
+	if err := zkDeleteRun(ctx, addrs, servers[0].Auth, "/locktorture", namespace+":k"); err != nil {
+		return fmt.Errorf("zookeeper: %w", err)
+	}
+	return nil
 }
 
 // zookeeperCompose is ZooKeeper in the standing cluster: one server, run
