@@ -266,9 +266,9 @@ func (r *matrixRun) runOptions(c matrix.Planned, followed bool) Options {
 }
 
 // runCell runs the i-th cell of the share and records its judgment;
-// ready, when not nil, is the cell's run prepared ahead, and clientsDone
-// (when not nil) is called once the cell's clients' time is up.
-func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, clientsDone func()) {
+// ready, when not nil, is the cell's run prepared ahead, and h tells the
+// cell's lane how far the run got.
+func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, h laneHooks) {
 	c := r.share[i]
 	ev := CellEvent{Index: i, Total: len(r.share), Key: c.Key, Duration: c.Scenario.Duration.D(), LockFree: c.LockFree}
 	r.mu.Lock()
@@ -279,13 +279,18 @@ func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, clientsDon
 		r.opt.OnCell(ev)
 	}
 	r.mu.Unlock()
+	if ev.Followed && r.opt.Observe != nil {
+		// Observe follows this cell to its end, one cell at a time: the
+		// lane starts its next cell once this one ended, not beside it.
+		h.clientsStopped = nil
+	}
 	start := time.Now()
 	var out *Outcome
 	var err error
 	if opts := r.runOptions(c, ev.Followed); ready != nil {
-		out, err = ready.run(ctx, opts.Observe, clientsDone)
+		out, err = ready.run(ctx, opts.Observe, h)
 	} else {
-		out, err = runThen(ctx, c.Scenario, opts, clientsDone)
+		out, err = runThen(ctx, c.Scenario, opts, h)
 	}
 	var cell matrix.Cell
 	if err == nil {

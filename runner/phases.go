@@ -38,18 +38,18 @@ import (
 // leaves what it started to cleanup, which runs on success, error and
 // panic alike.
 func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Outcome, error) {
-	return runThen(ctx, sc, opt, nil)
+	return runThen(ctx, sc, opt, laneHooks{})
 }
 
-// runThen is Run, calling clientsDone (when not nil) once the clients'
-// time is up (see run.clientsDone).
-func runThen(ctx context.Context, sc *scenarios.Scenario, opt Options, clientsDone func()) (*Outcome, error) {
+// runThen is Run, telling a matrix lane (h) when the clients' time is up
+// and when they stopped (see laneHooks).
+func runThen(ctx context.Context, sc *scenarios.Scenario, opt Options, h laneHooks) (*Outcome, error) {
 	r, err := prepare(ctx, sc, opt)
 	if err != nil {
 		return nil, err
 	}
 	defer r.cleanup()
-	r.clientsDone = clientsDone
+	r.hooks = h
 	return r.finish(ctx)
 }
 
@@ -134,10 +134,10 @@ type run struct {
 	serversFile *cluster.ServersFile
 	// launcher runs the clients as processes (nil: in-process).
 	launcher *clientprotocol.Launcher
-	// clientsDone, when set, is called once the clients' time is up (or
-	// they failed), before the faults are healed: a matrix lane starts
-	// its next cell's servers then (prestart.go).
-	clientsDone func()
+	// hooks tell a matrix lane when the clients' time is up (it starts
+	// its next cell's servers then, prestart.go) and when the clients
+	// stopped (it starts its next cell then, lanes.go).
+	hooks laneHooks
 
 	// started is set once clients run: from then on the store keeps the
 	// run (and its history) whatever happens.
@@ -374,8 +374,8 @@ func (r *run) runClients(ctx context.Context) error {
 	wg.Go(func() { r.logLive(stop) })
 	r.waitRunTime(ctx)
 	close(stop)
-	if r.clientsDone != nil {
-		r.clientsDone()
+	if r.hooks.clientsDone != nil {
+		r.hooks.clientsDone()
 	}
 	if herr := r.engine.Heal(context.WithoutCancel(ctx)); herr != nil {
 		r.lg.Printf("nemesis: %v", herr)
@@ -389,6 +389,9 @@ func (r *run) runClients(ctx context.Context) error {
 	wg.Wait()
 	r.closeClients()
 	r.lg.Printf("clients stopped; faults healed")
+	if r.hooks.clientsStopped != nil {
+		r.hooks.clientsStopped()
+	}
 	return r.clientError(werr)
 }
 

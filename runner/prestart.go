@@ -48,7 +48,7 @@ func (m *matrixRun) startAhead(ctx context.Context, i int) *ahead {
 // run waits for the cell's servers and runs the rest of it (see Run and
 // runThen), its run.log saying that they were started ahead and how long
 // it waited for them.
-func (a *ahead) run(ctx context.Context, observe func(history.Op), clientsDone func()) (*Outcome, error) {
+func (a *ahead) run(ctx context.Context, observe func(history.Op), h laneHooks) (*Outcome, error) {
 	a.used = true
 	defer a.cancel()
 	began := time.Now()
@@ -60,7 +60,7 @@ func (a *ahead) run(ctx context.Context, observe func(history.Op), clientsDone f
 	r := a.r
 	defer r.cleanup()
 	r.opt.Observe = observe
-	r.clientsDone = clientsDone
+	r.hooks = h
 	r.lg.Printf("servers started ahead, as the lane's previous cell wound down: up in %s; waited %s for them",
 		a.took.Round(time.Millisecond), waited.Round(time.Millisecond))
 	return r.finish(ctx)
@@ -111,16 +111,23 @@ func (m *matrixRun) worthAhead(i int) bool {
 }
 
 // lane runs cells one after another until none is left or the matrix
-// stops. With MatrixOptions.Prestart, once the clients of its cell are
-// done, it takes the next cell and starts its servers (worthAhead) while
-// the cell winds down (heals its faults, checks, reports): they start
-// beside no cell's clients but the other lanes', as without, so no run's
-// timing changes. Whatever way it ends (an interrupt, a panic), the
-// servers of a cell it will not run are stopped.
+// stops. Once a cell's clients stopped and its faults healed, the lane
+// starts its next cell, while the one before checks, reports and stops
+// its servers (laneCell): at most one cell of a lane winds down beside
+// the one that runs. With MatrixOptions.Prestart, once the clients of its
+// cell are done, it takes the next cell and starts its servers
+// (worthAhead) while the cell winds down (heals its faults, waits for its
+// last critical section): they start beside no cell's clients but the
+// other lanes', as without, so no run's timing changes. Whatever way it
+// ends (an interrupt, a panic), the servers of a cell it will not run
+// are stopped, and it returns once its cells have ended.
 func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
-	var cur, next *ahead
+	var next *ahead
+	var tail <-chan struct{} // closed once the lane's previous cell has ended
 	defer func() {
-		cur.abandon()
+		if tail != nil {
+			<-tail
+		}
 		next.abandon()
 	}()
 	var clientsDone func()
@@ -139,6 +146,7 @@ func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 			return
 		}
 		var i int
+		var cur *ahead
 		if next != nil {
 			cur, next, i = next, nil, next.i
 		} else {
@@ -147,8 +155,11 @@ func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 				return
 			}
 		}
-		m.runCell(ctx, i, cur, clientsDone)
-		cur = nil
+		ended := m.laneCell(ctx, i, cur, clientsDone)
+		if tail != nil {
+			<-tail
+		}
+		tail = ended
 	}
 }
 
