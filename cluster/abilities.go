@@ -195,3 +195,71 @@ type SentinelGroup interface {
 	// Cleaner removes the run's data there too.
 	SentinelPrimary(ctx context.Context, sentinels []Endpoint, master string) string
 }
+
+// RunView is what a kind's rules about the run as a whole see of it (a
+// scenario's settings, as package scenarios gives them): a RunChecker's
+// and a Refuser's.
+type RunView struct {
+	// Backend and Resource are the names of the run's backend and of its
+	// resource ("" for none).
+	Backend, Resource string
+	// Kinds are the kinds of server the run uses: its backend's (or
+	// exec.servers'), with those that join them (Joiner).
+	Kinds []string
+	// Start are its settings for the servers it starts (the kinds' own
+	// blocks in Start.Kinds).
+	Start StartOptions
+	// Servers is where its servers run, as the scenario says (local,
+	// docker, external; "" local), and Images the images it names.
+	Servers string
+	Images  map[string]string
+	// RedisProgram is the program its Redis servers run (redis_program:
+	// RedisPrograms).
+	RedisProgram string
+	// TLS says it asks for TLS (security: tls).
+	TLS bool
+	// BackendTables says its backend's clients use tables of the run's own
+	// schema; BackendInTx that the backend's grant is a transaction the
+	// resource acts inside (its backends.Info).
+	BackendTables, BackendInTx bool
+}
+
+// RunChecker is a kind whose settings are checked against the rest of the
+// run (a pooler needs the server it stands in front of), when a scenario
+// is checked.
+type RunChecker interface {
+	// CheckRun says what is wrong with the run for this kind: a
+	// *BlockError names the kind's block (and key) at fault.
+	CheckRun(r RunView) error
+}
+
+// BlockError is what a RunChecker returns about a kind's block of a
+// scenario.
+type BlockError struct {
+	// Kind is the kind whose block is at fault (not always the checker's
+	// own: PgBouncer's rules are about the postgres block's via too).
+	Kind string
+	// Key is the block's key at fault, "" for the block itself.
+	Key string
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (e *BlockError) Error() string { return e.Msg }
+
+// Joiner is a kind whose servers join a run of other kinds by those
+// kinds' settings (PgBouncer: a run whose postgres block says via:
+// pgbouncer).
+type Joiner interface {
+	// Joins says the run of kinds, with the kinds' settings, has this
+	// kind's servers too.
+	Joins(kinds []string, settings map[string]KindOptions) bool
+}
+
+// Refuser is a kind that refuses, before a run starts, a run its servers
+// cannot serve where they run (Redis: Valkey where the host or the image
+// has none).
+type Refuser interface {
+	// Refusal says in one line why, or "" when they can.
+	Refusal(ctx context.Context, r RunView) string
+}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestKindAbilities: each registered kind has the abilities it had as
-// fields of Kind (a method spelled wrong would drop one silently: a type
+// fields of Kind, or as rules outside its package (Redis's refusal of
+// Valkey where there is none) (a method spelled wrong would drop one silently: a type
 // assertion finds no interface), and none more.
 func TestKindAbilities(t *testing.T) {
 	abilities := map[string]reflect.Type{
@@ -27,13 +28,14 @@ func TestKindAbilities(t *testing.T) {
 		"Configurable":    reflect.TypeFor[cluster.Configurable](),
 		"OlderSpelled":    reflect.TypeFor[cluster.OlderSpelled](),
 		"SentinelGroup":   reflect.TypeFor[cluster.SentinelGroup](),
+		"Refuser":         reflect.TypeFor[cluster.Refuser](),
 	}
 	want := map[string][]string{
 		"etcd":      {"Checker", "Cleaner", "Composer", "Configurable", "LeaderElector", "MembersUnlinked", "OlderSpelled", "SessionEnder", "TLSStarter"},
 		"mariadb":   {"Checker", "Cleaner", "Composer", "DSNAddressed", "Preparer", "SessionEnder"},
 		"pgbouncer": {"Checker", "Composer", "Configurable", "DSNAddressed", "OlderSpelled"},
 		"postgres":  {"Checker", "Cleaner", "Composer", "Configurable", "Credentialer", "DSNAddressed", "OlderSpelled", "Preparer", "SessionEnder", "TLSStarter"},
-		"redis":     {"Checker", "Cleaner", "CompanionNamer", "Composer", "SentinelGroup", "SessionEnder", "TLSStarter"},
+		"redis":     {"Checker", "Cleaner", "CompanionNamer", "Composer", "Refuser", "SentinelGroup", "SessionEnder", "TLSStarter"},
 		"zookeeper": {"Checker", "Cleaner", "Composer", "Configurable", "Credentialer", "LeaderElector", "OlderSpelled", "SessionEnder"},
 	}
 	for name, w := range want {

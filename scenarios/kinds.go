@@ -229,6 +229,21 @@ func (s *Scenario) validateKinds() error {
 	return s.validatePooler()
 }
 
+// RunView is what the kinds' rules about the run as a whole see of it
+// (cluster.RunChecker, cluster.Refuser).
+func (s *Scenario) RunView() cluster.RunView {
+	info, _, _ := backends.Lookup(s.Backend)
+	return cluster.RunView{
+		Backend: s.Backend, Resource: s.Resource,
+		Kinds:   s.serverKinds(info),
+		Start:   s.StartOptions(),
+		Servers: s.Servers, Images: s.Images,
+		RedisProgram:  s.RedisProgram,
+		TLS:           s.Security == SecurityTLS,
+		BackendTables: info.Tables, BackendInTx: info.InTx,
+	}
+}
+
 // pooler is what the run puts in front of its PostgreSQL (its postgres
 // block's via), or "".
 func (s *Scenario) pooler() string {
