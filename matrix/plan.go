@@ -102,23 +102,26 @@ func userNotApplicable(sc *scenarios.Scenario, info backends.Info) string {
 	return "the scenario runs only over the backends it names: " + strings.Join(sc.Backends, ", ")
 }
 
-// Estimate is about how long the cell takes, for running the longest
-// first: its clients' run time, one more critical section (a client in
-// one when the time is up finishes it) and its servers' start-up. It
-// decides only the order, never a verdict.
+// Estimate is about how long the cell takes alone, start to end (its
+// Cost's parts one after another): its servers' start-up and its client
+// processes' start, its clients' run time, the critical sections under
+// way when it is up, the check, the report and its servers' stop. It
+// orders the cells (the longest first), splits the shards and gives the
+// plan's estimate; it never decides a verdict.
 func (c Planned) Estimate() time.Duration {
-	return c.Scenario.Duration.D() + c.Scenario.Hold.D() + c.Startup()
+	return c.Cost().Total()
 }
 
 // Startup is about how long the cell's servers take to start (the sum
-// over its kinds of each one's cluster.Kind.StartupCost), for scheduling
-// only: a lane starts the servers of its next cell ahead when this is long
-// enough.
+// over its servers of their kind's cluster.Kind.StartupCost: an
+// ensemble's members, a Redlock's five, a Sentinel group each count), for
+// scheduling only: a lane starts the servers of its next cell ahead when
+// this is long enough.
 func (c Planned) Startup() time.Duration {
 	var d time.Duration
 	for _, k := range c.Kinds {
 		if kind, ok := cluster.LookupKind(k); ok {
-			d += kind.StartupCost
+			d += kind.StartupCost * time.Duration(c.servers(k))
 		}
 	}
 	return d
@@ -424,7 +427,7 @@ func Shares(cells []Planned, n int) [][]Planned {
 }
 
 // Total is the sum of the cells' estimates: about how long they take one
-// at a time.
+// at a time (side by side: Wall).
 func Total(cells []Planned) time.Duration {
 	var d time.Duration
 	for _, c := range cells {

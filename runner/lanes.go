@@ -24,8 +24,9 @@ type laneHooks struct {
 // overlaps says whether the lane starts the cell after the i-th one once
 // the i-th one's clients stopped (its check, report and servers' stop go
 // on beside the next cell), rather than once it ended: when cells run
-// side by side (Parallel above 1; one at a time is one at a time) and the
-// cell's servers are its own. External servers are someone else's,
+// side by side (Parallel above 1; one at a time is one at a time, each
+// cell followed from its start to its end) and the cell's servers are its
+// own. External servers are someone else's,
 // shared by the cells, and a matrix over them runs one cell at a time.
 func (m *matrixRun) overlaps(i int) bool {
 	return m.opt.Parallel > 1 && m.share[i].Scenario.Servers != cluster.ServersExternal

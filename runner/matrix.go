@@ -79,7 +79,7 @@ type MatrixOptions struct {
 	Versions []matrix.Version
 	// Prestart starts a cell's servers while the cell before it in its
 	// lane winds down (its clients done), when their estimated start-up
-	// is at least PrestartMin (locktorture matrix/compare --prestart, on
+	// is at least matrix.PrestartMin (locktorture matrix/compare --prestart, on
 	// by default there): each run's time, faults and history are as
 	// without; its run.log says so.
 	Prestart bool
@@ -279,11 +279,6 @@ func (r *matrixRun) runCell(ctx context.Context, i int, ready *ahead, h laneHook
 		r.opt.OnCell(ev)
 	}
 	r.mu.Unlock()
-	if ev.Followed && r.opt.Observe != nil {
-		// Observe follows this cell to its end, one cell at a time: the
-		// lane starts its next cell once this one ended, not beside it.
-		h.clientsStopped = nil
-	}
 	start := time.Now()
 	var out *Outcome
 	var err error
@@ -381,18 +376,16 @@ func (r *matrixRun) judge(c matrix.Planned, out *Outcome) matrix.Cell {
 // until all ran or ctx is cancelled.
 func (r *matrixRun) dispatch(ctx context.Context) {
 	parallel := max(r.opt.Parallel, 1)
-	// Longest first (by each cell's estimate: its run time, one more
-	// critical section, its servers' start-up), so that side-by-side
-	// cells finish together rather than one long cell running alone at
-	// the end.
+	// Longest first (by each cell's estimate: matrix.Planned.Cost), so
+	// that side-by-side cells finish together rather than one long cell
+	// running alone at the end; the plan's estimate deals them the same
+	// way (matrix.Wall).
 	order := make([]int, len(r.share))
 	for i := range order {
 		order[i] = i
 	}
 	if parallel > 1 {
-		slices.SortStableFunc(order, func(a, b int) int {
-			return cmp.Compare(r.share[b].Estimate(), r.share[a].Estimate())
-		})
+		order = matrix.LongestFirst(r.share)
 	}
 	q := &cellQueue{order: order}
 	var wg sync.WaitGroup

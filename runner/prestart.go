@@ -5,17 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
 )
-
-// PrestartMin is the estimated start-up (matrix.Planned.Startup) from
-// which a lane starts a cell's servers ahead, while the cell before it
-// winds down: PostgreSQL, ZooKeeper and MariaDB, whose start-up (a data
-// directory copied, a JVM: 0.3-1.3 s on an idle 2-core machine) is worth
-// taking off a lane's time; Redis (25 ms) and etcd (0.1-0.2 s) come up in
-// a fraction of that, and are started when their cell's turn comes.
-var PrestartMin = time.Second
 
 // ahead is a cell whose run a lane prepares (prepare: its store and its
 // servers) while the lane's previous cell winds down. It belongs to that one
@@ -102,25 +93,23 @@ func (q *cellQueue) take(worth func(int) bool) (int, bool) {
 	return i, true
 }
 
-// worthAhead says whether the i-th cell's servers are started ahead: its
-// estimated start-up is at least PrestartMin and the servers are its own
-// (an external cell's belong to someone else, and the cells share them).
+// worthAhead says whether the i-th cell's servers are started ahead
+// (matrix.Planned.StartsAhead: slow to start, and its own).
 func (m *matrixRun) worthAhead(i int) bool {
-	c := m.share[i]
-	return c.Startup() >= PrestartMin && c.Scenario.Servers != cluster.ServersExternal
+	return m.share[i].StartsAhead()
 }
 
 // lane runs cells one after another until none is left or the matrix
 // stops. Once a cell's clients stopped and its faults healed, the lane
 // starts its next cell, while the one before checks, reports and stops
 // its servers (laneCell): at most one cell of a lane winds down beside
-// the one that runs. With MatrixOptions.Prestart, once the clients of its
-// cell are done, it takes the next cell and starts its servers
+// the one that runs. With MatrixOptions.Prestart, once the clients' time
+// of its cell is up, it takes the next cell and starts its servers
 // (worthAhead) while the cell winds down (heals its faults, waits for its
-// last critical section): they start beside no cell's clients but the
+// last critical sections): they start beside no cell's clients but the
 // other lanes', as without, so no run's timing changes. Whatever way it
-// ends (an interrupt, a panic), the servers of a cell it will not run
-// are stopped, and it returns once its cells have ended.
+// ends (an interrupt, a panic), the servers of a cell it will not run are
+// stopped, and it returns once its cells have ended.
 func (m *matrixRun) lane(ctx context.Context, q *cellQueue) {
 	var next *ahead
 	var tail <-chan struct{} // closed once the lane's previous cell has ended

@@ -273,11 +273,9 @@ func printPlan(opt runner.MatrixOptions, name string, stdout, stderr io.Writer) 
 	parallel := max(opt.Parallel, 1)
 	estimate := func(cells []matrix.Planned) string {
 		d := matrix.Total(cells)
-		// Side by side, no less than the longest cell.
-		wall := d / time.Duration(parallel)
-		for _, c := range cells {
-			wall = max(wall, c.Estimate())
-		}
+		// Side by side: the cells dealt longest first to the lane free
+		// first, as the matrix deals them (matrix.Wall).
+		wall := matrix.Wall(cells, parallel, opt.Prestart)
 		return fmt.Sprintf("%s, estimated %s one at a time (%s at --parallel %d)",
 			words.Count(len(cells), "cell", "cells"), roundEstimate(d), roundEstimate(wall), parallel)
 	}
