@@ -138,13 +138,13 @@ func (k *conformance) open(a *adapter) bool {
 		}
 		req.Auth = auth
 	}
-	_, _, r := k.call(a, func(id int64) any { req.ID = id; return req }, defaultOpenTimeout)
+	_, _, r := k.call(a, func(id int64) any { req.ID = id; return req }, openRule)
 	switch {
 	case !r.ok && r.why != "":
 		k.broke("open", "%s did not answer open: %s", a.name, r.why)
 		return false
 	case !r.ok:
-		why := "no reply to open within " + defaultOpenTimeout.String()
+		why := "no reply to open within " + openRule.String()
 		select {
 		case <-a.exited:
 			why = "it exited before answering open" + a.stderrEnded()

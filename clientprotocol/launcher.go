@@ -33,8 +33,17 @@ var ErrCommand = errors.New("client program not found")
 // settings (a ChildConfig, as JSON) to `locktorture client`.
 const ConfigEnv = "LOCKTORTURE_CLIENT"
 
-// defaultOpenTimeout bounds how long a child may take to answer open.
-const defaultOpenTimeout = 10 * time.Second
+// defaultOpenTimeout bounds how long a run waits for a child to answer
+// open: long enough for a JVM or a Python interpreter to start on a
+// loaded machine (a CI machine at load 40 took over 10 s), short only
+// for a program that never answers. client-check holds a program to the
+// protocol's own rule (openRule).
+const defaultOpenTimeout = 30 * time.Second
+
+// openRule is how soon the protocol asks a program to answer open
+// (docs/client-protocol.md: "open is answered ok within 10 s"); only
+// client-check holds a program to it.
+const openRule = 10 * time.Second
 
 // Options say how to start and open the children of a run.
 type Options struct {
@@ -56,7 +65,7 @@ type Options struct {
 	// BackendOptions are the backend's options, sent as the open request's
 	// "options" (an options struct is sent by its yaml keys).
 	BackendOptions any
-	// OpenTimeout bounds the open request (zero: 10s).
+	// OpenTimeout bounds the open request (zero: 30s).
 	OpenTimeout time.Duration
 	// ReplyGrace is how long past a request's timeout a reply may come
 	// before the child counts as wedged, a harness failure (zero: the
