@@ -154,9 +154,9 @@ func WaitFor(ctx context.Context, limit time.Duration, f func() error) error {
 }
 
 // WaitUnit polls ready until it succeeds, the unit exits, or ctx ends
-// (15s at most).
+// (local.ReadyLimit at most).
 func WaitUnit(ctx context.Context, name string, u Unit, ready func(context.Context) error) error {
-	return WaitUnitFor(ctx, name, u, ready, 15*time.Second)
+	return WaitUnitFor(ctx, name, u, ready, local.ReadyLimit)
 }
 
 // WaitUnitFor is WaitUnit allowing limit for a unit that is not a local
