@@ -10,7 +10,7 @@ import (
 
 // TestKindAbilities: each registered kind has the abilities it had as
 // fields of Kind, or as rules outside its package (Redis's refusal of
-// Valkey where there is none) (a method spelled wrong would drop one silently: a type
+// Valkey where there is none, PgBouncer's rules in package scenarios) (a method spelled wrong would drop one silently: a type
 // assertion finds no interface), and none more.
 func TestKindAbilities(t *testing.T) {
 	abilities := map[string]reflect.Type{
@@ -29,11 +29,13 @@ func TestKindAbilities(t *testing.T) {
 		"OlderSpelled":    reflect.TypeFor[cluster.OlderSpelled](),
 		"SentinelGroup":   reflect.TypeFor[cluster.SentinelGroup](),
 		"Refuser":         reflect.TypeFor[cluster.Refuser](),
+		"RunChecker":      reflect.TypeFor[cluster.RunChecker](),
+		"Joiner":          reflect.TypeFor[cluster.Joiner](),
 	}
 	want := map[string][]string{
 		"etcd":      {"Checker", "Cleaner", "Composer", "Configurable", "LeaderElector", "MembersUnlinked", "OlderSpelled", "SessionEnder", "TLSStarter"},
 		"mariadb":   {"Checker", "Cleaner", "Composer", "DSNAddressed", "Preparer", "SessionEnder"},
-		"pgbouncer": {"Checker", "Composer", "Configurable", "DSNAddressed", "OlderSpelled"},
+		"pgbouncer": {"Checker", "Composer", "Configurable", "DSNAddressed", "Joiner", "OlderSpelled", "RunChecker"},
 		"postgres":  {"Checker", "Cleaner", "Composer", "Configurable", "Credentialer", "DSNAddressed", "OlderSpelled", "Preparer", "SessionEnder", "TLSStarter"},
 		"redis":     {"Checker", "Cleaner", "CompanionNamer", "Composer", "Refuser", "SentinelGroup", "SessionEnder", "TLSStarter"},
 		"zookeeper": {"Checker", "Cleaner", "Composer", "Configurable", "Credentialer", "LeaderElector", "OlderSpelled", "SessionEnder"},

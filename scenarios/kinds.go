@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/kinds/postgres"
-	"github.com/locktorture/locktorture/workload"
 )
 
 // The kinds' own settings: a block per kind of server, keyed by the
@@ -205,7 +204,8 @@ func (s *Scenario) fillKinds() {
 }
 
 // validateKinds checks each kind's settings: the kind's own Check, then
-// the pooler in front of PostgreSQL against the run.
+// the kinds' rules about the run (checkRun: the pooler in front of
+// PostgreSQL).
 func (s *Scenario) validateKinds() error {
 	for _, name := range sortedKeys(s.Kinds) {
 		k, ok := cluster.LookupKind(name)
@@ -226,7 +226,7 @@ func (s *Scenario) validateKinds() error {
 			return fe
 		}
 	}
-	return s.validatePooler()
+	return s.checkRun()
 }
 
 // RunView is what the kinds' rules about the run as a whole see of it
@@ -244,40 +244,30 @@ func (s *Scenario) RunView() cluster.RunView {
 	}
 }
 
-// pooler is what the run puts in front of its PostgreSQL (its postgres
-// block's via), or "".
-func (s *Scenario) pooler() string {
-	if o, ok := s.Kinds[postgres.Kind].(*postgres.Options); ok && o != nil {
-		return o.Via
-	}
-	return ""
-}
-
-// validatePooler checks postgres: {via: pgbouncer} and the pgbouncer
-// block: a pooler only in front of PostgreSQL, for a run that has one,
-// and PgBouncer's settings only for a run with a PgBouncer.
-func (s *Scenario) validatePooler() error {
-	via := fmt.Sprintf("%s.via", postgres.Kind)
-	bad := func(format string, a ...any) error {
-		return &fieldError{field: postgres.Kind, path: []string{"via"}, msg: via + ": " + fmt.Sprintf(format, a...)}
-	}
-	info, _, _ := backends.Lookup(s.Backend)
-	if s.pooler() == postgres.ViaPgBouncer {
-		if !slices.Contains(s.serverKinds(info), postgres.Kind) && s.Resource != workload.ResourcePostgres {
-			return bad("backend %s runs no PostgreSQL, and the resource is %s: there is nothing to put PgBouncer in front of", s.Backend, s.Resource)
+// checkRun checks the kinds' rules about the run as a whole (each
+// cluster.RunChecker's, in the order of the kinds' names: PgBouncer's
+// about postgres: {via: pgbouncer} and its own block).
+func (s *Scenario) checkRun() error {
+	r := s.RunView()
+	for _, k := range cluster.Kinds() {
+		c, ok := k.Abilities.(cluster.RunChecker)
+		if !ok {
+			continue
 		}
-		if s.Security == SecurityTLS {
-			return bad("%s with security: tls is not supported yet: the harness's PgBouncer speaks no TLS to its clients nor to the server", postgres.ViaPgBouncer)
+		err := c.CheckRun(r)
+		var be *cluster.BlockError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &be):
+			fe := &fieldError{field: be.Kind, msg: be.Msg}
+			if be.Key != "" {
+				fe.path = []string{be.Key}
+			}
+			return fe
+		default:
+			return &fieldError{field: k.Name, msg: err.Error()}
 		}
-		// Someone else's PgBouncer passes no search_path: the run's schema,
-		// where its tables are, does not reach the server through it.
-		if s.Servers == cluster.ServersExternal && (info.Tables || (info.InTx && s.Resource == workload.ResourcePostgres)) {
-			return bad("%s with servers: external: backend %s uses tables in the run's own schema (resource %s), which a PgBouncer cannot name to the server (it passes no search_path); run it on the harness's own servers (local or docker)", postgres.ViaPgBouncer, s.Backend, s.Resource)
-		}
-	}
-	if _, ok := s.Kinds[postgres.PgBouncerKind]; ok && !slices.Contains(s.serverKinds(info), postgres.PgBouncerKind) {
-		return &fieldError{field: postgres.PgBouncerKind, msg: fmt.Sprintf("%s: its settings (pool_mode, pool_size) need a PgBouncer in the run: put one in front of PostgreSQL with %s: {via: %s}",
-			postgres.PgBouncerKind, postgres.Kind, postgres.ViaPgBouncer)}
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/cluster/kinds/postgres"
 	"github.com/locktorture/locktorture/workload"
 )
 
@@ -130,9 +129,12 @@ func (s *Scenario) serverKinds(info backends.Info) []string {
 			out = []string{}
 		}
 	}
-	// postgres: {via: pgbouncer} puts one in front of the run's PostgreSQL.
-	if s.pooler() == postgres.ViaPgBouncer && slices.Contains(out, postgres.Kind) && !slices.Contains(out, postgres.PgBouncerKind) {
-		out = append(out, postgres.PgBouncerKind)
+	// A kind may join those by their settings (cluster.Joiner: postgres:
+	// {via: pgbouncer} puts a PgBouncer in front of the run's PostgreSQL).
+	for _, k := range cluster.Kinds() {
+		if j, ok := k.Abilities.(cluster.Joiner); ok && !slices.Contains(out, k.Name) && j.Joins(out, s.Kinds) {
+			out = append(out, k.Name)
+		}
 	}
 	return out
 }
