@@ -10,6 +10,7 @@ var bisected = map[string][2]string{
 	"rueidislock-renew-partition": {"v1.0.59", "at or before: the oldest version the program builds with (up to v1.0.55 rueidis has no ClientOption.DialCtxFn); locktorture bisect --versions v1.0.19..v1.0.79, 2 seeds a version (docs/bisect.md)"},
 	"rueidislock-renew-delay":     {"v1.0.59", "at or before: the oldest version the program builds with (up to v1.0.55 rueidis has no ClientOption.DialCtxFn); locktorture bisect --versions v1.0.19..v1.0.79, 2 seeds a version (docs/bisect.md)"},
 	"rueidislock-failover":        {"v1.0.70", "v1.0.69 reproduced 0 of 8 runs, v1.0.70 3 of 3: the first release with rueidis#924 and #926 (every rueidislock script retryable); locktorture bisect --versions v1.0.19..v1.0.79, then v1.0.69..v1.0.70 --seeds 3 (docs/bisect.md)"},
+	"rueidislock-restart":         {"v1.0.70", "v1.0.69 reproduced 0 of 5 runs, v1.0.70 3 of 3: the first release with rueidis#924 and #926 (every rueidislock script retryable); locktorture bisect --versions v1.0.60..v1.0.79, then v1.0.69..v1.0.70 --seeds 3 (docs/bisect.md)"},
 	"zk-lock-renew-partition":     {"v1.0.2", "at or before: the first release of github.com/go-zookeeper/zk; locktorture bisect --versions v1.0.2..v1.0.4, 2 seeds a version (docs/bisect.md)"},
 	"zk-lock-kill-session":        {"v1.0.2", "at or before: the first release of github.com/go-zookeeper/zk; locktorture bisect --versions v1.0.2..v1.0.4, 2 seeds a version (docs/bisect.md)"},
 }

@@ -105,6 +105,17 @@ var evidence = map[string]Evidence{
 		},
 		Tuned: "Its own scenario file cuts client 0 from the promoted replica (it still reaches the Sentinels, and the dead primary refuses it), so no retry can reach a primary; KeyValidity 20s. Untuned — the failover family's cell, no cut — the context ends at the first retry that reaches the promoted replica, a race with client 1's grant there: invalid in 6 of 6 cells of the compare of 2026-11-28 (0.32–0.36s of double grant) and 4 of 6 runs before.",
 	},
+	"rueidislock-restart": {
+		Class:  Defect,
+		Words:  "The returned `ctx` will be canceled automatically and immediately once the `KeyMajority` is not held anymore, for example: Redis are down. Acquired keys have been deleted by other programs or administrators.",
+		Source: rueidislockReadme,
+		Reports: []string{
+			"https://github.com/redis/rueidis/pull/926 — merged: every rueidislock script retryable (NewLuaScriptRetryable), so the extension is retried with backoff against a Redis that refuses it; the mechanism of rueidislock-failover and of this finding (bisected: first at v1.0.70, the release with #926)",
+			"https://github.com/redis/rueidis/issues/925 — closed: rueidislock's scripts asked to be retryable",
+		},
+		Searched: "the issues corpus (redis/rueidis issues and pull requests) for rueidislock's context after a Redis restart or a lost key: nothing on it",
+		Tuned:    "Its own scenario file loses every reply to client 0 from its grant for 4s (lost-reply: each of its connections closed at the first reply), so to client 0 its Redis stays down and no retry can reach the restarted server; KeyValidity 20s. Untuned — the restart family's cell, client 1 first asking at 400ms — the context ends at client 0's first retry wake after the restart, a race with client 1's grant, lost only when the server took longer than about 350ms to come back (a loaded machine): on rueidislock-1, seeds 1–20, invalid in 6 of 20 (load average ~26 from other work) and 12 of 20 (two busy loops beside it, load ~27–43); on rueidislock (three keys), seeds 1–10, 6 of 10 (2026-11-29). Every run whose server was back within 300ms was valid: client 0's next retry, still a short backoff, came before client 1's first request. Without locktorture (findings/reproducers/rueidislock-restart with -down 0: nothing holds client 0 off; load ~40): 4 of 10 runs had client 1 granted on the restarted server 8–55ms before client 0's context ended, and with the server kept down 300ms longer (a test program of the same shape) 318ms before.",
+	},
 	"curator-kill-session": {
 		Class:  Defect,
 		Words:  "Fully distributed locks that are globally synchronous, meaning at any snapshot in time no two clients think they hold the same lock.",
