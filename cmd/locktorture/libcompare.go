@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,8 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/backends"
@@ -221,6 +226,8 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	// Builds and shares say what they do from goroutines of their own.
+	stderr = &lockedWriter{w: stderr}
 	b := &libversion.Builder{Source: src, Cache: cache, Log: stderr}
 	asked := libSplitList(flagValue(fas, "backends"))
 	var axes []libraryAxis
@@ -233,32 +240,37 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 	}
 	if *boolFlag(fas, "plan") {
 		code := cmdCompare(args, stdout, stderr)
+		if code != exitValid {
+			return code
+		}
 		for _, ax := range axes {
 			fmt.Fprintf(stdout, "--library %s: rows %s again at %s, each by this program rebuilt against it\n", ax.module, strings.Join(ax.rows, ", "), strings.Join(ax.versions, ", "))
 		}
+		parts, code := libraryParts(fas, axes, stderr)
+		if parts == nil {
+			return code
+		}
+		lanes := libraryLanes(fas)
+		var total time.Duration
+		cells := 0
+		for _, p := range parts {
+			total += p.est
+			cells += p.cells
+		}
+		fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(total/time.Duration(lanes)), lanes)
+		return exitValid
+	}
+	parts, code := libraryParts(fas, axes, stderr)
+	if parts == nil {
 		return code
 	}
-	// Build every version first: one that does not build is said before
-	// anything runs, and left out.
-	type part struct {
-		name, module, version string
-		rows                  []string
-		bin                   string
+	self, err := selfProgram()
+	if err != nil {
+		return fail(stderr, "compare", err)
 	}
-	var parts []part
-	for _, ax := range axes {
-		for _, v := range ax.versions {
-			bin, err := b.Build(ctx, ax.module, v)
-			if errors.Is(err, libversion.ErrNoBuild) {
-				fmt.Fprintf(stderr, "locktorture compare: --library: %s@%s: %v: its rows are left out\n", ax.module, v, err)
-				continue
-			}
-			if err != nil {
-				return fail(stderr, "compare", err)
-			}
-			parts = append(parts, part{name: strings.ReplaceAll(ax.module, "/", "!") + "@" + v, module: ax.module, version: v, rows: ax.rows, bin: bin})
-		}
-	}
+	parts[0].bin = self
+	lanes := libraryLanes(fas)
+	shardParts(parts, lanes)
 	store := flagValue(fas, "store")
 	if store == "" {
 		store = "store"
@@ -267,67 +279,79 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "compare", err)
 	}
-	started := time.Now()
-	// The comparison as asked, by this program.
-	thisStore := filepath.Join(final, "parts", "this")
-	code, err := runPart(final, "this", func(out io.Writer) int {
-		return cmdCompare(withFlags(fas, []string{"store"}, "--store", thisStore), out, stderr)
-	})
-	if err != nil {
-		return fail(stderr, "compare", err)
-	}
-	if code == exitBadArgs {
-		_ = os.RemoveAll(final)
-		return code
-	}
-	m, mdir, err := readPart(thisStore)
-	if err != nil {
-		return fail(stderr, "compare", fmt.Errorf("%w (the comparison's own output: %s)", err, filepath.Join(final, "parts", "this.txt")))
-	}
-	if err := relocate(m, mdir, final); err != nil {
-		return fail(stderr, "compare", err)
-	}
-	var failed []string
-	for _, p := range parts {
-		if ctx.Err() != nil {
-			break
+	quiet := *boolFlag(fas, "quiet")
+	say := func(format string, a ...any) {
+		if !quiet {
+			fmt.Fprintf(stderr, "compare: "+format+"\n", a...)
 		}
-		fmt.Fprintf(stderr, "compare: %s at %s (rows %s)\n", p.module, p.version, strings.Join(p.rows, ", "))
-		pstore := filepath.Join(final, "parts", p.name)
-		pargs := withFlags(fas, []string{"store", "backends", "exec", "exec-servers", "exec-claim"}, "--store", pstore, "--backends", strings.Join(p.rows, ","))
-		code, err := runPart(final, p.name, func(out io.Writer) int {
-			cmd := exec.CommandContext(ctx, p.bin, append([]string{"compare"}, pargs...)...)
-			cmd.Stdout, cmd.Stderr = out, stderr
-			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-			cmd.WaitDelay = 2 * stopWithin
-			err := cmd.Run()
-			var exit *exec.ExitError
-			switch {
-			case errors.As(err, &exit):
-				return exit.ExitCode()
-			case err != nil:
-				fmt.Fprintf(out, "%v\n", err)
-				return exitHarness
-			}
-			return exitValid
+	}
+	var total time.Duration
+	cells := 0
+	for _, p := range parts {
+		total += p.est
+		cells += p.cells
+	}
+	say("%d cells in %d comparisons (%s), estimated %s one at a time, %d at once; each version built while cells run", cells, len(parts), strings.Join(partLabels(parts), ", "), roundEstimate(total), lanes)
+	started := time.Now()
+	var failed []string
+	// Every part's shares in one pool of lanes: the comparison as asked's
+	// at once, each version's as soon as it is built (one build at a
+	// time, beside the cells).
+	build := func(ctx context.Context, p *libPart) error {
+		bin, err := buildVersion(ctx, b, p.module, p.version)
+		switch {
+		case errors.Is(err, libversion.ErrNoBuild):
+			fmt.Fprintf(stderr, "locktorture compare: --library: %s: %v: its rows are left out\n", p.label(), err)
+		case err != nil && ctx.Err() == nil:
+			fmt.Fprintf(stderr, "locktorture compare: --library: %s: %v: its rows are left out\n", p.label(), err)
+			failed = append(failed, fmt.Sprintf("%s: not built: %v", p.label(), err))
+		case err == nil:
+			say("%s built", p.label())
+		}
+		p.bin = bin
+		return err
+	}
+	run := func(ctx context.Context, p *libPart, shard int) int {
+		say("%s (rows %s)%s: started", p.label(), strings.Join(p.rows, ", "), shareLabel(p, shard))
+		t0 := time.Now()
+		code, err := runPart(final, partFile(p, shard), func(out io.Writer) int {
+			return runShare(ctx, p, shard, fas, partStore(final, p, shard), out)
 		})
 		if err != nil {
-			return fail(stderr, "compare", err)
+			fmt.Fprintf(stderr, "locktorture compare: %s: %v\n", p.label(), err)
+			return exitHarness
 		}
-		pm, pdir, err := readPart(pstore)
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s@%s: exit %d, no comparison (%s)", p.module, p.version, code, filepath.Join(final, "parts", p.name+".txt")))
+		say("%s%s: done in %s (exit %d)", p.label(), shareLabel(p, shard), time.Since(t0).Round(time.Second), code)
+		return code
+	}
+	scheduleParts(ctx, parts, lanes, build, run)
+	// Join the parts: the comparison as asked, then each version's rows
+	// beside their row.
+	m, err := readShares(final, parts[0])
+	if err != nil {
+		return fail(stderr, "compare", fmt.Errorf("%w (the comparison's own output: %s)", err, filepath.Join(final, "parts", partFile(parts[0], 1)+".txt")))
+	}
+	if slices.Contains(parts[0].codes, exitBadArgs) && len(m.Cells) == 0 {
+		_ = os.RemoveAll(final)
+		return exitBadArgs
+	}
+	for _, p := range parts[1:] {
+		if p.buildErr != nil {
 			continue
 		}
-		if err := relocate(pm, pdir, final); err != nil {
-			return fail(stderr, "compare", err)
+		pm, err := readShares(final, p)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: exit %v, no comparison (%v; %s)", p.label(), p.codes, err, filepath.Join(final, "parts", partFile(p, 1)+".txt")))
+			continue
 		}
 		joinVersion(m, pm, p.version)
 	}
 	m.Started = filepath.Base(final)
 	m.Command = shell.Join(append([]string{"locktorture", "compare"}, withFlags(fas, nil, libraryFlags(libs)...)...))
+	m.Shard, m.Shards = "", nil
 	m.Seconds = roundTo(time.Since(started).Seconds())
 	m.Interrupted = m.Interrupted || ctx.Err() != nil
+	m.Finish()
 	out := &runner.MatrixOutcome{Matrix: m, Dir: final}
 	if err := reports.WriteMatrix(context.WithoutCancel(ctx), final, m); err != nil {
 		return fail(stderr, "compare", err)
@@ -341,6 +365,202 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	return matrixExit(m)
+}
+
+// buildVersion builds this program against module at version (a
+// variable: tests stand in for the go command).
+var buildVersion = func(ctx context.Context, b *libversion.Builder, module, version string) (string, error) {
+	return b.Build(ctx, module, version)
+}
+
+// selfProgram is this program, which runs the comparison as asked (a
+// variable: tests run the built binary in place of the test binary).
+var selfProgram = os.Executable
+
+// libraryParts plans the parts of a library comparison: the comparison as
+// asked first, then each axis's versions, each with its cells and their
+// estimated time (compare --plan, in this process: a version's plan is
+// this program's for its rows). nil with the exit code when the
+// comparison as asked cannot be planned (bad input, said on stderr).
+func libraryParts(fas []flagArg, axes []libraryAxis, stderr io.Writer) ([]*libPart, int) {
+	plan := func(args []string) (int, time.Duration, int) {
+		var out bytes.Buffer
+		code := cmdCompare(append(args, "--plan"), &out, stderr)
+		if code != exitValid {
+			return 0, 0, code
+		}
+		n, d, err := parsePlan(out.String())
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture compare: --library: %v\n", err)
+			return 0, 0, exitHarness
+		}
+		return n, d, exitValid
+	}
+	this := &libPart{name: "this"}
+	n, d, code := plan(withFlags(fas, []string{"plan", "shard", "store", "parallel"}))
+	if code != exitValid {
+		return nil, code
+	}
+	this.cells, this.est = n, d
+	parts := []*libPart{this}
+	byRows := map[string][2]int64{}
+	for _, ax := range axes {
+		key := strings.Join(ax.rows, ",")
+		if _, ok := byRows[key]; !ok {
+			n, d, code := plan(versionArgs(withFlags(fas, []string{"plan", "shard", "store", "parallel"}), ax.rows))
+			if code != exitValid {
+				return nil, code
+			}
+			byRows[key] = [2]int64{int64(n), int64(d)}
+		}
+		for _, v := range ax.versions {
+			nd := byRows[key]
+			parts = append(parts, &libPart{name: escapeModule(ax.module) + "@" + v, module: ax.module, version: v, rows: ax.rows, cells: int(nd[0]), est: time.Duration(nd[1])})
+		}
+	}
+	return parts, exitValid
+}
+
+// versionArgs are a version's compare arguments from the user's (as
+// flagArgs tokens): its rows alone, no --exec rows.
+func versionArgs(args []string, rows []string) []string {
+	return withFlags(compareFlagArgs(args), []string{"backends", "exec", "exec-servers", "exec-claim"}, "--backends", strings.Join(rows, ","))
+}
+
+// lockedWriter is a writer several goroutines write to, a write at a
+// time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func escapeModule(module string) string { return strings.ReplaceAll(module, "/", "!") }
+
+// libraryLanes is how many cells a library comparison runs at once: the
+// user's --parallel (a number, or auto), as compare takes it.
+func libraryLanes(fas []flagArg) int {
+	v := flagValue(fas, "parallel")
+	switch {
+	case v == "auto":
+		return min(cellsPerCore*runtime.NumCPU(), maxParallel)
+	case v != "":
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			return min(n, maxParallel)
+		}
+	case flagValue(fas, "servers") == "external":
+		return 1 // someone else's servers: one cell at a time unless asked
+	}
+	return defaultParallel
+}
+
+func partLabels(parts []*libPart) []string {
+	var out []string
+	for _, p := range parts {
+		if p.module == "" {
+			out = append(out, "as asked")
+		} else {
+			out = append(out, "@"+p.version)
+		}
+	}
+	return out
+}
+
+// shareLabel is " share i/n" of a part run in shares, "" otherwise.
+func shareLabel(p *libPart, shard int) string {
+	if p.shards <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" share %d/%d", shard, p.shards)
+}
+
+// partFile names a share's output under parts/ (without .txt).
+func partFile(p *libPart, shard int) string {
+	if p.shards <= 1 {
+		return p.name
+	}
+	return fmt.Sprintf("%s-%d", p.name, shard)
+}
+
+// partStore is a share's store.
+func partStore(final string, p *libPart, shard int) string {
+	return filepath.Join(final, "parts", partFile(p, shard))
+}
+
+// runShare runs one share of a part: compare with the user's flags, the
+// part's rows, the share's store and --shard, one lane (the lanes are
+// the pool's), quiet (the pool says what runs), its output to out.
+func runShare(ctx context.Context, p *libPart, shard int, fas []flagArg, store string, out io.Writer) int {
+	args := withFlags(fas, []string{"store", "parallel", "shard", "quiet"})
+	if p.module != "" {
+		args = versionArgs(args, p.rows)
+	}
+	args = append(args, "--store", store, "--parallel", "1", "--quiet")
+	if p.shards > 1 {
+		args = append(args, "--shard", fmt.Sprintf("%d/%d", shard, p.shards))
+	}
+	cmd := exec.CommandContext(ctx, p.bin, append([]string{"compare"}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 2 * stopWithin
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	case err != nil:
+		fmt.Fprintf(out, "%v\n", err)
+		return exitHarness
+	}
+	return exitValid
+}
+
+// readShares reads a part's comparison from its shares' stores, joined
+// (matrix.Merge: a share that left none has its cells missing), its
+// cells' directories relative to final. An error when no share left one.
+func readShares(final string, p *libPart) (*matrix.Matrix, error) {
+	var dirs []string
+	var firstErr error
+	for i := 1; i <= max(p.shards, 1); i++ {
+		dir, err := filepath.EvalSymlinks(filepath.Join(partStore(final, p, i), "matrix", "latest"))
+		if err != nil {
+			// An interrupted share leaves no latest: its newest matrix.
+			dir, err = newestMatrix(partStore(final, p, i))
+		}
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		dirs = append(dirs, dir)
+	}
+	if len(dirs) == 0 {
+		return nil, firstErr
+	}
+	m, err := matrix.Merge(dirs, final)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newestMatrix is the newest matrix directory in a store.
+func newestMatrix(store string) (string, error) {
+	ents, err := os.ReadDir(filepath.Join(store, "matrix"))
+	if err != nil {
+		return "", fmt.Errorf("no comparison in %s: %w", store, err)
+	}
+	for i := len(ents) - 1; i >= 0; i-- {
+		d := filepath.Join(store, "matrix", ents[i].Name())
+		if ents[i].IsDir() && matrix.IsDir(d) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no comparison in %s", store)
 }
 
 func libraryFlags(libs []string) []string {
@@ -419,44 +639,6 @@ func runPart(final, name string, run func(io.Writer) int) (int, error) {
 	}
 	defer fh.Close()
 	return run(fh), nil
-}
-
-// readPart reads the comparison a part left in its store.
-func readPart(store string) (*matrix.Matrix, string, error) {
-	dir, err := filepath.EvalSymlinks(filepath.Join(store, "matrix", "latest"))
-	if err != nil {
-		return nil, "", fmt.Errorf("no comparison in %s: %w", store, err)
-	}
-	m, err := matrix.Read(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	return m, dir, nil
-}
-
-// relocate makes m's cell directories (relative to from) relative to to.
-func relocate(m *matrix.Matrix, from, to string) error {
-	for i := range m.Cells {
-		c := &m.Cells[i]
-		if c.Dir == "" {
-			continue
-		}
-		abs := filepath.Join(from, filepath.FromSlash(c.Dir))
-		absTo, err := filepath.Abs(to)
-		if err != nil {
-			return err
-		}
-		absFrom, err := filepath.Abs(abs)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(absTo, absFrom)
-		if err != nil {
-			return err
-		}
-		c.Dir = filepath.ToSlash(rel)
-	}
-	return nil
 }
 
 // joinVersion adds a version's comparison pm to m: each of its rows

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/locktorture/locktorture/internal/libversion"
 	"github.com/locktorture/locktorture/matrix"
 )
 
@@ -95,5 +102,111 @@ func TestCompareLibraryBadInput(t *testing.T) {
 				t.Errorf("stderr %q, want it to say %q", errOut, tt.want)
 			}
 		})
+	}
+}
+
+// TestCompareLibraryOnePool runs a version axis end to end, the versions'
+// programs stood in for by this program (the go command is not run): every
+// version's rows land in the one results.json beside their row, each cell
+// as its version's own comparison judged it (verdict, as expected, known
+// finding); a version that does not build is said by name, its rows left
+// out, and the others run.
+func TestCompareLibraryOnePool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs cells against redis-server: not with -short")
+	}
+	requireRedis(t)
+	const module = "github.com/redis/rueidis"
+	if _, err := libversion.List(context.Background(), module); err != nil {
+		t.Skipf("the module proxy cannot be reached: %v", err)
+	}
+	oldSelf, oldBuild := selfProgram, buildVersion
+	t.Cleanup(func() { selfProgram, buildVersion = oldSelf, oldBuild })
+	selfProgram = func() (string, error) { return binPath, nil }
+	var mu sync.Mutex
+	var built []string
+	buildVersion = func(_ context.Context, _ *libversion.Builder, mod, version string) (string, error) {
+		mu.Lock()
+		built = append(built, mod+"@"+version)
+		mu.Unlock()
+		if version == "v1.0.71" {
+			return "", fmt.Errorf("%w at %s (build.log): backends/rueidis.go:1: undefined: rueidislock.Locker", libversion.ErrNoBuild, version)
+		}
+		return binPath, nil
+	}
+	store := t.TempDir()
+	code, out, errOut := runCLI(t, "compare", "--backends", "rueidislock", "--families", "pause", "--seeds", "2", "--duration", "2s",
+		"--store", store, "--library", module+"@v1.0.69,v1.0.71")
+	if code != exitValid && code != exitInvalid {
+		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
+	}
+	if !slices.Equal(built, []string{module + "@v1.0.69", module + "@v1.0.71"}) {
+		t.Errorf("built %v", built)
+	}
+	if !strings.Contains(errOut, module+"@v1.0.71: does not build") || !strings.Contains(errOut, "its rows are left out") {
+		t.Errorf("stderr does not say v1.0.71 did not build:\n%s", errOut)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(store, "matrix", "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := matrix.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"rueidislock", "rueidislock@v1.0.69"}; !slices.Equal(m.Backends, want) {
+		t.Errorf("rows %v, want %v", m.Backends, want)
+	}
+	if m.Shard != "" || len(m.Shards) > 0 {
+		t.Errorf("shard %q shards %v: the shares are the comparison's own", m.Shard, m.Shards)
+	}
+	count := map[string]int{}
+	for _, c := range m.Cells {
+		count[c.Backend]++
+		if c.Verdict == matrix.VerdictMissing {
+			t.Errorf("%s: missing", c.CellKey)
+		}
+	}
+	if count["rueidislock"] == 0 || count["rueidislock@v1.0.69"] != count["rueidislock"] || len(m.Cells) != len(m.Planned) {
+		t.Errorf("cells by row %v, %d planned, %d cells", count, len(m.Planned), len(m.Cells))
+	}
+	// Each version cell as its version's own comparison (its shares under
+	// parts/) judged it.
+	own := map[matrix.CellKey]matrix.Cell{}
+	shares, _ := filepath.Glob(filepath.Join(dir, "parts", "github.com!redis!rueidis@v1.0.69*", "matrix", "latest"))
+	if len(shares) == 0 {
+		t.Fatalf("no share of v1.0.69 under %s", filepath.Join(dir, "parts"))
+	}
+	for _, s := range shares {
+		pm, err := matrix.Read(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pm.Cells {
+			own[c.CellKey] = c
+		}
+	}
+	for _, c := range m.Cells {
+		row, v, ok := strings.Cut(c.Backend, "@")
+		if !ok {
+			continue
+		}
+		k := c.CellKey
+		k.Backend = row
+		o, found := own[k]
+		switch {
+		case v != "v1.0.69":
+			t.Errorf("%s: a row at %s", c.CellKey, v)
+		case !found:
+			t.Errorf("%s: not in v1.0.69's own comparison", c.CellKey)
+		case o.Verdict != c.Verdict || o.AsExpected != c.AsExpected || o.KnownFinding != c.KnownFinding || !reflect.DeepEqual(o.Library, c.Library):
+			t.Errorf("%s: %s as expected %v known %q; its own comparison: %s %v %q", c.CellKey, c.Verdict, c.AsExpected, c.KnownFinding, o.Verdict, o.AsExpected, o.KnownFinding)
+		}
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c.Dir), "results.json")); err != nil {
+			t.Errorf("%s: its run %s: %v", c.CellKey, c.Dir, err)
+		}
+	}
+	if want := matrixExit(m); code != want {
+		t.Errorf("exit %d, the joined comparison's %d", code, want)
 	}
 }
