@@ -312,7 +312,11 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 		return err
 	}
 	run := func(ctx context.Context, p *libPart, shard int) int {
-		say("%s (rows %s)%s: started", p.label(), strings.Join(p.rows, ", "), shareLabel(p, shard))
+		rows := ""
+		if len(p.rows) > 0 {
+			rows = " (rows " + strings.Join(p.rows, ", ") + ")"
+		}
+		say("%s%s%s: started", p.label(), rows, shareLabel(p, shard))
 		t0 := time.Now()
 		code, err := runPart(final, partFile(p, shard), func(out io.Writer) int {
 			return runShare(ctx, p, shard, fas, partStore(final, p, shard), out)
