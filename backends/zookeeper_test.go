@@ -47,7 +47,7 @@ func zkTestBackend(t *testing.T, members int, ttl time.Duration) (*cluster.Clust
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := factory(guard(t), Env{Cluster: cl, TTL: ttl, OpTimeout: 2 * time.Second, Clients: 2, Keys: []string{"k"}, Servers: cluster.StartOptions{Kinds: map[string]cluster.KindOptions{zookeeper.Kind: &zookeeper.Options{Members: members}}}})
+	b, err := factory(guard(t), Env{Cluster: cl, TTL: ttl, OpTimeout: 2 * time.Second, Clients: 2, Keys: []string{"k"}, Servers: cluster.StartOptions{Kinds: map[string]cluster.KindOptions{zookeeper.Kind: &zookeeper.Options{Ensemble: cluster.Ensemble{Members: members}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

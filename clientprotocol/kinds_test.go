@@ -16,7 +16,7 @@ import (
 // process (ChildConfig.Kinds) and come back as the same typed options.
 func TestKindsReachTheChild(t *testing.T) {
 	in := map[string]cluster.KindOptions{
-		etcd.Kind:              &etcd.Options{Members: 3},
+		etcd.Kind:              &etcd.Options{Ensemble: cluster.Ensemble{Members: 3}},
 		postgres.Kind:          &postgres.Options{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second), Settings: map[string]string{"lock_timeout": "2s"}},
 		postgres.PgBouncerKind: &postgres.PgBouncerOptions{PoolMode: postgres.PoolTransaction, PoolSize: 2},
 	}

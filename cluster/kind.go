@@ -110,6 +110,32 @@ type EnsembleOptions interface {
 	Size() int
 }
 
+// Ensemble is the setting of a kind whose servers form an ensemble of the
+// size a run chooses: its block's members key (`etcd: {members: 3}`).
+// The kind's options embed it, inline (etcd's and ZooKeeper's), and
+// check it with CheckMembers; it gives them EnsembleOptions' Size.
+type Ensemble struct {
+	// Members is the number of members. Zero means "the ensemble already
+	// running", or 1 when none is; a scenario's block gives 1 when it
+	// leaves it out.
+	Members int `yaml:"members"`
+}
+
+// Size is the number of members asked for.
+func (e *Ensemble) Size() int { return e.Members }
+
+// CheckMembers refuses a number of members ok does not take, saying which
+// it takes (allowed: "from 1 to 7", "1 or 3").
+func (e *Ensemble) CheckMembers(allowed string, ok func(n int) bool) error {
+	switch {
+	case e.Members == 0:
+		return &KeyError{Key: "members", Msg: "members must be " + allowed + ", not 0 (leave it out for 1)"}
+	case !ok(e.Members):
+		return &KeyError{Key: "members", Msg: fmt.Sprintf("members must be %s, not %d", allowed, e.Members)}
+	}
+	return nil
+}
+
 // KeyError is what a kind's Check returns about one key of its block.
 type KeyError struct {
 	// Key is the block's key at fault ("members").

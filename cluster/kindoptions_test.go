@@ -28,9 +28,9 @@ func TestDecodeKindOptions(t *testing.T) {
 		want     cluster.KindOptions
 		err      string
 	}{
-		{etcd.Kind, "{members: 3}", &etcd.Options{Members: 3}, ""},
-		{etcd.Kind, "", &etcd.Options{Members: 1}, ""},
-		{zookeeper.Kind, "~", &zookeeper.Options{Members: 1}, ""},
+		{etcd.Kind, "{members: 3}", &etcd.Options{Ensemble: cluster.Ensemble{Members: 3}}, ""},
+		{etcd.Kind, "", &etcd.Options{Ensemble: cluster.Ensemble{Members: 1}}, ""},
+		{zookeeper.Kind, "~", &zookeeper.Options{Ensemble: cluster.Ensemble{Members: 1}}, ""},
 		{etcd.Kind, "{members: 3, args: [x]}", nil, `line 1: etcd takes no setting "args" (it takes: members)`},
 		{etcd.Kind, "3", nil, "line 1: the settings of etcd are a mapping of its keys (members)"},
 		{"mariadb", "{}", nil, ""},
@@ -52,7 +52,7 @@ func TestDecodeKindOptions(t *testing.T) {
 			t.Errorf("%s %q = %#v, want %#v", tc.kind, tc.in, got, tc.want)
 		}
 	}
-	o := cluster.StartOptions{Kinds: map[string]cluster.KindOptions{etcd.Kind: &etcd.Options{Members: 3}}}
+	o := cluster.StartOptions{Kinds: map[string]cluster.KindOptions{etcd.Kind: &etcd.Options{Ensemble: cluster.Ensemble{Members: 3}}}}
 	if got := cluster.OptionsOf[etcd.Options](o, etcd.Kind); got.Members != 3 {
 		t.Errorf("OptionsOf etcd = %+v", got)
 	}

@@ -152,7 +152,7 @@ func TestPartitionMembersCutsLeader(t *testing.T) {
 	}
 	defer cl.Close()
 	cl.EnableLinks()
-	z, err := zookeeper.Start(ctx, cl, zookeeper.Options{Members: 3})
+	z, err := zookeeper.Start(ctx, cl, zookeeper.Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

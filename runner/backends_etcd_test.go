@@ -101,7 +101,7 @@ func TestBaselineEtcdThreeMembers(t *testing.T) {
 		}
 		assertNothingLeft(t, tmp)
 	}()
-	e, err = etcd.Start(ctx, cl, etcd.Options{Members: 3})
+	e, err = etcd.Start(ctx, cl, etcd.Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/cluster/kinds/zookeeper"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/testenv"
@@ -28,7 +29,7 @@ func TestBaselineZooKeeper(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(map[int]string{1: "one", 3: "three"}[members], func(t *testing.T) {
 			sc := builtin(t, "baseline", scenarios.Overrides{Backend: ptr("zookeeper"), Duration: ptr(2 * time.Second)})
-			sc.SetKindOptions(zookeeper.Kind, &zookeeper.Options{Members: members})
+			sc.SetKindOptions(zookeeper.Kind, &zookeeper.Options{Ensemble: cluster.Ensemble{Members: members}})
 			out, _ := runIt(t, sc)
 			r := out.Results
 			if r.Valid != checker.Valid || out.Expected.Valid != "valid" {

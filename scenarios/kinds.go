@@ -178,7 +178,7 @@ func kindLine(root *yaml.Node, kind, key string) int {
 }
 
 // SetKindOptions sets kind's own settings (what its block in a file
-// gives: &zookeeper.Options{Members: 3}) on a copy of the map,
+// gives: &zookeeper.Options{Ensemble: cluster.Ensemble{Members: 3}}) on a copy of the map,
 // so that a copy of the scenario keeps its own.
 func (s *Scenario) SetKindOptions(kind string, o cluster.KindOptions) {
 	k := maps.Clone(s.Kinds)

@@ -37,11 +37,11 @@ func TestKindBlocks(t *testing.T) {
 		kind string
 		want cluster.KindOptions
 	}{
-		{"etcd members", "name: x\nbackend: etcd\netcd: {members: 3}\n", etcd.Kind, &etcd.Options{Members: 3}},
-		{"etcd block style", "name: x\nbackend: etcd\netcd:\n  members: 5\n", etcd.Kind, &etcd.Options{Members: 5}},
-		{"etcd default", "name: x\nbackend: etcd\n", etcd.Kind, &etcd.Options{Members: 1}},
-		{"zookeeper members", "name: x\nbackend: zookeeper\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.Options{Members: 3}},
-		{"a kind the backend does not use", "name: x\nbackend: etcd\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.Options{Members: 3}},
+		{"etcd members", "name: x\nbackend: etcd\netcd: {members: 3}\n", etcd.Kind, &etcd.Options{Ensemble: cluster.Ensemble{Members: 3}}},
+		{"etcd block style", "name: x\nbackend: etcd\netcd:\n  members: 5\n", etcd.Kind, &etcd.Options{Ensemble: cluster.Ensemble{Members: 5}}},
+		{"etcd default", "name: x\nbackend: etcd\n", etcd.Kind, &etcd.Options{Ensemble: cluster.Ensemble{Members: 1}}},
+		{"zookeeper members", "name: x\nbackend: zookeeper\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.Options{Ensemble: cluster.Ensemble{Members: 3}}},
+		{"a kind the backend does not use", "name: x\nbackend: etcd\nzookeeper: {members: 3}\n", zookeeper.Kind, &zookeeper.Options{Ensemble: cluster.Ensemble{Members: 3}}},
 		{"postgres settings", pg + "postgres: {via: pgbouncer, idle_session_timeout: 2s}\n", postgres.Kind,
 			&postgres.Options{Via: postgres.ViaPgBouncer, IdleSessionTimeout: duration.Duration(2 * time.Second)}},
 		{"pgbouncer settings", pg + "postgres: {via: pgbouncer}\npgbouncer: {pool_mode: transaction, pool_size: 2}\n", postgres.PgBouncerKind,
@@ -212,7 +212,7 @@ func TestApplyKinds(t *testing.T) {
 	if err := s.Apply(scenarios.Overrides{Backend: ptr("etcd")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kinds[etcd.Kind]; !reflect.DeepEqual(got, &etcd.Options{Members: 1}) {
+	if got := s.Kinds[etcd.Kind]; !reflect.DeepEqual(got, &etcd.Options{Ensemble: cluster.Ensemble{Members: 1}}) {
 		t.Errorf("--backend etcd: Kinds[etcd] = %#v", got)
 	}
 	s, err = scenarios.Builtin("pg-bouncer-transaction")

@@ -119,7 +119,7 @@ func TestSentinelPostgresEtcdInContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := etcd.Start(ctx, c, etcd.Options{Members: 3})
+	e, err := etcd.Start(ctx, c, etcd.Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

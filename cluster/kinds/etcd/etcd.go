@@ -20,29 +20,19 @@ import (
 )
 
 // Options configure the run's etcd; a scenario's etcd block sets
-// Members (`etcd: {members: 3}`, the older etcd_members).
+// Members (`etcd: {members: 3}`, the older etcd_members): 1 or 3 (any
+// number from 1 to 7 works). Zero means "the etcd already running", or 1
+// when none is.
 type Options struct {
-	// Members is the number of members: 1 or 3 (any number from 1 to 7
-	// works). Zero means "the etcd already running", or 1 when none is;
-	// a scenario's block gives 1 when it leaves it out.
-	Members int `yaml:"members"`
+	cluster.Ensemble `yaml:",inline"`
 	// Args are extra etcd arguments for every member.
 	Args []string `yaml:"-"`
 }
 
 // Check refuses a size outside 1 to 7.
 func (o *Options) Check() error {
-	switch {
-	case o.Members == 0:
-		return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be from 1 to %d, not 0 (leave it out for 1)", maxEtcdMembers)}
-	case o.Members < 1 || o.Members > maxEtcdMembers:
-		return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be from 1 to %d, not %d", maxEtcdMembers, o.Members)}
-	}
-	return nil
+	return o.CheckMembers(fmt.Sprintf("from 1 to %d", maxEtcdMembers), func(n int) bool { return n >= 1 && n <= maxEtcdMembers })
 }
-
-// Size is the number of members asked for.
-func (o *Options) Size() int { return o.Members }
 
 // Etcd is the run's etcd cluster (Debian's etcd-server 3.4): one or more
 // members on 127.0.0.1, each with its own data directory under the
@@ -432,7 +422,9 @@ func (kind) MembersUnlinked() string {
 	return "a member's id is a hash of its peer URLs, which every member must agree on, and members dial the URLs the cluster's membership records, so a member cannot reach each other member through a link of its own (ZooKeeper members can)"
 }
 
-func (kind) Options() cluster.KindOptions { return &Options{Members: 1} }
+func (kind) Options() cluster.KindOptions {
+	return &Options{Ensemble: cluster.Ensemble{Members: 1}}
+}
 
 func (kind) OlderKeys() map[string]string { return map[string]string{Kind + "_members": "members"} }
 

@@ -49,7 +49,7 @@ func TestEtcdSingle(t *testing.T) {
 	if err != nil || again != e {
 		t.Fatalf("second call: %p %v, want the running etcd %p", again, err, e)
 	}
-	if _, err := Start(ctx, c, Options{Members: 3}); err == nil {
+	if _, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: 3}}); err == nil {
 		t.Error("asking for 3 members while 1 runs should fail")
 	}
 	m := e.Members()[0]
@@ -142,7 +142,7 @@ func TestEtcdThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := Start(ctx, c, Options{Members: 3})
+	e, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

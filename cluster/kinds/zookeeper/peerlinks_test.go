@@ -42,7 +42,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	pz, err := Start(ctx, plain, Options{Members: 3})
+	pz, err := Start(ctx, plain, Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestZooKeeperMemberCut(t *testing.T) {
 	}
 	defer c.Close()
 	c.EnableLinks()
-	z, err := Start(ctx, c, Options{Members: 3})
+	z, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestZooKeeperKillSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	z, err := Start(ctx, c, Options{Members: 1})
+	z, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,12 +25,12 @@ import (
 // Options configure the run's ZooKeeper ensemble; a scenario's
 // zookeeper block sets Members (`zookeeper: {members: 3}`, the older
 // zookeeper_members).
+//
+// Members is 1 or 3 (any number from 1 to 7 works in Go); a scenario's
+// block takes 1 or 3. Zero means "the ensemble already running", or 1
+// when none is.
 type Options struct {
-	// Members is the number of members: 1 or 3 (any number from 1 to 7
-	// works in Go). Zero means "the ensemble already running", or 1 when
-	// none is; a scenario's block gives 1 when it leaves it out, and takes
-	// 1 or 3.
-	Members int `yaml:"members"`
+	cluster.Ensemble `yaml:",inline"`
 	// JVMArgs are extra java arguments for every member (before the main
 	// class: -D settings of ZooKeeper's own).
 	JVMArgs []string `yaml:"-"`
@@ -38,17 +38,8 @@ type Options struct {
 
 // Check refuses a scenario's size other than 1 or 3.
 func (o *Options) Check() error {
-	switch o.Members {
-	case 1, 3:
-		return nil
-	case 0:
-		return &cluster.KeyError{Key: "members", Msg: "members must be 1 or 3, not 0 (leave it out for 1)"}
-	}
-	return &cluster.KeyError{Key: "members", Msg: fmt.Sprintf("members must be 1 or 3, not %d", o.Members)}
+	return o.CheckMembers("1 or 3", func(n int) bool { return n == 1 || n == 3 })
 }
-
-// Size is the number of members asked for.
-func (o *Options) Size() int { return o.Members }
 
 // ZooKeeper is the run's ZooKeeper ensemble (Debian's zookeeper 3.8, run
 // with java directly rather than through the package's scripts): one or
@@ -631,7 +622,9 @@ func (kind) EndsSessions() bool { return true }
 
 func (kind) ElectsLeader() bool { return true }
 
-func (kind) Options() cluster.KindOptions { return &Options{Members: 1} }
+func (kind) Options() cluster.KindOptions {
+	return &Options{Ensemble: cluster.Ensemble{Members: 1}}
+}
 
 func (kind) OlderKeys() map[string]string { return map[string]string{Kind + "_members": "members"} }
 

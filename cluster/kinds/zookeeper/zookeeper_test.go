@@ -65,7 +65,7 @@ func TestZooKeeper(t *testing.T) {
 			}
 			defer c.Close()
 			start := time.Now()
-			z, err := Start(ctx, c, Options{Members: tc.members})
+			z, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: tc.members}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestZooKeeper(t *testing.T) {
 			if again, err := Start(ctx, c, Options{}); err != nil || again != z {
 				t.Fatalf("second call: %p %v, want the running ensemble %p", again, err, z)
 			}
-			if _, err := Start(ctx, c, Options{Members: tc.members + 1}); err == nil {
+			if _, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: tc.members + 1}}); err == nil {
 				t.Error("asking for another member count while one runs should fail")
 			}
 			seen := map[string]bool{}
@@ -290,7 +290,7 @@ func TestServersFileCheckZooKeeper(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	z, err := Start(ctx, c, Options{Members: 1})
+	z, err := Start(ctx, c, Options{Ensemble: cluster.Ensemble{Members: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
