@@ -136,7 +136,8 @@ func (e *Ensemble) CheckMembers(allowed string, ok func(n int) bool) error {
 	return nil
 }
 
-// KeyError is what a kind's Check returns about one key of its block.
+// KeyError is what a kind's settings' Check (KindOptions) returns about
+// one key of its block.
 type KeyError struct {
 	// Key is the block's key at fault ("members").
 	Key string
@@ -266,8 +267,8 @@ func (c *Cluster) StartKinds(ctx context.Context, kinds []string, o StartOptions
 }
 
 // ServerKind is the kind of the server named name (redis-0, sentinel-1,
-// postgres, etcd-2): the registered kind whose name, or a companion's,
-// starts it, followed by nothing, '-', '_' or a digit (the longest such);
+// postgres, etcd-2): the registered kind whose name, or a companion's
+// (CompanionNamer), starts it, followed by nothing, '-', '_' or a digit (the longest such);
 // false when there is none.
 func ServerKind(name string) (string, bool) {
 	best, kind := "", ""
