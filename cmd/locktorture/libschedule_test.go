@@ -25,8 +25,8 @@ func TestShardParts(t *testing.T) {
 		lanes int
 		want  []int
 	}{
-		{"6 equal parts, 2 lanes", []*libPart{part("", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second)}, 2, []int{2, 1, 1, 1, 1, 1}},
-		{"6 equal parts, 4 lanes", []*libPart{part("", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second)}, 4, []int{4, 2, 2, 2, 2, 2}},
+		{"6 equal parts, 2 lanes", []*libPart{part("", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second)}, 2, []int{2, 2, 2, 2, 2, 2}},
+		{"6 equal parts, 4 lanes", []*libPart{part("", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second), part("m", 31, 169*time.Second)}, 4, []int{4, 4, 4, 4, 4, 4}},
 		{"a large comparison as asked, 1 version", []*libPart{part("", 742, 4000*time.Second), part("m", 31, 169*time.Second)}, 4, []int{12, 1}},
 		{"short cells: no share under minShare", []*libPart{part("", 3, 9*time.Second), part("m", 3, 9*time.Second)}, 4, []int{3, 1}},
 		{"one lane", []*libPart{part("", 31, 169*time.Second), part("m", 31, 169*time.Second)}, 1, []int{2, 2}},
