@@ -154,17 +154,31 @@ func newPGSession(ctx context.Context, env Env, p int, pg *postgres.Postgres) (*
 		dsn:     postgres.ClientDSN(env.Cluster, pg, p),
 		timeout: env.OpTimeout,
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// The first connection is made before the run's clock starts: it is
+	// bounded by pgSetupConnect, not by the requests' timeout (a
+	// SCRAM handshake on a loaded machine took longer than a 500ms
+	// timeout, and the run was a harness error before it began).
+	cctx, cancel := context.WithTimeout(ctx, pgSetupConnect)
 	defer cancel()
-	if _, err := s.get(cctx); err != nil {
+	if _, err := s.dial(cctx, pgSetupConnect); err != nil {
 		return nil, fmt.Errorf("backends: process %d: %w", p, err)
 	}
 	return s, nil
 }
 
-// get returns the live connection, dialling a new one if there is none. A
-// failed dial is certain: no statement was sent, so no lock was taken.
+// pgSetupConnect bounds a client's first connection, made while the run
+// is set up.
+const pgSetupConnect = 10 * time.Second
+
+// get returns the live connection, dialling a new one if there is none
+// within the requests' timeout. A failed dial is certain: no statement
+// was sent, so no lock was taken.
 func (s *pgSession) get(ctx context.Context) (*pgx.Conn, error) {
+	return s.dial(ctx, s.timeout)
+}
+
+// dial is get with the connection's own time limit (zero: pgx's).
+func (s *pgSession) dial(ctx context.Context, limit time.Duration) (*pgx.Conn, error) {
 	if s.conn != nil && !s.conn.IsClosed() {
 		return s.conn, nil
 	}
@@ -173,8 +187,8 @@ func (s *pgSession) get(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, Certain(fmt.Errorf("postgres dsn: %w", err))
 	}
-	if s.timeout > 0 {
-		cfg.ConnectTimeout = s.timeout
+	if limit > 0 {
+		cfg.ConnectTimeout = limit
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

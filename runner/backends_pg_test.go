@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -375,5 +376,27 @@ func TestPGAdvisoryXactWriteInLockTransaction(t *testing.T) {
 	}
 	if err := c0.Release(ctx, "k0", g0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPGSetupConnectIsNotARequest: a client's first connection to
+// PostgreSQL is made while the run is set up, so the requests' timeout
+// does not bound it. With a timeout far shorter than any SCRAM handshake
+// (1µs) the run still starts (before, every client's first connect timed
+// out and the run was a harness error); its requests then time out, as
+// asked.
+func TestPGSetupConnectIsNotARequest(t *testing.T) {
+	requirePostgres(t)
+	sc := builtin(t, "baseline", scenarios.Overrides{
+		Backend:  ptr("pg-advisory"),
+		Duration: ptr(500 * time.Millisecond),
+		Timeout:  ptr(time.Microsecond),
+	})
+	out, err := Run(context.Background(), sc, Options{Store: t.TempDir()})
+	if err != nil {
+		t.Fatalf("run with a 1µs request timeout did not start: %v", err)
+	}
+	if out.Results == nil {
+		t.Fatalf("no results")
 	}
 }
