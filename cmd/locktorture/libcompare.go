@@ -239,26 +239,7 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 		axes = append(axes, ax)
 	}
 	if *boolFlag(fas, "plan") {
-		code := cmdCompare(args, stdout, stderr)
-		if code != exitValid {
-			return code
-		}
-		for _, ax := range axes {
-			fmt.Fprintf(stdout, "--library %s: rows %s again at %s, each by this program rebuilt against it\n", ax.module, strings.Join(ax.rows, ", "), strings.Join(ax.versions, ", "))
-		}
-		parts, code := libraryParts(fas, axes, stderr)
-		if parts == nil {
-			return code
-		}
-		lanes := libraryLanes(fas)
-		var total time.Duration
-		cells := 0
-		for _, p := range parts {
-			total += p.est
-			cells += p.cells
-		}
-		fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(total/time.Duration(lanes)), lanes)
-		return exitValid
+		return libraryPlan(args, fas, axes, stdout, stderr)
 	}
 	parts, code := libraryParts(fas, axes, stderr)
 	if parts == nil {
@@ -285,12 +266,7 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "compare: "+format+"\n", a...)
 		}
 	}
-	var total time.Duration
-	cells := 0
-	for _, p := range parts {
-		total += p.est
-		cells += p.cells
-	}
+	total, cells := partTotals(parts)
 	say("%d cells in %d comparisons (%s), estimated %s one at a time, %d at once; each version built while cells run", cells, len(parts), strings.Join(partLabels(parts), ", "), roundEstimate(total), lanes)
 	started := time.Now()
 	var failed []string
@@ -369,6 +345,36 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	return matrixExit(m)
+}
+
+// libraryPlan is compare --plan with --library: the comparison as
+// asked's plan, then each axis's rows and versions, and the cells and
+// estimate with the versions.
+func libraryPlan(args []string, fas []flagArg, axes []libraryAxis, stdout, stderr io.Writer) int {
+	code := cmdCompare(args, stdout, stderr)
+	if code != exitValid {
+		return code
+	}
+	for _, ax := range axes {
+		fmt.Fprintf(stdout, "--library %s: rows %s again at %s, each by this program rebuilt against it\n", ax.module, strings.Join(ax.rows, ", "), strings.Join(ax.versions, ", "))
+	}
+	parts, code := libraryParts(fas, axes, stderr)
+	if parts == nil {
+		return code
+	}
+	lanes := libraryLanes(fas)
+	total, cells := partTotals(parts)
+	fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(total/time.Duration(lanes)), lanes)
+	return exitValid
+}
+
+// partTotals is the parts' estimated time one at a time and their cells.
+func partTotals(parts []*libPart) (total time.Duration, cells int) {
+	for _, p := range parts {
+		total += p.est
+		cells += p.cells
+	}
+	return total, cells
 }
 
 // buildVersion builds this program against module at version (a
