@@ -14,7 +14,10 @@ import (
 // plan's order with the verdicts a one-by-one matrix gives, and every
 // cell has a run directory of its own.
 func TestMatrixParallelKeepsPlanOrder(t *testing.T) {
-	d := 200 * time.Millisecond
+	// mutex is the negative control: baseline expects it caught, which
+	// needs two processes to meet in the lock; 200ms under make test's
+	// load once gave a cell no overlap (valid) and the verdicts differed.
+	d := time.Second
 	run := func(parallel int) *matrix.Matrix {
 		t.Helper()
 		out, err := RunMatrix(context.Background(), MatrixOptions{
