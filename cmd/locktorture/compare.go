@@ -21,12 +21,94 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if libs, rest, ok := libraryArgs(args); ok {
 		return cmdCompareLibrary(libs, rest, stdout, stderr) // libcompare.go
 	}
+	opt, f, remove, code, ok := compareOptions(args, stderr)
+	if !ok {
+		return code
+	}
+	defer remove()
+	if *f.plan {
+		return printPlan(opt, "compare", stdout, stderr)
+	}
+	return runMatrixCommand(opt, f, "compare", stdout, stderr, printCompare)
+}
+
+// compareOptions turns compare's arguments (without --library) into the
+// matrix's options: the families' scenarios after the baseline, every
+// built-in row unless --backends, the --exec rows (registered until
+// remove is called: call it once done with opt), and the baseline's one
+// short seed. false with the exit code when the arguments are bad (said
+// on stderr) or asked for --help (printed).
+func compareOptions(args []string, stderr io.Writer) (opt runner.MatrixOptions, f *matrixFlags, remove func(), code int, ok bool) {
+	var removes []func()
+	remove = func() {
+		for _, r := range removes {
+			r()
+		}
+	}
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f := defineMatrixFlags(fs, true)
+	f = defineMatrixFlags(fs, true)
 	fs.String("library", "", libraryFlagUsage)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: locktorture compare [flags]
+	fs.Usage = func() { compareUsage(fs, stderr) }
+	if code, ok := parseArgs(fs, args, stderr); !ok {
+		return opt, f, remove, code, false
+	}
+	opt, code, ok = f.options(fs, "compare", args, stderr)
+	if !ok {
+		return opt, f, remove, code, false
+	}
+	for _, fam := range opt.Scenarios {
+		if !slices.Contains(scenarios.Families, fam) {
+			fmt.Fprintf(stderr, "locktorture compare: --families: unknown family %q (known: %s)\n", fam, strings.Join(scenarios.Families, ", "))
+			return opt, f, remove, exitBadArgs, false
+		}
+	}
+	if len(opt.Scenarios) == 0 {
+		opt.Scenarios = slices.Clone(scenarios.Families)
+	}
+	fams := opt.Scenarios
+	opt.Scenarios = []string{"baseline"}
+	for _, fam := range fams {
+		opt.Scenarios = append(opt.Scenarios, scenarios.FamilyScenarios(fam)...)
+	}
+	rows, err := parseExecRows(f.execs)
+	if err != nil {
+		fmt.Fprintf(stderr, "locktorture compare: --exec %v\n", err)
+		return opt, f, remove, exitBadArgs, false
+	}
+	if err := rowSettings(rows, f.execServers, f.execClaims); err != nil {
+		fmt.Fprintf(stderr, "locktorture compare: %v\n", err)
+		return opt, f, remove, exitBadArgs, false
+	}
+	if len(opt.Backends) == 0 {
+		for _, b := range backends.Names() {
+			if b != scenarios.ExecBackend {
+				opt.Backends = append(opt.Backends, b)
+			}
+		}
+	}
+	for _, r := range rows {
+		rm, err := backends.RegisterUserRow(backends.UserRow{Name: r.name, Command: r.command, Servers: r.servers, Claim: r.claim, Renews: true})
+		if err != nil {
+			fmt.Fprintf(stderr, "locktorture compare: --exec %s: %v\n", r.name, err)
+			remove()
+			return opt, f, func() {}, exitBadArgs, false
+		}
+		removes = append(removes, rm)
+		opt.Backends = append(opt.Backends, r.name)
+	}
+	opt.Compare = true
+	// The baseline gives each backend's speed with no faults: one seed
+	// of five clients on two keys for 3s (some 400 cycles) says it well
+	// enough, and the families get the time.
+	opt.OneSeed = []string{"baseline"}
+	opt.Durations = map[string]time.Duration{"baseline": compareBaseline}
+	return opt, f, remove, 0, true
+}
+
+// compareUsage is compare's --help.
+func compareUsage(fs *flag.FlagSet, stderr io.Writer) {
+	fmt.Fprintf(stderr, `Usage: locktorture compare [flags]
 
 Compares locks before adoption: runs every fault family (%s)
 on every built-in backend (--seeds each; with fencing on too, where the backend's
@@ -42,64 +124,7 @@ against no claim. Exit 0 when every cell is as its family expects, 1 when one is
 not, 255 on a harness error, 254 for bad arguments.
 
 `, strings.Join(scenarios.Families, ", "))
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, stderr); !ok {
-		return code
-	}
-	opt, code, ok := f.options(fs, "compare", args, stderr)
-	if !ok {
-		return code
-	}
-	for _, fam := range opt.Scenarios {
-		if !slices.Contains(scenarios.Families, fam) {
-			fmt.Fprintf(stderr, "locktorture compare: --families: unknown family %q (known: %s)\n", fam, strings.Join(scenarios.Families, ", "))
-			return exitBadArgs
-		}
-	}
-	if len(opt.Scenarios) == 0 {
-		opt.Scenarios = slices.Clone(scenarios.Families)
-	}
-	fams := opt.Scenarios
-	opt.Scenarios = []string{"baseline"}
-	for _, fam := range fams {
-		opt.Scenarios = append(opt.Scenarios, scenarios.FamilyScenarios(fam)...)
-	}
-	rows, err := parseExecRows(f.execs)
-	if err != nil {
-		fmt.Fprintf(stderr, "locktorture compare: --exec %v\n", err)
-		return exitBadArgs
-	}
-	if err := rowSettings(rows, f.execServers, f.execClaims); err != nil {
-		fmt.Fprintf(stderr, "locktorture compare: %v\n", err)
-		return exitBadArgs
-	}
-	if len(opt.Backends) == 0 {
-		for _, b := range backends.Names() {
-			if b != scenarios.ExecBackend {
-				opt.Backends = append(opt.Backends, b)
-			}
-		}
-	}
-	for _, r := range rows {
-		remove, err := backends.RegisterUserRow(backends.UserRow{Name: r.name, Command: r.command, Servers: r.servers, Claim: r.claim, Renews: true})
-		if err != nil {
-			fmt.Fprintf(stderr, "locktorture compare: --exec %s: %v\n", r.name, err)
-			return exitBadArgs
-		}
-		defer remove()
-		opt.Backends = append(opt.Backends, r.name)
-	}
-	opt.Compare = true
-	// The baseline gives each backend's speed with no faults: one seed
-	// of five clients on two keys for 3s (some 400 cycles) says it well
-	// enough, and the families get the time.
-	opt.OneSeed = []string{"baseline"}
-	opt.Durations = map[string]time.Duration{"baseline": compareBaseline}
-	if *f.plan {
-		return printPlan(opt, "compare", stdout, stderr)
-	}
-	return runMatrixCommand(opt, f, "compare", stdout, stderr, printCompare)
+	fs.PrintDefaults()
 }
 
 // execRow is a program of the user's that compare runs as a row

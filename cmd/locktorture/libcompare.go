@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -241,7 +240,7 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 	if *boolFlag(fas, "plan") {
 		return libraryPlan(args, fas, axes, stdout, stderr)
 	}
-	parts, code := libraryParts(fas, axes, stderr)
+	parts, prestart, code := libraryParts(fas, axes, stderr)
 	if parts == nil {
 		return code
 	}
@@ -266,7 +265,7 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "compare: "+format+"\n", a...)
 		}
 	}
-	total, cells := partTotals(parts)
+	cells, total, _ := libraryEstimate(parts, lanes, prestart)
 	say("%d cells in %d comparisons (%s), estimated %s one at a time, %d at once; each version built while cells run", cells, len(parts), strings.Join(partLabels(parts), ", "), roundEstimate(total), lanes)
 	started := time.Now()
 	var failed []string
@@ -349,7 +348,8 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 
 // libraryPlan is compare --plan with --library: the comparison as
 // asked's plan, then each axis's rows and versions, and the cells and
-// estimate with the versions.
+// estimate with the versions (libraryEstimate: compare --plan's lanes
+// model over every part's cells).
 func libraryPlan(args []string, fas []flagArg, axes []libraryAxis, stdout, stderr io.Writer) int {
 	code := cmdCompare(args, stdout, stderr)
 	if code != exitValid {
@@ -358,23 +358,26 @@ func libraryPlan(args []string, fas []flagArg, axes []libraryAxis, stdout, stder
 	for _, ax := range axes {
 		fmt.Fprintf(stdout, "--library %s: rows %s again at %s, each by this program rebuilt against it\n", ax.module, strings.Join(ax.rows, ", "), strings.Join(ax.versions, ", "))
 	}
-	parts, code := libraryParts(fas, axes, stderr)
+	parts, prestart, code := libraryParts(fas, axes, stderr)
 	if parts == nil {
 		return code
 	}
 	lanes := libraryLanes(fas)
-	total, cells := partTotals(parts)
-	fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(total/time.Duration(lanes)), lanes)
+	cells, total, wall := libraryEstimate(parts, lanes, prestart)
+	fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(wall), lanes)
 	return exitValid
 }
 
-// partTotals is the parts' estimated time one at a time and their cells.
-func partTotals(parts []*libPart) (total time.Duration, cells int) {
+// libraryEstimate is every part's cells: how many, their estimated time
+// one at a time, and at lanes side by side, as compare --plan estimates
+// them (matrix.Wall, the cells dealt longest first to the lane free
+// first).
+func libraryEstimate(parts []*libPart, lanes int, prestart bool) (cells int, total, wall time.Duration) {
+	var all []matrix.Planned
 	for _, p := range parts {
-		total += p.est
-		cells += p.cells
+		all = append(all, p.planned...)
 	}
-	return total, cells
+	return len(all), matrix.Total(all), matrix.Wall(all, lanes, prestart)
 }
 
 // buildVersion builds this program against module at version (a
@@ -389,46 +392,45 @@ var selfProgram = os.Executable
 
 // libraryParts plans the parts of a library comparison: the comparison as
 // asked first, then each axis's versions, each with its cells and their
-// estimated time (compare --plan, in this process: a version's plan is
-// this program's for its rows). nil with the exit code when the
-// comparison as asked cannot be planned (bad input, said on stderr).
-func libraryParts(fas []flagArg, axes []libraryAxis, stderr io.Writer) ([]*libPart, int) {
-	plan := func(args []string) (int, time.Duration, int) {
-		var out bytes.Buffer
-		code := cmdCompare(append(args, "--plan"), &out, stderr)
-		if code != exitValid {
-			return 0, 0, code
+// estimated time (compare's options, planned: a version's plan is this
+// program's for its rows), and whether the cells' lanes start slow
+// servers ahead (--prestart). nil with the exit code when a part cannot
+// be planned (bad input, said on stderr).
+func libraryParts(fas []flagArg, axes []libraryAxis, stderr io.Writer) ([]*libPart, bool, int) {
+	prestart := true
+	plan := func(args []string) ([]matrix.Planned, int) {
+		opt, _, remove, code, ok := compareOptions(args, stderr)
+		if !ok {
+			return nil, cmp.Or(code, exitBadArgs)
 		}
-		n, d, err := parsePlan(out.String())
+		defer remove()
+		prestart = opt.Prestart
+		shares, _, err := runner.PlanShards(opt)
 		if err != nil {
-			fmt.Fprintf(stderr, "locktorture compare: --library: %v\n", err)
-			return 0, 0, exitHarness
+			fmt.Fprintf(stderr, "locktorture compare: %v\n", err)
+			return nil, exitBadArgs
 		}
-		return n, d, exitValid
+		return shares[0], exitValid
 	}
-	this := &libPart{name: "this"}
-	n, d, code := plan(withFlags(fas, []string{"plan", "shard", "store", "parallel"}))
+	asked := withFlags(fas, []string{"plan", "shard", "store", "parallel"})
+	cells, code := plan(asked)
 	if code != exitValid {
-		return nil, code
+		return nil, false, code
 	}
-	this.cells, this.est = n, d
-	parts := []*libPart{this}
-	byRows := map[string][2]int64{}
+	parts := []*libPart{newLibPart("this", "", "", nil, cells)}
+	byRows := map[string][]matrix.Planned{}
 	for _, ax := range axes {
 		key := strings.Join(ax.rows, ",")
 		if _, ok := byRows[key]; !ok {
-			n, d, code := plan(versionArgs(withFlags(fas, []string{"plan", "shard", "store", "parallel"}), ax.rows))
-			if code != exitValid {
-				return nil, code
+			if byRows[key], code = plan(versionArgs(asked, ax.rows)); code != exitValid {
+				return nil, false, code
 			}
-			byRows[key] = [2]int64{int64(n), int64(d)}
 		}
 		for _, v := range ax.versions {
-			nd := byRows[key]
-			parts = append(parts, &libPart{name: escapeModule(ax.module) + "@" + v, module: ax.module, version: v, rows: ax.rows, cells: int(nd[0]), est: time.Duration(nd[1])})
+			parts = append(parts, newLibPart(escapeModule(ax.module)+"@"+v, ax.module, v, ax.rows, byRows[key]))
 		}
 	}
-	return parts, exitValid
+	return parts, prestart, exitValid
 }
 
 // versionArgs are a version's compare arguments from the user's (as

@@ -3,11 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/locktorture/locktorture/matrix"
 )
 
 // libPart is one of the comparisons compare --library joins: the
@@ -23,6 +22,9 @@ type libPart struct {
 	// one at a time.
 	cells int
 	est   time.Duration
+	// planned are its cells, as its comparison plans them (the rows as
+	// this program names them, not ROW@V).
+	planned []matrix.Planned
 	// shards is how many shares its cells run in (1: the whole, no
 	// --shard).
 	shards int
@@ -41,6 +43,11 @@ func (p *libPart) label() string {
 		return "the comparison as asked"
 	}
 	return p.module + "@" + p.version
+}
+
+// newLibPart is a part with its planned cells.
+func newLibPart(name, module, version string, rows []string, planned []matrix.Planned) *libPart {
+	return &libPart{name: name, module: module, version: version, rows: rows, planned: planned, cells: len(planned), est: matrix.Total(planned)}
 }
 
 // minShare is the least estimated time a share of a part is cut to: each
@@ -160,27 +167,4 @@ func scheduleParts(ctx context.Context, parts []*libPart, lanes int, build func(
 			building = false
 		}
 	}
-}
-
-// planLine is the last line compare --plan prints: "N cells, estimated D
-// one at a time (...)".
-var planLine = regexp.MustCompile(`(?m)^(\d+) cells?, estimated (\S+) one at a time`)
-
-// parsePlan reads compare --plan's output: how many cells, and their
-// estimated time one at a time.
-func parsePlan(out string) (int, time.Duration, error) {
-	m := planLine.FindAllStringSubmatch(out, -1)
-	if len(m) == 0 {
-		return 0, 0, fmt.Errorf("no estimate in the plan")
-	}
-	last := m[len(m)-1]
-	n, err := strconv.Atoi(last[1])
-	if err != nil {
-		return 0, 0, err
-	}
-	d, err := time.ParseDuration(last[2])
-	if err != nil {
-		return 0, 0, err
-	}
-	return n, d, nil
 }

@@ -151,22 +151,3 @@ func TestSchedulePartsCancelled(t *testing.T) {
 		t.Errorf("%d shares ran, at most the comparison as asked's %d", runs, parts[0].shards)
 	}
 }
-
-func TestParsePlan(t *testing.T) {
-	tests := []struct {
-		out   string
-		cells int
-		est   time.Duration
-		bad   bool
-	}{
-		{"baseline / rueidislock (seed 1)\n31 cells, estimated 2m49s one at a time (1m25s at --parallel 2)\n", 31, 169 * time.Second, false},
-		{"1 cell, estimated 4s one at a time (4s at --parallel 2)\n", 1, 4 * time.Second, false},
-		{"nothing\n", 0, 0, true},
-	}
-	for _, tt := range tests {
-		n, d, err := parsePlan(tt.out)
-		if (err != nil) != tt.bad || n != tt.cells || d != tt.est {
-			t.Errorf("parsePlan(%q) = %d, %v, %v", tt.out, n, d, err)
-		}
-	}
-}
