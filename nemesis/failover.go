@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster/kinds/redis"
@@ -92,26 +93,75 @@ func (failover) Start(ctx context.Context, env *Env, params Params, d time.Durat
 			val["forced"] = "refused: " + err.Error()
 		}
 	}
+	w := watchPromotion(ctx, g, old.Addr())
 	heal := func(ctx context.Context) (map[string]any, error) {
 		val := map[string]any{"servers": []string{letter(env, old)}}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		for {
-			a, err := g.PrimaryAddr(wctx)
-			if err == nil && a != old.Addr() {
-				if s := env.Cluster.ServerByAddr(a); s != nil {
-					val["primary"] = letter(env, s)
-				}
-				break
+		select {
+		case <-w.done:
+		case <-wctx.Done():
+		}
+		if a, after, ok := w.result(); ok {
+			if s := env.Cluster.ServerByAddr(a); s != nil {
+				val["primary"] = letter(env, s)
 			}
-			select {
-			case <-wctx.Done():
-				val["primary"] = "none: Sentinel did not promote a replica in time"
-				return val, old.Restart(ctx)
-			case <-time.After(50 * time.Millisecond):
-			}
+			val["promoted_ms"] = after.Milliseconds()
+		} else {
+			val["primary"] = "none: Sentinel did not promote a replica in time"
 		}
 		return val, old.Restart(ctx)
 	}
 	return val, heal, nil
+}
+
+// Effect is when the failover took effect: when a Sentinel first named
+// the new primary (promoted_ms after the strike, as its restart op
+// records); never, when none was named before the old primary came back.
+func (failover) Effect(stopVal map[string]any) (time.Duration, bool) {
+	ms, ok := stopVal["promoted_ms"].(int64)
+	return time.Duration(ms) * time.Millisecond, ok
+}
+
+// promotion follows the Sentinels, from a failover's strike on, until
+// one names a primary other than the old one.
+type promotion struct {
+	done  chan struct{}
+	mu    sync.Mutex
+	addr  string
+	after time.Duration
+}
+
+// watchPromotion asks the Sentinels every 50ms, for at most a minute or
+// until ctx ends, for the primary that replaced old.
+func watchPromotion(ctx context.Context, g *redis.SentinelGroup, old string) *promotion {
+	p := &promotion{done: make(chan struct{})}
+	struck := time.Now()
+	go func() {
+		defer close(p.done)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		for {
+			if a, err := g.PrimaryAddr(ctx); err == nil && a != old {
+				p.mu.Lock()
+				p.addr, p.after = a, time.Since(struck)
+				p.mu.Unlock()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return p
+}
+
+// result is the new primary and how long after the strike a Sentinel
+// first named it; false while none has.
+func (p *promotion) result() (string, time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addr, p.after, p.addr != ""
 }

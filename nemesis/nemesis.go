@@ -88,6 +88,14 @@ type idler interface {
 	Idle(val map[string]any) string
 }
 
+// effecter is a fault that takes effect some time after it strikes (a
+// failover: when a Sentinel names the new primary). Effect reads, from
+// the value its healer returned, how long after the strike that was, and
+// false when it never came.
+type effecter interface {
+	Effect(stopVal map[string]any) (after time.Duration, took bool)
+}
+
 // Healer ends one injected fault and returns the value to record with its
 // stop op.
 type Healer func(ctx context.Context) (map[string]any, error)
@@ -364,11 +372,17 @@ type Engine struct {
 type Window struct {
 	Step        Step
 	Start, Stop int64
+	// Effect is when the fault took effect, on the same clock: Start, but
+	// for a fault that acts some time after it strikes (a failover: once
+	// a Sentinel names the new primary). Never says it never did.
+	Effect int64
+	Never  bool
 }
 
 type activeFault struct {
 	step   int
 	name   string
+	fault  Fault
 	stopOp string
 	heal   Healer
 	timer  *time.Timer
@@ -505,12 +519,12 @@ func (e *Engine) fire(i int) {
 		startName, stopName = n.OpNames(s.Fault)
 	}
 	at := e.record(startName, val)
-	a := &activeFault{step: i, name: s.Fault, stopOp: stopName, heal: heal}
+	a := &activeFault{step: i, name: s.Fault, fault: f, stopOp: stopName, heal: heal}
 	e.mu.Lock()
 	if e.windows == nil {
 		e.windows = map[int]*Window{}
 	}
-	e.windows[i] = &Window{Step: s, Start: at, Stop: at}
+	e.windows[i] = &Window{Step: s, Start: at, Stop: at, Effect: at}
 	if e.happened == nil {
 		e.happened = map[int]bool{}
 	}
@@ -550,6 +564,14 @@ func (e *Engine) stopFault(i int) {
 	val, err := a.heal(context.WithoutCancel(e.baseCtx))
 	if err != nil {
 		e.fail(fmt.Errorf("nemesis: heal %s: %w", a.name, err))
+	}
+	if ef, ok := a.fault.(effecter); ok {
+		after, took := ef.Effect(val)
+		e.mu.Lock()
+		if w := e.windows[a.step]; w != nil {
+			w.Effect, w.Never = w.Start+int64(max(after, 0)), !took
+		}
+		e.mu.Unlock()
 	}
 	if a.stopOp != "" {
 		at := e.record(a.stopOp, val)

@@ -68,12 +68,18 @@ func TestScenariosInDocker(t *testing.T) {
 				o.Backend = ptr(c.backend)
 			}
 			sc := builtin(t, c.scenario, o)
-			out, _ := runIt(t, sc)
-			assertNoContainers(t)
-			want := out.Expected.Valid
+			want := sc.Expected(sc.Backend).Valid
 			if want == "" {
 				want = "valid"
 			}
+			// Under load a container's Sentinel may promote the replica
+			// only after the clients' last acquire: such a run is unknown
+			// (it did not test the failover) and is run again.
+			out := runTested(t, want, func() *Outcome {
+				out, _ := runIt(t, sc)
+				assertNoContainers(t)
+				return out
+			})
 			if got := out.Results.Valid.String(); got != want {
 				t.Errorf("verdict %s, expected %s:\n%s", got, want, out.Summary)
 			}

@@ -25,7 +25,10 @@ import (
 //     timed out (which a lock whose acquire waits in line for the holder
 //     gives too) — the clients could not work through it (a program that
 //     cannot follow a failover to the new primary: EOF, connection
-//     refused).
+//     refused), or
+//   - it acts some time after it strikes (a failover, once a Sentinel
+//     names the new primary) and no client asked for the lock from then
+//     on: it took effect after the clients' last acquire, or never.
 //
 // A run whose faults were not exercised is unknown, not valid: it did not
 // test what its scenario says.
@@ -48,6 +51,7 @@ type holdKey struct {
 type windowTally struct {
 	held     bool // a hold overlapped it (or its TTL after)
 	acquires int  // acquires invoked from its start on
+	met      int  // acquires invoked from its effect on
 	answered int  // of them, granted, refused busy, or timed out
 	errs     map[string]int
 }
@@ -85,6 +89,9 @@ func (t *exerciseTally) add(op *history.Op) {
 			}
 			wt := &t.per[i]
 			wt.acquires++
+			if invoked >= w.Effect {
+				wt.met++
+			}
 			if answered {
 				wt.answered++
 				continue
@@ -143,6 +150,11 @@ func (t *exerciseTally) problems() []string {
 		case !wt.held:
 			out = append(out, fmt.Sprintf("no client held the lock while %s acted, nor within its %s TTL after (at %s)",
 				w.Step, time.Duration(t.ttl), runTime(w.Start)))
+		case w.Never:
+			out = append(out, fmt.Sprintf("%s struck at %s but never took effect while the clients ran", w.Step, runTime(w.Start)))
+		case w.Effect > w.Start && wt.met == 0:
+			out = append(out, fmt.Sprintf("%s struck at %s but took effect only at %s, after the clients' last acquire: no client met it",
+				w.Step, runTime(w.Start), runTime(w.Effect)))
 		case wt.acquires > 0 && wt.answered == 0:
 			s := fmt.Sprintf("after %s struck (at %s), each of the clients' %d acquires failed with an error: none granted, refused busy or timed out",
 				w.Step, runTime(w.Start), wt.acquires)

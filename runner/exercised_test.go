@@ -35,6 +35,12 @@ func TestExerciseTally(t *testing.T) {
 		return nemesis.Window{Step: nemesis.Step{Fault: "pause", Duration: time.Duration((to - from) * float64(s))},
 			Start: int64(from * float64(s)), Stop: int64(to * float64(s))}
 	}
+	// A failover strikes at 0.2s and takes effect (a Sentinel names the
+	// new primary) at the time given, or never.
+	failover := func(effect float64, never bool) nemesis.Window {
+		return nemesis.Window{Step: nemesis.Step{Fault: "failover", Duration: time.Second},
+			Start: int64(0.2 * float64(s)), Stop: int64(1.2 * float64(s)), Effect: int64(effect * float64(s)), Never: never}
+	}
 	cat := func(parts ...[]history.Op) []history.Op {
 		var out []history.Op
 		for _, p := range parts {
@@ -59,6 +65,13 @@ func TestExerciseTally(t *testing.T) {
 		// lost-reply: the reply to client 0's acquire is lost (info): the
 		// server may have granted it, and nobody else gets the lock until it
 		// expires — a test of the lock, though no grant spans the window.
+		// A failover met by a client: an acquire after the promotion.
+		{"a failover's promotion met by an acquire", failover(1.25, false), cat(hold, refused, busy), ""},
+		// The promotion came after the clients' last acquire (1.3s): the
+		// clients only met the dead primary (answered by timeouts, say),
+		// never the new one — not a test of the failover.
+		{"a failover's promotion after the last acquire", failover(1.35, false), cat(hold, refused, timedOutAcquire), "took effect only at 1.350s, after the clients' last acquire"},
+		{"a failover that never promoted", failover(0, true), cat(hold, refused, busy), "never took effect"},
 		{"a lost grant is the lock in use", window(0.6, 0.7), cat(hold, []history.Op{op(0.65, 0, history.Invoke, history.Acquire, ""), op(0.66, 0, history.Info, history.Acquire, "connection reset")}, busy), ""},
 	}
 	for _, tc := range cases {
