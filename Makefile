@@ -83,14 +83,15 @@ bisect: build
 ## (in containers: make demo DEMO_FLAGS="--servers docker --image all=locktorture-servers:bookworm").
 ## It installs only what the demo needs, when missing (redis-server: DEPS=demo, not the whole
 ## make deps), while bin/locktorture builds. The first build compiles about 700 packages (about
-## 290 s of CPU: about 2.5 minutes on 2 idle cores, then cached): it says so first. DEMO_BUILDFLAGS
+## 170 s of CPU: make demo took 91-93 s on a fresh 2-core machine, 2026-11-29; then cached):
+## it says so first. DEMO_BUILDFLAGS
 ## (default -ldflags='-s -w': no DWARF or symbol table in the binary, so the link does less;
 ## panics and stack traces keep their functions and file:line; the packages' compiled code is
 ## the same as make build's, so it shares their cache)
 DEMO_FLAGS ?=
 DEMO_BUILDFLAGS ?= -ldflags='-s -w'
 demo:
-	@echo "== building $(BIN) (the first time: about 700 packages, about 2.5 minutes on 2 idle cores; then cached) and installing redis-server if missing"
+	@echo "== building $(BIN) (the first time: about 700 packages, about 1.5 minutes on 2 idle cores; then cached) and installing redis-server if missing"
 	@DEPS=demo bash scripts/deps.sh & deps=$$!; \
 	$(GO) build $(DEMO_BUILDFLAGS) -o $(BIN) ./cmd/locktorture; built=$$?; \
 	wait $$deps || exit 1; test $$built -eq 0
