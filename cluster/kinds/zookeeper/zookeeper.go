@@ -215,12 +215,15 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opt Options) (*Z
 		c.DropLinks(made)
 		return nil, err
 	}
+	cp := strings.Join(append(slices.Clone(zookeeperJars), zookeeper34Jars...), ":")
+	cds := classArchive(ctx, c, bin, cp)
 	for _, m := range z.members {
 		cfg := path.Join(m.dataDir, "zoo.cfg")
 		args := append([]string(nil), zookeeperJVM...)
+		args = append(args, cds...)
 		args = append(args, "-Djava.io.tmpdir="+m.dataDir)
 		args = append(args, opt.JVMArgs...)
-		args = append(args, "-cp", strings.Join(append(slices.Clone(zookeeperJars), zookeeper34Jars...), ":"), zookeeperMain, cfg)
+		args = append(args, "-cp", cp, zookeeperMain, cfg)
 		u, err := c.Launch(ctx, cluster.Spec{Name: m.Name(), Kind: "zookeeper", Program: bin, Args: args, Dir: m.dataDir,
 			Files: []cluster.File{
 				{Path: cfg, Content: []byte(zookeeperConfig(m, z.members))},
