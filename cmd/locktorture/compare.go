@@ -103,6 +103,7 @@ func compareOptions(args []string, stderr io.Writer) (opt runner.MatrixOptions, 
 	// enough, and the families get the time.
 	opt.OneSeed = []string{"baseline"}
 	opt.Durations = map[string]time.Duration{"baseline": compareBaseline}
+	f.autoLanes(&opt, "compare", stderr)
 	return opt, f, remove, 0, true
 }
 

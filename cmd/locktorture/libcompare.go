@@ -249,7 +249,7 @@ func cmdCompareLibrary(libs, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "compare", err)
 	}
 	parts[0].bin = self
-	lanes := libraryLanes(fas)
+	lanes := libraryLanes(fas, parts, prestart)
 	shardParts(parts, lanes)
 	store := flagValue(fas, "store")
 	if store == "" {
@@ -362,7 +362,7 @@ func libraryPlan(args []string, fas []flagArg, axes []libraryAxis, stdout, stder
 	if parts == nil {
 		return code
 	}
-	lanes := libraryLanes(fas)
+	lanes := libraryLanes(fas, parts, prestart)
 	cells, total, wall := libraryEstimate(parts, lanes, prestart)
 	fmt.Fprintf(stdout, "with the versions: %d cells, estimated %s one at a time (%s at --parallel %d), and the builds not yet cached beside them\n", cells, roundEstimate(total), roundEstimate(wall), lanes)
 	return exitValid
@@ -455,12 +455,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func escapeModule(module string) string { return strings.ReplaceAll(module, "/", "!") }
 
 // libraryLanes is how many cells a library comparison runs at once: the
-// user's --parallel (a number, or auto), as compare takes it.
-func libraryLanes(fas []flagArg) int {
+// user's --parallel (a number, or auto), as compare takes it: auto by
+// every part's cells (matrix.AutoLanes).
+func libraryLanes(fas []flagArg, parts []*libPart, prestart bool) int {
 	v := flagValue(fas, "parallel")
 	switch {
 	case v == "auto":
-		return min(cellsPerCore*runtime.NumCPU(), maxParallel)
+		var all []matrix.Planned
+		for _, p := range parts {
+			all = append(all, p.planned...)
+		}
+		cores := runtime.NumCPU()
+		return matrix.AutoLanes(all, cores, min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel), prestart)
 	case v != "":
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
 			return min(n, maxParallel)

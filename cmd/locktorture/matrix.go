@@ -78,6 +78,11 @@ const maxParallel = 64
 // at 4 on 2 cores: load below 1.5, every cell as expected).
 const cellsPerCore = 2
 
+// maxCellsPerCore is the most cells a core --parallel auto runs: light
+// cells (in-process clients over Redis: 0.3 CPU-s a cell) leave the cores
+// idle at two a core, and get up to four (matrix.AutoLanes).
+const maxCellsPerCore = 4
+
 // matrixFlags are the flags matrix and compare share.
 type matrixFlags struct {
 	scs, bks, store, shard, servers, serversFile, clientMode *string
@@ -130,7 +135,7 @@ func defineMatrixFlags(fs *flag.FlagSet, compare bool) *matrixFlags {
 	f.plan = fs.Bool("plan", false, "print the cells this matrix (or shard) would run, and exit")
 	f.parallel = new(int)
 	*f.parallel = defaultParallel
-	fs.Func("parallel", fmt.Sprintf("`N` cells to run at once (each starts its own servers on free ports), or auto: %d per core found, as a cell mostly waits on its faults and timers (default %d)", cellsPerCore, defaultParallel), func(v string) error {
+	fs.Func("parallel", fmt.Sprintf("`N` cells to run at once (each starts its own servers on free ports), or auto: %d to %d per core found, as many as the planned cells' CPU leaves room for (a cell mostly waits on its faults and timers) (default %d)", cellsPerCore, maxCellsPerCore, defaultParallel), func(v string) error {
 		if v == "auto" {
 			*f.parallel, f.parallelAuto = min(cellsPerCore*runtime.NumCPU(), maxParallel), true
 			return nil
@@ -185,9 +190,6 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 	if *f.parallel < 1 || *f.parallel > maxParallel {
 		return bad("--parallel must be from 1 to %d, not %d (or auto: %d per core)", maxParallel, *f.parallel, cellsPerCore)
 	}
-	if f.parallelAuto {
-		fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d a core: a cell mostly waits)\n", name, words.Count(runtime.NumCPU(), "core", "cores"), *f.parallel, cellsPerCore)
-	}
 	if *f.seeds < 1 || *f.seeds > 1000 {
 		return bad("--seeds must be from 1 to 1000, not %d", *f.seeds)
 	}
@@ -236,6 +238,29 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 	}
 	opt.Versions = versions
 	return opt, 0, true
+}
+
+// autoLanes sets opt.Parallel for --parallel auto from the planned cells
+// (matrix.AutoLanes: two a core, more while the cells' CPU leaves the
+// cores room) and says so on stderr; nothing without auto. A plan that
+// fails keeps two a core: the run then says what is wrong.
+func (f *matrixFlags) autoLanes(opt *runner.MatrixOptions, name string, stderr io.Writer) {
+	if !f.parallelAuto {
+		return
+	}
+	cores := runtime.NumCPU()
+	lo, hi := min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel)
+	opt.Parallel = lo
+	shares, _, err := runner.PlanShards(*opt)
+	if err == nil {
+		mine := shares[0]
+		if opt.Shards > 1 {
+			mine = shares[opt.Shard-1]
+		}
+		opt.Parallel = matrix.AutoLanes(mine, cores, lo, hi, opt.Prestart)
+	}
+	fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d to %d: as many as keep the cells' processes within %.0f%% of the cores; a cell mostly waits)\n",
+		name, words.Count(cores, "core", "cores"), opt.Parallel, lo, hi, 100*matrix.CPUBudget)
 }
 
 // versions are the version sets --images or --versions name (not both).
@@ -376,6 +401,7 @@ a run failed with a harness error.
 	if !ok {
 		return code
 	}
+	f.autoLanes(&opt, "matrix", stderr)
 	if *f.plan {
 		return printPlan(opt, "matrix", stdout, stderr)
 	}

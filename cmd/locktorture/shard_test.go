@@ -279,26 +279,42 @@ func readText(t *testing.T, p string) string {
 	return string(b)
 }
 
-// TestParallelAuto: --parallel auto runs two cells at once for each core
-// the machine has, and says how many, for matrix and compare; a word
+// TestParallelAuto: --parallel auto runs from two to four cells at once
+// for each core the machine has, as many as the planned cells' CPU leaves
+// room for — light cells (in-process clients over Redis) more than heavy
+// ones (a ZooKeeper JVM and two Curator JVMs each) — and says how many,
+// for matrix and compare; the plan's estimate is for that many. A word
 // other than auto, or a number out of range, is bad input.
 func TestParallelAuto(t *testing.T) {
 	cores := runtime.NumCPU()
-	n := min(cellsPerCore*cores, maxParallel)
+	lo, hi := min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel)
+	lanes := map[string]int{}
 	for _, args := range [][]string{
 		{"matrix", "--scenarios", "baseline", "--backends", "mutex,redis-token"},
 		{"compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1"},
+		{"compare", "--families", "pause,delay,partition", "--backends", "redis-token,redislock,rueidislock", "--seeds", "3"},
+		{"compare", "--families", "pause,delay,partition", "--backends", "curator,kazoo", "--seeds", "3"},
 	} {
+		name := strings.Join(args, " ")
 		code, out, stderr := runCLI(t, append(slices.Clone(args), "--parallel", "auto", "--plan")...)
 		if code != exitValid {
-			t.Fatalf("%s: exit %d\n%s", args[0], code, stderr)
+			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
-		if want := fmt.Sprintf("--parallel auto: %d %s found, %d at once", cores, map[bool]string{true: "core", false: "cores"}[cores == 1], n); !strings.Contains(stderr, want) {
-			t.Errorf("%s: stderr lacks %q:\n%s", args[0], want, stderr)
+		m := regexp.MustCompile(`--parallel auto: (\d+) (core|cores) found, (\d+) at once`).FindStringSubmatch(stderr)
+		if m == nil || m[1] != strconv.Itoa(cores) {
+			t.Fatalf("%s: stderr does not say the cores found and the cells at once:\n%s", name, stderr)
+		}
+		n, _ := strconv.Atoi(m[3])
+		if n < lo || n > hi {
+			t.Errorf("%s: %d at once, outside %d to %d", name, n, lo, hi)
 		}
 		if want := fmt.Sprintf("at --parallel %d)", n); !strings.Contains(out, want) {
-			t.Errorf("%s: the plan's estimate is not for %d at once:\n%s", args[0], n, out)
+			t.Errorf("%s: the plan's estimate is not for %d at once:\n%s", name, n, out)
 		}
+		lanes[args[4]] = n
+	}
+	if light, heavy := lanes["redis-token,redislock,rueidislock"], lanes["curator,kazoo"]; light <= heavy || heavy != lo {
+		t.Errorf("light cells %d at once, heavy %d: want more for the light, two a core (%d) for the heavy", light, heavy, lo)
 	}
 	for _, bad := range []string{"most", "0", "65"} {
 		if code, _, stderr := runCLI(t, "matrix", "--scenarios", "baseline", "--parallel", bad, "--plan"); code != exitBadArgs || !strings.Contains(stderr, "parallel") {
