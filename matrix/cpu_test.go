@@ -42,7 +42,7 @@ func TestCPU(t *testing.T) {
 
 // TestAutoLanes: --parallel auto gives light cells (in-process clients
 // over one Redis) more lanes than heavy ones (a ZooKeeper JVM and two
-// Curator JVMs a cell), within its bounds, and never more lanes than
+// Curator JVMs a cell, or two Pythons), within its bounds, and never more lanes than
 // cells; each choice keeps the cells' CPU within the budget, and one lane
 // more would not.
 func TestAutoLanes(t *testing.T) {
@@ -62,7 +62,7 @@ func TestAutoLanes(t *testing.T) {
 		want   int // 0: any within the budget, checked below
 	}{
 		{"light cells get the most", light, 2, 4, 8, 8},
-		{"heavy cells keep two a core", heavy, 2, 4, 8, 4},
+		{"heavy cells get fewer", heavy, 2, 4, 8, 0},
 		{"never more lanes than cells", light[:5], 2, 4, 8, 5},
 		{"a bound of one lane more", light, 2, 4, 5, 5},
 		{"more cores, more lanes", heavy, 8, 16, 32, 0},
@@ -85,9 +85,45 @@ func TestAutoLanes(t *testing.T) {
 			if got > tc.lo && busy(got) > CPUBudget {
 				t.Errorf("%d lanes keep the cores %.0f%% busy, over the budget", got, 100*busy(got))
 			}
+			if tc.name == "heavy cells get fewer" && got >= AutoLanes(light, tc.cores, tc.lo, tc.hi, false) {
+				t.Errorf("heavy cells %d lanes, no fewer than light cells", got)
+			}
 			if got < tc.hi && got < len(tc.cells) && busy(got+1) <= CPUBudget {
 				t.Errorf("%d lanes, but %d would keep the cores within the budget (%.0f%%)", got, got+1, 100*busy(got+1))
 			}
 		})
+	}
+}
+
+// TestWallOnCores: cells whose processes keep the cores little busy take
+// their lanes' model's time; busier, they take Contention longer for each
+// share of the cores past contentionFree; more cores, less stretch.
+func TestWallOnCores(t *testing.T) {
+	_, cells, err := Plan(PlanOptions{Scenarios: []string{"pause", "delay"}, Backends: []string{"redis-token", "curator", "kazoo"}, Seeds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu time.Duration
+	for _, c := range cells {
+		cpu += c.CPU()
+	}
+	for _, lanes := range []int{1, 2, 4, 8} {
+		wall := Wall(cells, lanes, false)
+		for _, cores := range []int{1, 2, 64} {
+			busy := cpu.Seconds() / wall.Seconds() / float64(cores)
+			got := WallOnCores(cells, lanes, cores, false)
+			switch {
+			case busy <= contentionFree && got != wall:
+				t.Errorf("%d lanes on %d cores (%.0f%% busy): %v, want the model's %v", lanes, cores, 100*busy, got, wall)
+			case busy > contentionFree:
+				want := time.Duration(float64(wall) * (1 + Contention*(busy-contentionFree)))
+				if got != want || got <= wall {
+					t.Errorf("%d lanes on %d cores (%.0f%% busy): %v, want %v (the model's %v stretched)", lanes, cores, 100*busy, got, want, wall)
+				}
+			}
+		}
+		if WallOnCores(cells, lanes, 1, false) < WallOnCores(cells, lanes, 2, false) {
+			t.Errorf("%d lanes: one core faster than two", lanes)
+		}
 	}
 }

@@ -377,7 +377,7 @@ func libraryEstimate(parts []*libPart, lanes int, prestart bool) (cells int, tot
 	for _, p := range parts {
 		all = append(all, p.planned...)
 	}
-	return len(all), matrix.Total(all), matrix.Wall(all, lanes, prestart)
+	return len(all), matrix.Total(all), matrix.WallOnCores(all, lanes, runtime.NumCPU(), prestart)
 }
 
 // buildVersion builds this program against module at version (a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -74,8 +75,8 @@ func TestLibraryParts(t *testing.T) {
 		}
 		for _, lanes := range []int{1, 3, 8} {
 			n, total, wall := libraryEstimate(parts, lanes, prestart)
-			if n != len(all) || total != matrix.Total(all) || wall != matrix.Wall(all, lanes, tt.prestart) {
-				t.Errorf("%v: at %d lanes: %d cells, %v, %v; want %d, %v, %v (matrix.Wall)", tt.extra, lanes, n, total, wall, len(all), matrix.Total(all), matrix.Wall(all, lanes, tt.prestart))
+			if n != len(all) || total != matrix.Total(all) || wall != matrix.WallOnCores(all, lanes, runtime.NumCPU(), tt.prestart) {
+				t.Errorf("%v: at %d lanes: %d cells, %v, %v; want %d, %v, %v (matrix.WallOnCores)", tt.extra, lanes, n, total, wall, len(all), matrix.Total(all), matrix.WallOnCores(all, lanes, runtime.NumCPU(), tt.prestart))
 			}
 		}
 	}
@@ -106,9 +107,9 @@ func TestCompareLibraryPlanEstimate(t *testing.T) {
 			one, opt := comparePlanned(t, args...)
 			// The comparison as asked, and the same rows at two versions.
 			cells := slices.Concat(one, one, one)
-			want := []string{strconv.Itoa(len(cells)), roundEstimate(matrix.Total(cells)).String(), roundEstimate(matrix.Wall(cells, lanes, opt.Prestart)).String(), strconv.Itoa(lanes)}
+			want := []string{strconv.Itoa(len(cells)), roundEstimate(matrix.Total(cells)).String(), roundEstimate(matrix.WallOnCores(cells, lanes, runtime.NumCPU(), opt.Prestart)).String(), strconv.Itoa(lanes)}
 			if !slices.Equal(m[1:], want) {
-				t.Errorf("with the versions: %v (cells, one at a time, at --parallel, lanes); want %v (matrix.Wall over every part's cells)\n%s", m[1:], want, out)
+				t.Errorf("with the versions: %v (cells, one at a time, at --parallel, lanes); want %v (matrix.WallOnCores over every part's cells)\n%s", m[1:], want, out)
 			}
 		})
 	}

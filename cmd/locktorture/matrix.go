@@ -300,7 +300,7 @@ func printPlan(opt runner.MatrixOptions, name string, stdout, stderr io.Writer) 
 		d := matrix.Total(cells)
 		// Side by side: the cells dealt longest first to the lane free
 		// first, as the matrix deals them (matrix.Wall).
-		wall := matrix.Wall(cells, parallel, opt.Prestart)
+		wall := matrix.WallOnCores(cells, parallel, runtime.NumCPU(), opt.Prestart)
 		return fmt.Sprintf("%s, estimated %s one at a time (%s at --parallel %d)",
 			words.Count(len(cells), "cell", "cells"), roundEstimate(d), roundEstimate(wall), parallel)
 	}
