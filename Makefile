@@ -129,9 +129,9 @@ matrix: deps build
 COMPARE_FLAGS ?=
 
 ## compare: every fault family on every row, 3 seeds, fenced too where grants carry tokens
-## (locktorture compare), two cells per core at a time (--parallel auto; COMPARE_FLAGS after it
-## wins, e.g. --parallel 2); the table lands in $(STORE)/matrix/latest/compare.html (compare.png,
-## compare.txt). About 14 minutes on 2 cores
+## (locktorture compare), two to four cells per core at a time as their CPU allows (--parallel
+## auto; COMPARE_FLAGS after it wins, e.g. --parallel 2); the table lands in
+## $(STORE)/matrix/latest/compare.html (compare.png, compare.txt). About 9 minutes on 2 cores
 compare: deps build
 	./$(BIN) compare --store $(STORE) --parallel auto $(COMPARE_FLAGS)
 
