@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/locktorture/locktorture/cluster"
 	"io"
 	"os"
 	"os/exec"
@@ -460,6 +461,9 @@ func escapeModule(module string) string { return strings.ReplaceAll(module, "/",
 func libraryLanes(fas []flagArg, parts []*libPart, prestart bool) int {
 	v := flagValue(fas, "parallel")
 	switch {
+	case v == "auto" && flagValue(fas, "servers") != "" && flagValue(fas, "servers") != cluster.ServersLocal:
+		// The cells' CPU was measured with local servers (autoLanes).
+		return min(cellsPerCore*runtime.NumCPU(), maxParallel)
 	case v == "auto":
 		var all []matrix.Planned
 		for _, p := range parts {

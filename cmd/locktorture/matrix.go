@@ -250,6 +250,12 @@ func (f *matrixFlags) autoLanes(opt *runner.MatrixOptions, name string, stderr i
 	}
 	cores := runtime.NumCPU()
 	lo, hi := min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel)
+	if s := opt.Overrides.Servers; s != nil && *s != "" && *s != cluster.ServersLocal {
+		// The cells' CPU was measured with local servers: in containers
+		// (each with the engine's own work) or on someone else's servers,
+		// two a core as before.
+		hi = lo
+	}
 	opt.Parallel = lo
 	shares, _, err := runner.PlanShards(*opt)
 	if err == nil {
@@ -258,6 +264,11 @@ func (f *matrixFlags) autoLanes(opt *runner.MatrixOptions, name string, stderr i
 			mine = shares[opt.Shard-1]
 		}
 		opt.Parallel = matrix.AutoLanes(mine, cores, lo, hi, opt.Prestart)
+	}
+	if hi == lo {
+		fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d a core: the cells' CPU was measured with local servers, not these; a cell mostly waits)\n",
+			name, words.Count(cores, "core", "cores"), opt.Parallel, cellsPerCore)
+		return
 	}
 	fmt.Fprintf(stderr, "locktorture %s: --parallel auto: %s found, %d at once (%d to %d: as many as keep the cells' processes within %.0f%% of the cores; a cell mostly waits)\n",
 		name, words.Count(cores, "core", "cores"), opt.Parallel, lo, hi, 100*matrix.CPUBudget)

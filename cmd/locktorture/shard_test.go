@@ -294,6 +294,8 @@ func TestParallelAuto(t *testing.T) {
 		{"compare", "--families", "pause", "--backends", "redis-token", "--seeds", "1"},
 		{"compare", "--families", "pause,delay,partition", "--backends", "redis-token,redislock,rueidislock", "--seeds", "3"},
 		{"compare", "--families", "pause,delay,partition", "--backends", "curator,kazoo", "--seeds", "3"},
+		// Servers in containers: the CPU model is of local servers.
+		{"compare", "--families", "pause,delay,partition", "--backends", "redis-token,redislock", "--seeds", "3", "--servers", "docker", "--image", "all=locktorture-servers:bookworm"},
 	} {
 		name := strings.Join(args, " ")
 		code, out, stderr := runCLI(t, append(slices.Clone(args), "--parallel", "auto", "--plan")...)
@@ -315,6 +317,9 @@ func TestParallelAuto(t *testing.T) {
 	}
 	if light, heavy := lanes["redis-token,redislock,rueidislock"], lanes["curator,kazoo"]; light <= heavy {
 		t.Errorf("light cells %d at once, heavy %d: want more for the light", light, heavy)
+	}
+	if n := lanes["redis-token,redislock"]; n != lo {
+		t.Errorf("light cells in containers %d at once, want two a core (%d): the CPU model is of local servers", n, lo)
 	}
 	for _, bad := range []string{"most", "0", "65"} {
 		if code, _, stderr := runCLI(t, "matrix", "--scenarios", "baseline", "--parallel", bad, "--plan"); code != exitBadArgs || !strings.Contains(stderr, "parallel") {
