@@ -58,6 +58,15 @@ func (c Planned) CPU() time.Duration {
 	return d
 }
 
+// totalCPU is the cells' CPU, summed.
+func totalCPU(cells []Planned) time.Duration {
+	var cpu time.Duration
+	for _, c := range cells {
+		cpu += c.CPU()
+	}
+	return cpu
+}
+
 // CPUBudget is the share of the cores --parallel auto lets the cells'
 // processes keep busy on average, by the lanes' model (AutoLanes): the rest is the headroom
 // for their bursts (JVMs and Pythons starting together), so that a cell's
@@ -70,10 +79,7 @@ const CPUBudget = 0.8
 // (Wall) stays within CPUBudget of the cores. Light cells (in-process
 // clients over Redis) get more lanes than JVMs and Pythons do.
 func AutoLanes(cells []Planned, cores, lo, hi int, prestart bool) int {
-	var cpu time.Duration
-	for _, c := range cells {
-		cpu += c.CPU()
-	}
+	cpu := totalCPU(cells)
 	best := lo
 	for lanes := lo + 1; lanes <= hi && lanes <= len(cells); lanes++ {
 		wall := Wall(cells, lanes, prestart)
@@ -104,10 +110,7 @@ func WallOnCores(cells []Planned, parallel, cores int, prestart bool) time.Durat
 	if wall <= 0 || cores < 1 {
 		return wall
 	}
-	var cpu time.Duration
-	for _, c := range cells {
-		cpu += c.CPU()
-	}
+	cpu := totalCPU(cells)
 	busy := cpu.Seconds() / wall.Seconds() / float64(cores)
 	return time.Duration(float64(wall) * (1 + Contention*max(0, busy-contentionFree)))
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/locktorture/locktorture/cluster"
 	"io"
 	"os"
 	"os/exec"
@@ -461,16 +460,14 @@ func escapeModule(module string) string { return strings.ReplaceAll(module, "/",
 func libraryLanes(fas []flagArg, parts []*libPart, prestart bool) int {
 	v := flagValue(fas, "parallel")
 	switch {
-	case v == "auto" && flagValue(fas, "servers") != "" && flagValue(fas, "servers") != cluster.ServersLocal:
-		// The cells' CPU was measured with local servers (autoLanes).
-		return min(cellsPerCore*runtime.NumCPU(), maxParallel)
 	case v == "auto":
 		var all []matrix.Planned
 		for _, p := range parts {
 			all = append(all, p.planned...)
 		}
 		cores := runtime.NumCPU()
-		return matrix.AutoLanes(all, cores, min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel), prestart)
+		lo, hi := autoBounds(cores, flagValue(fas, "servers"))
+		return matrix.AutoLanes(all, cores, lo, hi, prestart)
 	case v != "":
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
 			return min(n, maxParallel)

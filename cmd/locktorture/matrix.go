@@ -240,6 +240,19 @@ func (f *matrixFlags) options(fs *flag.FlagSet, name string, args []string, stde
 	return opt, 0, true
 }
 
+// autoBounds are the fewest and most cells --parallel auto runs at once
+// on cores: two to four a core (maxParallel at most); two a core for
+// servers other than local ones (servers: --servers), as the cells' CPU
+// was measured with local servers — in containers each start is also the
+// engine's work, on someone else's servers theirs.
+func autoBounds(cores int, servers string) (lo, hi int) {
+	lo, hi = min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel)
+	if servers != "" && servers != cluster.ServersLocal {
+		hi = lo
+	}
+	return lo, hi
+}
+
 // autoLanes sets opt.Parallel for --parallel auto from the planned cells
 // (matrix.AutoLanes: two a core, more while the cells' CPU leaves the
 // cores room) and says so on stderr; nothing without auto. A plan that
@@ -248,14 +261,12 @@ func (f *matrixFlags) autoLanes(opt *runner.MatrixOptions, name string, stderr i
 	if !f.parallelAuto {
 		return
 	}
-	cores := runtime.NumCPU()
-	lo, hi := min(cellsPerCore*cores, maxParallel), min(maxCellsPerCore*cores, maxParallel)
-	if s := opt.Overrides.Servers; s != nil && *s != "" && *s != cluster.ServersLocal {
-		// The cells' CPU was measured with local servers: in containers
-		// (each with the engine's own work) or on someone else's servers,
-		// two a core as before.
-		hi = lo
+	servers := ""
+	if opt.Overrides.Servers != nil {
+		servers = *opt.Overrides.Servers
 	}
+	cores := runtime.NumCPU()
+	lo, hi := autoBounds(cores, servers)
 	opt.Parallel = lo
 	shares, _, err := runner.PlanShards(*opt)
 	if err == nil {
