@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktorture/locktorture/clientfault"
@@ -350,8 +351,12 @@ type Engine struct {
 	rec   *history.Recorder
 	steps []Step
 
-	mu       sync.Mutex
-	pending  []int // indexes of steps waiting for their event
+	mu      sync.Mutex
+	pending []int // indexes of steps waiting for their event
+	// waiting is len(pending), read without mu: Observe, told of every
+	// op of every client, returns at once when no step waits (most
+	// runs, once their steps fired) instead of taking mu for each.
+	waiting  atomic.Int64
 	active   map[int]*activeFault
 	healed   bool
 	errs     []error
@@ -396,6 +401,7 @@ func NewEngine(ctx context.Context, env *Env, rec *history.Recorder, steps []Ste
 			e.pending = append(e.pending, i)
 		}
 	}
+	e.waiting.Store(int64(len(e.pending)))
 	return e
 }
 
@@ -463,7 +469,7 @@ func (e *Engine) markFired(i int) {
 // Observe is the workload's observer: it fires event-triggered steps on the
 // client's own goroutine, before that client's next step.
 func (e *Engine) Observe(op history.Op) {
-	if op.Type != history.OK || op.IsNemesis() {
+	if op.Type != history.OK || op.IsNemesis() || e.waiting.Load() == 0 {
 		return
 	}
 	e.mu.Lock()
@@ -478,6 +484,7 @@ func (e *Engine) Observe(op history.Op) {
 		}
 	}
 	e.pending = rest
+	e.waiting.Store(int64(len(rest)))
 	e.mu.Unlock()
 	for _, i := range fire {
 		e.fire(i)
@@ -612,6 +619,7 @@ func (e *Engine) Heal(ctx context.Context) error {
 	e.mu.Lock()
 	e.healed = true
 	e.pending = nil
+	e.waiting.Store(0)
 	e.mu.Unlock()
 	e.firing.Wait()
 	e.mu.Lock()

@@ -198,6 +198,30 @@ type loop struct {
 	// when the loop ends; retries counts those running.
 	retryCtx context.Context
 	retries  sync.WaitGroup
+	// requests gives each lock request its context (see opTimer);
+	// endRequest cancels the request's when it is a standard one.
+	requests   *opTimer
+	endRequest context.CancelFunc
+}
+
+// request returns the context of a lock request made under ctx, which ends
+// within the op timeout; requestDone ends it when the request is over.
+func (l *loop) request(ctx context.Context) context.Context {
+	if l.requests != nil && ctx == l.requests.parent {
+		return l.requests.start(l.cfg.OpTimeout)
+	}
+	ctx, l.endRequest = context.WithTimeout(ctx, l.cfg.OpTimeout)
+	return ctx
+}
+
+// requestDone ends the context of the request that request gave.
+func (l *loop) requestDone(ctx context.Context) {
+	if l.endRequest != nil {
+		l.endRequest()
+		l.endRequest = nil
+		return
+	}
+	l.requests.end(ctx)
 }
 
 // enter lets the next client make its first request.
@@ -256,9 +280,11 @@ func stopped(stop <-chan struct{}) bool {
 func (l *loop) run(ctx context.Context, stop <-chan struct{}) error {
 	rctx, endRetries := context.WithCancel(ctx)
 	l.retryCtx = rctx
+	l.requests = newOpTimer(ctx)
 	defer func() {
 		endRetries()
 		l.retries.Wait()
+		l.requests.close()
 	}()
 	for !stopped(stop) {
 		if err := l.gate.Wait(ctx); err != nil {
@@ -288,9 +314,9 @@ func (l *loop) round(ctx context.Context, key string) error {
 	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Acquire, Key: key}); err != nil {
 		return err
 	}
-	octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
+	octx := l.request(ctx)
 	g, aerr := l.c.Acquire(octx, key)
-	cancel()
+	l.requestDone(octx)
 	done := history.Op{Type: backends.Outcome(aerr), F: history.Acquire, Key: key}
 	if aerr != nil {
 		done.Error = errString(aerr)
@@ -415,9 +441,9 @@ func (l *loop) release(ctx context.Context, key string, g backends.Grant) error 
 	if err := l.record(ctx, history.Op{Type: history.Invoke, F: history.Release, Key: key, Fence: g.Fence}); err != nil {
 		return err
 	}
-	octx, cancel := context.WithTimeout(ctx, l.cfg.OpTimeout)
+	octx := l.request(ctx)
 	err := l.c.Release(octx, key, g)
-	cancel()
+	l.requestDone(octx)
 	done := history.Op{Type: backends.Outcome(err), F: history.Release, Key: key, Fence: g.Fence}
 	if err != nil {
 		done.Error = errString(err)

@@ -192,6 +192,8 @@ func BenchmarkHarness(b *testing.B) {
 	b.ReportMetric(rps/(2*cycles), "reqs-ratio")
 	b.ReportMetric(bareKeys.busyShare(), "busy-bare")
 	b.ReportMetric(harness.busyShare(), "busy-harness")
+	b.ReportMetric(bareKeys.cpuPerHold(), "bare-keys-cpu-us/hold")
+	b.ReportMetric(harness.cpuPerHold(), "harness-cpu-us/hold")
 }
 
 // sideCounts is what one side did in its rounds: holds (cycles, for the
@@ -199,10 +201,31 @@ func BenchmarkHarness(b *testing.B) {
 type sideCounts struct {
 	holds, busy, reqs int64
 	took              time.Duration
+	// cpu is the process's CPU time (every thread: the runtime's too)
+	// from the round's start to its end, and cpuHolds the holds made in
+	// that span (for the harness, its clients' entry included).
+	cpu      time.Duration
+	cpuHolds int64
 }
 
 func (s *sideCounts) add(o sideCounts) {
 	s.holds, s.busy, s.reqs, s.took = s.holds+o.holds, s.busy+o.busy, s.reqs+o.reqs, s.took+o.took
+	s.cpu, s.cpuHolds = s.cpu+o.cpu, s.cpuHolds+o.cpuHolds
+}
+
+// cpuPerHold is the process's CPU time per hold, in microseconds.
+func (s sideCounts) cpuPerHold() float64 {
+	return float64(s.cpu.Nanoseconds()) / 1e3 / float64(s.cpuHolds)
+}
+
+// processCPU is the CPU time of the whole process (every thread: the
+// runtime's and the recorder's flusher too), user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rate is holds per second.
@@ -256,7 +279,7 @@ func bareRound(cs []backends.Client, timeout, d time.Duration) (sideCounts, erro
 	var stop atomic.Bool
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
-	start := time.Now()
+	cpu0, start := processCPU(), time.Now()
 	for p, c := range cs {
 		key := fmt.Sprintf("bare%d", p)
 		wg.Go(func() {
@@ -279,8 +302,8 @@ func bareRound(cs []backends.Client, timeout, d time.Duration) (sideCounts, erro
 	stop.Store(true)
 	// The round's window ends here: cycles that end after it are not
 	// counted.
-	c := sideCounts{holds: n.Load(), took: time.Since(start)}
-	c.reqs = 2 * c.holds
+	c := sideCounts{holds: n.Load(), took: time.Since(start), cpu: processCPU() - cpu0}
+	c.reqs, c.cpuHolds = 2*c.holds, c.holds
 	wg.Wait()
 	return c, errors.Join(errs...)
 }
@@ -295,7 +318,7 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 	var stop atomic.Bool
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
-	start := time.Now()
+	cpu0, start := processCPU(), time.Now()
 	for p, c := range cs {
 		rng := rand.New(rand.NewPCG(1, uint64(p)+1))
 		wg.Go(func() {
@@ -323,7 +346,7 @@ func bareKeysRound(cs []backends.Client, keys []string, timeout, d time.Duration
 	time.Sleep(d)
 	stop.Store(true)
 	h, bz := n.Load(), busy.Load()
-	c := sideCounts{holds: h, busy: bz, reqs: 2*h + bz, took: time.Since(start)}
+	c := sideCounts{holds: h, busy: bz, reqs: 2*h + bz, took: time.Since(start), cpu: processCPU() - cpu0, cpuHolds: h}
 	wg.Wait()
 	return c, errors.Join(errs...)
 }
@@ -364,8 +387,11 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 	defer cancel()
 	stop := make(chan struct{})
 	var stopAt atomic.Int64 // on the recorder's clock
+	var cpu time.Duration
+	cpu0 := processCPU()
 	t := time.AfterFunc(d, func() {
 		stopAt.Store(rec.Now())
+		cpu = processCPU() - cpu0
 		close(stop)
 	})
 	defer t.Stop()
@@ -392,8 +418,11 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 		}
 	}
 	to := stopAt.Load()
-	c := sideCounts{took: time.Duration(to - from)}
+	c := sideCounts{took: time.Duration(to - from), cpu: cpu}
 	for _, op := range ops {
+		if op.Type == history.OK && op.F == history.Acquire && op.Time <= to {
+			c.cpuHolds++
+		}
 		if op.Type == history.Invoke || (op.F != history.Acquire && op.F != history.Release) || op.Time < from || op.Time > to {
 			continue
 		}
