@@ -110,6 +110,13 @@ func (t *Tracker) Observe(op *history.Op) (overlaps int) {
 	case holdEnds:
 		for i, h := range hs {
 			if h.process == op.Process {
+				if len(hs) == 1 {
+					// The key's one holder: its room is kept for the next
+					// (a new slice for every hold was the live counts'
+					// one allocation a hold).
+					t.holders[op.Key] = hs[:0]
+					break
+				}
 				t.holders[op.Key] = append(hs[:i:i], hs[i+1:]...)
 				break
 			}

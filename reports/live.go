@@ -21,16 +21,26 @@ type Live struct {
 	// ops is counted without the lock, and the lock is taken only for
 	// the ops that start, renew or end a hold: every client's every op
 	// passes through Observe, on the client's own goroutine.
-	ops     atomic.Int64
-	started atomic.Bool // firstOp is set
-	mu      sync.Mutex
-	firstOp time.Time // the first client op: the clients' clock starts
-	holds   checker.Tracker
+	ops atomic.Int64
+	// recorded, when set (OpsFrom), counts the ops instead: the
+	// recorder's own count, read once a line, not an add to a counter
+	// every client shares for every op.
+	recorded func() int64
+	started  atomic.Bool // firstOp is set
+	mu       sync.Mutex
+	firstOp  time.Time // the first client op: the clients' clock starts
+	holds    checker.Tracker
 }
+
+// OpsFrom makes recorded (a history.Recorder's Len) the count of ops, so
+// that Observe need not count them. Call it before the first Observe.
+func (l *Live) OpsFrom(recorded func() int64) { l.recorded = recorded }
 
 // Observe counts one recorded op.
 func (l *Live) Observe(op *history.Op) {
-	l.ops.Add(1)
+	if l.recorded == nil {
+		l.ops.Add(1)
+	}
 	if op.IsNemesis() {
 		return
 	}
@@ -71,9 +81,13 @@ type LiveCounts struct {
 
 // Counts returns what l has counted so far.
 func (l *Live) Counts(now time.Time) LiveCounts {
+	c := LiveCounts{Ops: int(l.ops.Load())}
+	if l.recorded != nil {
+		// Outside l.mu: the recorder takes its own lock.
+		c.Ops = int(l.recorded())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := LiveCounts{Ops: int(l.ops.Load())}
 	c.Holds, c.Overlaps, c.Stale = l.holds.Totals()
 	if !l.firstOp.IsZero() {
 		c.Elapsed = now.Sub(l.firstOp)

@@ -43,7 +43,10 @@ func FuzzLiveMatchesPlain(f *testing.F) {
 	fs := []string{history.Acquire, history.Release, history.Extend, history.Read, history.Write, history.FinalRead, history.Lost, "start-pause"}
 	types := []history.Type{history.Invoke, history.OK, history.Fail, history.Info}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var l Live
+		var l, fromRecorder Live
+		// As the runner has it: the ops counted by the recorder.
+		var recorded int64
+		fromRecorder.OpsFrom(func() int64 { return recorded })
 		var p plainLive
 		for i := 0; i+1 < len(in); i += 2 {
 			a, b := in[i], in[i+1]
@@ -59,12 +62,16 @@ func FuzzLiveMatchesPlain(f *testing.F) {
 				op.LeaseMS = history.Int64(int64(b>>2) - 8)
 			}
 			l.Observe(&op)
+			recorded++
+			fromRecorder.Observe(&op)
 			p.Observe(&op)
-			got := l.Counts(time.Now())
 			holds, overlaps, stale := p.holds.Totals()
-			started := !l.firstOp.IsZero()
-			if got.Ops != p.ops || got.Holds != holds || got.Overlaps != overlaps || got.Stale != stale || started != !p.firstOp.IsZero() {
-				t.Fatalf("after op %d %+v: %+v, plain ops %d holds %d overlaps %d stale %d started %v", i/2, op, got, p.ops, holds, overlaps, stale, !p.firstOp.IsZero())
+			for _, l := range []*Live{&l, &fromRecorder} {
+				got := l.Counts(time.Now())
+				started := !l.firstOp.IsZero()
+				if got.Ops != p.ops || got.Holds != holds || got.Overlaps != overlaps || got.Stale != stale || started != !p.firstOp.IsZero() {
+					t.Fatalf("after op %d %+v: %+v, plain ops %d holds %d overlaps %d stale %d started %v", i/2, op, got, p.ops, holds, overlaps, stale, !p.firstOp.IsZero())
+				}
 			}
 		}
 	})

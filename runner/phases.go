@@ -321,6 +321,7 @@ func (r *run) startClients(ctx context.Context) error {
 		}
 	}
 	r.rec = history.NewRecorder(hf, history.RecorderOptions{Observe: observe})
+	r.live.OpsFrom(r.rec.Len)
 	r.deferClose(func() { _ = r.rec.Close() })
 	r.procs = workload.NewProcs(r.sc.Clients, r.rec)
 	nenv := &nemesis.Env{Gates: r.procs.Gates, Clocks: r.procs.Clocks, Cluster: r.cl}

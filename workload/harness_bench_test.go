@@ -370,6 +370,7 @@ func harnessRound1(ctx context.Context, cfg workload.Config, backend backends.Ba
 		live.Observe(&op)
 		engine.Observe(op)
 	}})
+	live.OpsFrom(rec.Len)
 	res, err := workload.NewMemory(workload.FenceNone)
 	if err != nil {
 		return sideCounts{}, err
@@ -513,6 +514,7 @@ func BenchmarkHarnessOwnCost(b *testing.B) {
 			live.Observe(&op)
 			engine.Observe(op)
 		}})
+		live.OpsFrom(rec.Len)
 		cfg := workload.Config{Clients: 1, Keys: keys, Hold: time.Nanosecond,
 			ThinkMin: time.Nanosecond, ThinkMax: time.Nanosecond, OpTimeout: timeout, Seed: 1}
 		procs := workload.NewProcs(cfg.Clients, rec)
