@@ -133,20 +133,30 @@ func (r *Recorder) StartNow() bool {
 // Record stamps op with the next index and the current time and writes it.
 // It returns the stamped op.
 func (r *Recorder) Record(op Op) (Op, error) {
-	op, err := r.record(op, -1)
-	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
-		(*f)(op)
-	}
+	err := r.recordOp(&op)
 	return op, err
+}
+
+// recordOp is Record stamping op in place: the op is not copied from one
+// call to the next (it is over a hundred bytes, and every client's every
+// op comes this way).
+func (r *Recorder) recordOp(op *Op) error {
+	r.mu.Lock()
+	err := r.recordLocked(op, -1)
+	r.mu.Unlock()
+	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
+		(*f)(*op)
+	}
+	return err
 }
 
 // recordPair records an invoke and its completion one after the other,
 // stamped with one time: an instant op such as lost.
 func (r *Recorder) recordPair(inv, done Op) (Op, error) {
 	r.mu.Lock()
-	inv, err := r.recordLocked(inv, -1)
+	err := r.recordLocked(&inv, -1)
 	if err == nil {
-		done, err = r.recordLocked(done, inv.Time)
+		err = r.recordLocked(&done, inv.Time)
 	}
 	r.mu.Unlock()
 	if f := r.observe.Load(); err == nil && f != nil && *f != nil {
@@ -160,17 +170,11 @@ func (r *Recorder) recordPair(inv, done Op) (Op, error) {
 // RecorderOptions.Observe); nil removes it.
 func (r *Recorder) SetObserver(f func(Op)) { r.observe.Store(&f) }
 
-// record stamps op (at time at, or now when at < 0) and writes it.
-func (r *Recorder) record(op Op, at int64) (Op, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.recordLocked(op, at)
-}
-
-// recordLocked is record with r.mu held.
-func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
+// recordLocked stamps op (at time at, or now when at < 0) and writes it;
+// r.mu is held.
+func (r *Recorder) recordLocked(op *Op, at int64) error {
 	if r.closed {
-		return op, ErrClosed
+		return ErrClosed
 	}
 	op.Index = r.next
 	op.Time = r.Now()
@@ -185,21 +189,21 @@ func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
 	r.next++
 	switch {
 	case r.w == nil:
-		r.keepOp(op)
-		return op, r.err
+		r.keepOp(*op)
+		return r.err
 	case r.err != nil:
 		if r.keep {
-			r.lines.addOp(op)
+			r.lines.addOp(*op)
 		}
-		return op, r.err
+		return r.err
 	}
-	b, err := appendOp(r.w.AvailableBuffer(), &op)
+	b, err := appendOp(r.w.AvailableBuffer(), op)
 	if err != nil {
 		r.err = fmt.Errorf("encode op %d: %w", op.Index, err)
 		if r.keep {
-			r.lines.addOp(op)
+			r.lines.addOp(*op)
 		}
-		return op, r.err
+		return r.err
 	}
 	b = append(b, '\n')
 	if r.keep {
@@ -208,7 +212,7 @@ func (r *Recorder) recordLocked(op Op, at int64) (Op, error) {
 	if _, err := r.w.Write(b); err != nil {
 		r.err = fmt.Errorf("write op %d: %w", op.Index, err)
 	}
-	return op, r.err
+	return r.err
 }
 
 // keepBlock is how many ops one block of a Recorder's memory holds.
@@ -350,11 +354,11 @@ func (p *Proc) Invoke(ctx context.Context, op Op) (Op, error) {
 		return op, err
 	}
 	op.Process, op.Type = p.id, Invoke
-	done, err := p.r.Record(op)
+	err := p.r.recordOp(&op)
 	if err != nil {
 		p.give()
 	}
-	return done, err
+	return op, err
 }
 
 // Complete records op (ok, fail or info) as the completion of the
@@ -364,13 +368,13 @@ func (p *Proc) Complete(op Op) (Op, error) {
 	if op.Type == Invoke || op.Type == "" {
 		op.Type = Info
 	}
-	done, err := p.r.Record(op)
+	err := p.r.recordOp(&op)
 	p.mu.Lock()
 	if p.busy && p.bg == nil {
 		p.done()
 	}
 	p.mu.Unlock()
-	return done, err
+	return op, err
 }
 
 // Instant records op as an invoke immediately followed by its ok at the
