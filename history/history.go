@@ -101,6 +101,15 @@ func IntValue(v int64) json.RawMessage {
 	return json.RawMessage(strconv.AppendInt(nil, v, 10))
 }
 
+// IntValues encodes two integers as op Values, in one allocation (a
+// client's read and the write of the next value come together).
+func IntValues(a, b int64) (json.RawMessage, json.RawMessage) {
+	buf := strconv.AppendInt(make([]byte, 0, 40), a, 10)
+	n := len(buf)
+	buf = strconv.AppendInt(buf, b, 10)
+	return json.RawMessage(buf[:n:n]), json.RawMessage(buf[n:len(buf):len(buf)])
+}
+
 // ObjectValue encodes any JSON-marshalable value (a nemesis op's targets and
 // parameters) as an op Value. It panics only on values JSON cannot encode,
 // which is a programming error.

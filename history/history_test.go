@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -471,5 +472,20 @@ func TestDocsExample(t *testing.T) {
 	}
 	if buf.String() != string(data) {
 		t.Errorf("re-encoded differs:\n%s\nwant:\n%s", buf.String(), data)
+	}
+}
+
+// TestIntValues: the two values of one allocation are each IntValue's,
+// and appending to the first does not write over the second.
+func TestIntValues(t *testing.T) {
+	for _, tc := range [][2]int64{{0, 1}, {-1, 0}, {41, 42}, {999, 1000}, {math.MaxInt64 - 1, math.MaxInt64}, {math.MinInt64, math.MinInt64 + 1}} {
+		a, b := history.IntValues(tc[0], tc[1])
+		if string(a) != string(history.IntValue(tc[0])) || string(b) != string(history.IntValue(tc[1])) {
+			t.Errorf("IntValues(%d, %d) = %s, %s", tc[0], tc[1], a, b)
+		}
+		_ = append(a, '9')
+		if string(b) != string(history.IntValue(tc[1])) {
+			t.Errorf("IntValues(%d, %d): appending to the first changed the second to %s", tc[0], tc[1], b)
+		}
 	}
 }

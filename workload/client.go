@@ -202,6 +202,19 @@ type loop struct {
 	// endRequest cancels the request's when it is a standard one.
 	requests   *opTimer
 	endRequest context.CancelFunc
+	// lease is the last LeaseMS recorded (see leaseMS).
+	lease *int64
+}
+
+// leaseMS is lease in milliseconds, for an op's LeaseMS: the previous
+// grant's when it is the same, as it nearly always is (no op's pointer is
+// written through: ops share them, as a grant's ops share its Fence).
+func (l *loop) leaseMS(lease time.Duration) *int64 {
+	ms := lease.Milliseconds()
+	if l.lease == nil || *l.lease != ms {
+		l.lease = history.Int64(ms)
+	}
+	return l.lease
 }
 
 // request returns the context of a lock request made under ctx, which ends
@@ -330,7 +343,7 @@ func (l *loop) round(ctx context.Context, key string) error {
 			done.Value = history.ObjectValue(map[string]any{"nodes": g.Nodes})
 		}
 		if g.HasLease {
-			done.LeaseMS = history.Int64(g.Lease.Milliseconds())
+			done.LeaseMS = l.leaseMS(g.Lease)
 		}
 	}
 	err := l.record(ctx, done)
@@ -401,13 +414,13 @@ func (l *loop) critical(ctx context.Context, key string, g backends.Grant) error
 	if err != nil {
 		return l.record(ctx, history.Op{Type: resourceOutcome(err), F: history.Read, Key: key, Fence: g.Fence, Error: errString(err)})
 	}
-	if err := l.record(ctx, history.Op{Type: history.OK, F: history.Read, Key: key, Fence: g.Fence, Value: history.IntValue(v)}); err != nil {
+	read, val := history.IntValues(v, v+1)
+	if err := l.record(ctx, history.Op{Type: history.OK, F: history.Read, Key: key, Fence: g.Fence, Value: read}); err != nil {
 		return err
 	}
 	if l.sleep(ctx, l.cfg.Hold) != nil || l.lost(g) {
 		return nil
 	}
-	val := history.IntValue(v + 1)
 	tx := false
 	if t, ok := l.res.(txResource); ok {
 		tx = t.InTx(g)
