@@ -29,6 +29,8 @@ import (
 // it to context.WithTimeout, case by case.
 type opTimer struct {
 	parent context.Context
+	// parentDone is parent.Done(), looked at without parent's lock.
+	parentDone <-chan struct{}
 	// stopParent ends the one registration with parent.
 	stopParent func() bool
 
@@ -47,7 +49,7 @@ type opTimer struct {
 // newOpTimer returns the request contexts' source for one client, whose
 // requests hang from parent. Call close when the client is done.
 func newOpTimer(parent context.Context) *opTimer {
-	o := &opTimer{parent: parent}
+	o := &opTimer{parent: parent, parentDone: parent.Done()}
 	o.t = time.AfterFunc(time.Hour, o.fire)
 	o.t.Stop()
 	o.stopParent = context.AfterFunc(parent, func() {
@@ -74,7 +76,7 @@ func (o *opTimer) start(d time.Duration) context.Context {
 		o.cancel = cancel
 		return ctx
 	}
-	c := &opCtx{parent: o.parent, deadline: deadline}
+	c := &opCtx{parent: o.parent, parentDone: o.parentDone, deadline: deadline}
 	o.mu.Lock()
 	o.cur = c
 	if o.armedFor.IsZero() || deadline.Before(o.armedFor) {
@@ -151,8 +153,9 @@ var closedChan = func() chan struct{} {
 
 // opCtx is one request's context (see opTimer).
 type opCtx struct {
-	parent   context.Context
-	deadline time.Time
+	parent     context.Context
+	parentDone <-chan struct{} // parent.Done(): nil when it never ends
+	deadline   time.Time
 
 	mu    sync.Mutex
 	done  chan struct{} // made by the first Done, or closedChan
@@ -185,11 +188,15 @@ func (c *opCtx) Err() error {
 	if err != nil {
 		return err
 	}
-	if err := c.parent.Err(); err != nil {
-		c.cancel(err)
+	// A library may ask often: the parent's channel is looked at, not
+	// its lock taken, which every client's requests would share.
+	select {
+	case <-c.parentDone:
+		c.cancel(c.parent.Err())
 		return c.Err()
+	default:
+		return nil
 	}
-	return nil
 }
 
 // Value implements context.Context: the parent's values.
