@@ -88,7 +88,30 @@ func (p *PartitionParams) Validate(s Shape) error {
 			return keyErr("topology", "%v", err)
 		}
 	}
-	return p.ServerSet.validate()
+	if err := p.ServerSet.validate(); err != nil {
+		return err
+	}
+	return p.cutsSomething()
+}
+
+// cutsSomething refuses the topologies that take their links from the
+// clients and servers named when a side they need is not named: such a
+// partition would run cutting nothing, a fault that never happened.
+func (p *PartitionParams) cutsSomething() error {
+	clients, servers := len(p.List()) > 0, len(p.Servers) > 0
+	switch {
+	case p.Topology == "isolate-client" && !clients:
+		return keyErr("clients", "topology isolate-client cuts no link without clients to cut off (clients: or process:)")
+	case p.Topology == "isolate-server" && !servers:
+		return keyErr("servers", "topology isolate-server cuts no link without servers to cut off (servers:)")
+	case p.Topology == "cut" && !clients:
+		return keyErr("clients", "topology cut cuts no link without clients to cut (clients: or process:)")
+	case p.Topology == "cut" && !servers:
+		return keyErr("servers", "topology cut cuts no link without servers to cut the clients from (servers:)")
+	case p.Topology == "" && !clients && !servers:
+		return keyErr("servers", "a partition with neither clients nor servers (and no topology) cuts no link: name the servers or clients to cut off, or give a topology")
+	}
+	return nil
 }
 
 // ServerNames returns the servers named that exist before the run (the
@@ -185,8 +208,14 @@ func (partition) plan(env *Env, t *PartitionParams) (map[int][]cluster.Server, e
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the partition cuts no link", ErrTarget)
+	cuts := 0
+	for _, ss := range out {
+		cuts += len(ss)
+	}
+	if cuts == 0 {
+		// Halves or a ring over too few servers, or clients with no
+		// server to be cut from: the fault would not happen.
+		return nil, fmt.Errorf("%w: the partition cuts no link (topology %s over %d clients and %d servers)", ErrTarget, topo, len(env.Gates), len(all))
 	}
 	return out, nil
 }

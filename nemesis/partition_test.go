@@ -55,6 +55,13 @@ func TestPartitionParams(t *testing.T) {
 		{"replication on someone else's servers", theirs, cut("replication", nil), "topology", "no control for redis 10.0.0.5:6379"},
 		{"a client past the last", redis, cut("isolate-client", []int{5}), "clients", "no client process 5 (clients are 0 to 1)"},
 		{"an empty server name", redis, cut("isolate-server", nil, ""), "servers", "empty server name"},
+		// A partition that would cut nothing is refused before the run.
+		{"isolate-client, no client", redis, cut("isolate-client", nil), "clients", "topology isolate-client cuts no link without clients"},
+		{"isolate-server, no server", redis, cut("isolate-server", []int{0}), "servers", "topology isolate-server cuts no link without servers"},
+		{"cut, no server", redis, cut("cut", []int{0}), "servers", "topology cut cuts no link without servers"},
+		{"cut, no client", redis, cut("cut", nil, "A"), "clients", "topology cut cuts no link without clients"},
+		{"no topology, nothing named", redis, cut("", nil), "servers", "a partition with neither clients nor servers"},
+		{"no topology, servers alone", redis, cut("", nil, "A"), "", ""},
 	})
 	if got, want := oneWay.String(), "process 1, servers [A], topology cut, direction downstream"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
@@ -101,6 +108,8 @@ func TestPartitionStartRefused(t *testing.T) {
 		want string
 	}{
 		{"isolate no client", cut("isolate-client", nil), "the partition cuts no link"},
+		{"isolate-server naming none", cut("isolate-server", []int{0}), "the partition cuts no link (topology isolate-server over 2 clients and 2 servers)"},
+		{"cut from no server", cut("cut", []int{0}), "the partition cuts no link (topology cut"},
 		{"no links", cut("isolate-client", []int{0}), "links are not enabled"},
 		{"no server C", cut("isolate-server", nil, "C"), `no server "C" (servers: A=redis-0, B=redis-1)`},
 		{"no Sentinel", cut("replication", nil), "topology replication needs `redis: sentinel`"},
