@@ -167,6 +167,10 @@ type etcdClient struct {
 	sess   *etcdSession
 	held   string // the key held now, for extend records
 	closed bool
+	// unsettled holds, per key, the revision of a hold whose release's
+	// outcome is unknown: the lock key may still be there, and a retry of
+	// that release may delete it later (see Acquire).
+	unsettled map[string]int64
 }
 
 // etcdSession is one lease and the concurrency.Session over it.
@@ -392,6 +396,14 @@ func (c *etcdClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	// recorded when it took the lock: that revision is the fence.
 	owner := pb.Compare(m.IsOwner())
 	fence := owner.GetCreateRevision()
+	if c.unsettledHold(key, fence) {
+		// The Mutex took its session's lock key as it found it: the key
+		// of an earlier hold whose release did not happen, or not yet.
+		// A retry of that release (its revision guard matches) would
+		// delete it while this hold goes on, and another client would be
+		// granted the lock beside it. Nothing was made: not a grant.
+		return Grant{}, fmt.Errorf("acquire %s: lock key %s (revision %d) is still the earlier hold's, whose release has not settled: %w", key, m.Key(), fence, ErrBusy)
+	}
 	base := s.refreshed()
 	if start.Before(base) || c.whole {
 		// (The library's keepalive refreshes unseen: count from the start.)
@@ -418,6 +430,7 @@ func (c *etcdClient) Release(ctx context.Context, key string, g Grant) error {
 		If(clientv3.Compare(clientv3.CreateRevision(conn.LockKey), "=", *g.Fence)).
 		Then(clientv3.OpDelete(conn.LockKey)).
 		Commit()
+	c.settle(key, *g.Fence, err == nil)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, err)
 	}
@@ -425,6 +438,36 @@ func (c *etcdClient) Release(ctx context.Context, key string, g Grant) error {
 		return fmt.Errorf("release %s: lock key %s is gone (its lease expired): %w", key, conn.LockKey, ErrNotHeld)
 	}
 	return nil
+}
+
+// settle notes the release of key's hold at revision rev: settled (the
+// Txn answered: the key deleted, or already gone) or not (its outcome
+// unknown).
+func (c *etcdClient) settle(key string, rev int64, settled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !settled:
+		if c.unsettled == nil {
+			c.unsettled = map[string]int64{}
+		}
+		c.unsettled[key] = rev
+	case c.unsettled[key] == rev:
+		delete(c.unsettled, key)
+	}
+}
+
+// unsettledHold reports whether rev, the revision a new acquire of key
+// got, is that of an earlier hold whose release has not settled; a new
+// revision means that release did happen, and it is forgotten.
+func (c *etcdClient) unsettledHold(key string, rev int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.unsettled[key]
+	if ok && old != rev {
+		delete(c.unsettled, key)
+	}
+	return ok && old == rev
 }
 
 func (c *etcdClient) Close() error {
