@@ -83,6 +83,8 @@ type EtcdConn struct {
 	Client *clientv3.Client
 	// LockKey is the key the grant's Mutex owns.
 	LockKey string
+	// hold numbers the client's holds of the key (see etcdClient.holds).
+	hold int64
 }
 
 type etcdBackend struct {
@@ -167,10 +169,10 @@ type etcdClient struct {
 	sess   *etcdSession
 	held   string // the key held now, for extend records
 	closed bool
-	// unsettled holds, per key, the revision of a hold whose release's
-	// outcome is unknown: the lock key may still be there, and a retry of
-	// that release may delete it later (see Acquire).
-	unsettled map[string]int64
+	// holds counts, per key, the client's grants of it: a grant's
+	// release deletes the lock key only while the grant is the client's
+	// latest of that key (see Release).
+	holds map[string]int64
 }
 
 // etcdSession is one lease and the concurrency.Session over it.
@@ -396,14 +398,6 @@ func (c *etcdClient) Acquire(ctx context.Context, key string) (Grant, error) {
 	// recorded when it took the lock: that revision is the fence.
 	owner := pb.Compare(m.IsOwner())
 	fence := owner.GetCreateRevision()
-	if c.unsettledHold(key, fence) {
-		// The Mutex took its session's lock key as it found it: the key
-		// of an earlier hold whose release did not happen, or not yet.
-		// A retry of that release (its revision guard matches) would
-		// delete it while this hold goes on, and another client would be
-		// granted the lock beside it. Nothing was made: not a grant.
-		return Grant{}, fmt.Errorf("acquire %s: lock key %s (revision %d) is still the earlier hold's, whose release has not settled: %w", key, m.Key(), fence, ErrBusy)
-	}
 	base := s.refreshed()
 	if start.Before(base) || c.whole {
 		// (The library's keepalive refreshes unseen: count from the start.)
@@ -416,7 +410,7 @@ func (c *etcdClient) Acquire(ctx context.Context, key string) (Grant, error) {
 		HasLease: true,
 		Token:    m.Key(),
 		Lost:     s.lost,
-		Conn:     &EtcdConn{Client: c.cli, LockKey: m.Key()},
+		Conn:     &EtcdConn{Client: c.cli, LockKey: m.Key(), hold: c.newHold(key)},
 	}, nil
 }
 
@@ -426,11 +420,20 @@ func (c *etcdClient) Release(ctx context.Context, key string, g Grant) error {
 	if !ok || g.Fence == nil {
 		return Certain(fmt.Errorf("release %s: not an etcd grant", key))
 	}
+	if !c.latestHold(key, conn.hold) {
+		// A retry of an earlier hold's release, whose outcome was unknown,
+		// after the client acquired the key again. If that release did
+		// not happen, the Mutex took the lock key as it found it, at the
+		// same revision, for the newer hold: deleting it now would end
+		// that hold under its holder, and another client would be granted
+		// the lock beside it. If it did, the key is gone or newer. Either
+		// way the earlier hold is over: nothing to delete.
+		return Certain(fmt.Errorf("release %s: a later hold of the key (%s) is the client's now: %w", key, conn.LockKey, ErrNotHeld))
+	}
 	resp, err := c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(conn.LockKey), "=", *g.Fence)).
 		Then(clientv3.OpDelete(conn.LockKey)).
 		Commit()
-	c.settle(key, *g.Fence, err == nil)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, err)
 	}
@@ -440,34 +443,22 @@ func (c *etcdClient) Release(ctx context.Context, key string, g Grant) error {
 	return nil
 }
 
-// settle notes the release of key's hold at revision rev: settled (the
-// Txn answered: the key deleted, or already gone) or not (its outcome
-// unknown).
-func (c *etcdClient) settle(key string, rev int64, settled bool) {
+// newHold numbers a new grant of key: the client's latest of it.
+func (c *etcdClient) newHold(key string) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case !settled:
-		if c.unsettled == nil {
-			c.unsettled = map[string]int64{}
-		}
-		c.unsettled[key] = rev
-	case c.unsettled[key] == rev:
-		delete(c.unsettled, key)
+	if c.holds == nil {
+		c.holds = map[string]int64{}
 	}
+	c.holds[key]++
+	return c.holds[key]
 }
 
-// unsettledHold reports whether rev, the revision a new acquire of key
-// got, is that of an earlier hold whose release has not settled; a new
-// revision means that release did happen, and it is forgotten.
-func (c *etcdClient) unsettledHold(key string, rev int64) bool {
+// latestHold reports whether hold is the client's latest grant of key.
+func (c *etcdClient) latestHold(key string, hold int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old, ok := c.unsettled[key]
-	if ok && old != rev {
-		delete(c.unsettled, key)
-	}
-	return ok && old == rev
+	return c.holds[key] == hold
 }
 
 func (c *etcdClient) Close() error {
