@@ -572,6 +572,14 @@ func (c *child) Acquire(ctx context.Context, key string) (backends.Grant, error)
 // Release implements backends.Client.
 func (c *child) Release(ctx context.Context, key string, g backends.Grant) error {
 	c.mu.Lock()
+	if cur, ok := c.lost[key]; ok && g.Lost != nil && cur != g.Lost {
+		// A retry of an earlier grant's release (its outcome was unknown)
+		// while the process holds a later grant of the key: the request
+		// names only the key, so the program would end the later hold
+		// under its holder. The earlier hold is over: nothing to send.
+		c.mu.Unlock()
+		return fmt.Errorf("release %s: a later grant of the key is the process's now: %w", key, backends.ErrNotHeld)
+	}
 	delete(c.lost, key)
 	c.mu.Unlock()
 	m, err := c.call(ctx, func(id int64) any { return request{ID: id, Op: OpRelease, Key: key} })

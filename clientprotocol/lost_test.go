@@ -2,9 +2,11 @@ package clientprotocol
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/backends"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/workload"
@@ -56,5 +58,42 @@ func TestLostEventIsEvidence(t *testing.T) {
 	}
 	if h := checker.Holds(ops); len(h) == 0 || h[0].End != ops[lostAt].Time {
 		t.Fatalf("holds %+v: the first should end at the lost op (%d)", h, ops[lostAt].Time)
+	}
+}
+
+// TestRetriedReleaseEndsNoLaterHold: a release request names only its key,
+// so a retry of an earlier grant's release (retry-release, its outcome
+// unknown) sent while the process holds a later grant of the key would
+// end that later hold under its holder. The driver answers it not held
+// without sending it; the later grant's own release still goes through.
+func TestRetriedReleaseEndsNoLaterHold(t *testing.T) {
+	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
+	l := New(Options{Command: []string{"/bin/sh", "testdata/holds.sh"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	ctx := context.Background()
+	procs := procsOf(1, rec)
+	if err := l.Start(ctx, procs); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.Client(ctx, backends.ClientEnv{Process: 0, Gate: procs.Gates[0], Clock: procs.Clocks[0], History: procs.History[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, "k0", first); err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, "k0", first); !errors.Is(err, backends.ErrNotHeld) {
+		t.Errorf("the earlier grant's release again: %v, want not held", err)
+	}
+	if err := c.Release(ctx, "k0", second); err != nil {
+		t.Fatalf("the later grant's release: %v (the retry ended its hold)", err)
 	}
 }
