@@ -131,8 +131,23 @@ func TestMariaDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err = m.KillSessions(ctx, nil)
-		if err != nil || len(out) != 1 || out[0]["client"] != "p2" {
-			t.Fatalf("kill the row's holder: %v, %v", out, err)
+		if err != nil {
+			t.Fatalf("kill the row's holder: %v", err)
+		}
+		// p1's session, killed above, may still be listed with its locks
+		// while its thread ends (under load, a while): found gone by the
+		// kill, it is said not killed. Only p2 is killed now.
+		var killed []any
+		for _, o := range out {
+			switch {
+			case o["killed"] == true:
+				killed = append(killed, o["client"])
+			case o["client"] != "p0" && o["client"] != "p1":
+				t.Errorf("kill the row's holder: %v not killed", o)
+			}
+		}
+		if len(killed) != 1 || killed[0] != "p2" {
+			t.Fatalf("kill the row's holder: killed %v, want p2 (%v)", killed, out)
 		}
 	})
 
