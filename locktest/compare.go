@@ -120,7 +120,7 @@ func Compare(t *testing.T, c Comparison) *CompareResult {
 	s := c.suite()
 	if child := childID(); child != "" {
 		if child == id {
-			serveChild(s)
+			serveChild(t, s)
 		}
 		return &CompareResult{} // another call's client process
 	}

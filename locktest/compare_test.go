@@ -49,10 +49,22 @@ func TestCompareTokenLock(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed (Debian package redis-server)")
 	}
+	// The client processes run this test too (the store's t.TempDir
+	// included) and must leave nothing of it: their temporary
+	// directories go under tmp (this test's own are made beside it).
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	res := locktest.Compare(t, locktest.Comparison{New: newTokenLock, Name: "token", Claim: new(locktest.StaleHolderPossible),
 		Families: []string{"pause", "clock"}, Beside: []string{"redis-token", "redis-naive"}, Store: t.TempDir()})
 	if res.Dir == "" {
 		t.Fatal("no comparison directory")
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the client processes left %d temporary directories in TMPDIR (%v): %v", len(left), err, names)
 	}
 	txt, err := os.ReadFile(filepath.Join(res.Dir, "compare.txt"))
 	if err != nil {

@@ -95,6 +95,16 @@ func Main(m *testing.M) {
 		os.Stdout = os.Stderr
 		unsetSharedPasswords() // the open request carries the credentials
 		code := m.Run()
+		mainMu.Lock()
+		done, err := served, serveErr
+		mainMu.Unlock()
+		if done {
+			// Served, and the test's cleanups ran (serveChild).
+			if err != nil {
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		fmt.Fprintf(os.Stderr, "locktest: the client process's test ended without serving %s (exit %d): does the test call locktest.Run (and Compare) in the same way every time?\n", childID(), code)
 		os.Exit(3)
 	}

@@ -107,7 +107,7 @@ func Run(t *testing.T, s Suite) []*Result {
 	}
 	if child := childID(); child != "" {
 		if child == id {
-			serveChild(s)
+			serveChild(t, s)
 		}
 		return make([]*Result, len(names)) // another call's client process
 	}
@@ -130,18 +130,31 @@ func Run(t *testing.T, s Suite) []*Result {
 	return out
 }
 
+// served is set in a client process once it has served the protocol,
+// with serve's error: Main then exits with it.
+var (
+	served   bool
+	serveErr error
+)
+
 // serveChild is a client process's whole life: it serves the protocol on
-// the saved stdout and exits.
-func serveChild(s Suite) {
+// the saved stdout, then ends the test that started it as skipped, so that
+// the test's cleanups run (a t.TempDir it made before calling Run or
+// Compare is removed: the process used to exit here, leaving one behind
+// per client process), and Main exits.
+func serveChild(t *testing.T, s Suite) {
 	out := protoOut
 	if out == nil {
 		out = os.Stdout
 	}
-	if err := serve(context.Background(), os.Stdin, out, s.New); err != nil {
+	err := serve(context.Background(), os.Stdin, out, s.New)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "locktest client: %v\n", err)
-		os.Exit(1)
 	}
-	os.Exit(0)
+	mainMu.Lock()
+	served, serveErr = true, err
+	mainMu.Unlock()
+	t.SkipNow()
 }
 
 // scenarioLabel is a scenario's subtest name: a file's base name without
