@@ -17,13 +17,8 @@ import (
 // harness still sends, and the client's hold ends there.
 func TestLostEventIsEvidence(t *testing.T) {
 	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
-	l := New(Options{Command: []string{"/bin/sh", "testdata/good.sh"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	l, procs := startScript(t, "testdata/good.sh", rec)
 	ctx := context.Background()
-	procs := procsOf(1, rec)
-	if err := l.Start(ctx, procs); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	res, err := workload.NewMemory(workload.FenceNone)
 	if err != nil {
 		t.Fatal(err)
@@ -68,13 +63,8 @@ func TestLostEventIsEvidence(t *testing.T) {
 // without sending it; the later grant's own release still goes through.
 func TestRetriedReleaseEndsNoLaterHold(t *testing.T) {
 	rec := history.NewRecorder(nil, history.RecorderOptions{Keep: true})
-	l := New(Options{Command: []string{"/bin/sh", "testdata/holds.sh"}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	l, procs := startScript(t, "testdata/holds.sh", rec)
 	ctx := context.Background()
-	procs := procsOf(1, rec)
-	if err := l.Start(ctx, procs); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	c, err := l.Client(ctx, backends.ClientEnv{Process: 0, Gate: procs.Gates[0], Clock: procs.Clocks[0], History: procs.History[0]})
 	if err != nil {
 		t.Fatal(err)
@@ -96,4 +86,17 @@ func TestRetriedReleaseEndsNoLaterHold(t *testing.T) {
 	if err := c.Release(ctx, "k0", second); err != nil {
 		t.Fatalf("the later grant's release: %v (the retry ended its hold)", err)
 	}
+}
+
+// startScript starts one client process running the shell script, its ops
+// recorded by rec; it is closed when the test ends.
+func startScript(t *testing.T, script string, rec *history.Recorder) (*Launcher, Procs) {
+	t.Helper()
+	l := New(Options{Command: []string{"/bin/sh", script}, Dir: t.TempDir(), TTL: time.Second, Timeout: time.Second})
+	procs := procsOf(1, rec)
+	if err := l.Start(context.Background(), procs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, procs
 }

@@ -69,7 +69,7 @@ func newOpTimer(parent context.Context) *opTimer {
 // starts.
 func (o *opTimer) start(d time.Duration) context.Context {
 	deadline := time.Now().Add(d)
-	if pd, ok := o.parent.Deadline(); (ok && pd.Before(deadline)) || o.parent.Err() != nil {
+	if pd, ok := o.parent.Deadline(); (ok && pd.Before(deadline)) || o.parentEnded() {
 		// Not a client loop's case (a run's context has no deadline and
 		// starts no request once ended): the standard context, as it was.
 		ctx, cancel := context.WithDeadline(o.parent, deadline)
@@ -86,10 +86,22 @@ func (o *opTimer) start(d time.Duration) context.Context {
 	o.mu.Unlock()
 	// The run's context may have ended between the check above and c
 	// being the current one, its AfterFunc finding none.
-	if err := o.parent.Err(); err != nil {
-		c.cancel(err)
+	if o.parentEnded() {
+		c.cancel(o.parent.Err())
 	}
 	return c
+}
+
+// parentEnded reports whether the run's context has ended, by its Done
+// channel: its Err would take its lock, which every client's requests
+// share, twice a request.
+func (o *opTimer) parentEnded() bool {
+	select {
+	case <-o.parentDone:
+		return true
+	default:
+		return false
+	}
 }
 
 // end is the end of the request whose context start returned: the context
